@@ -1,0 +1,93 @@
+"""The ``ragcite_*`` configuration values, declared once and validated together."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+    from sphinx.config import Config
+
+logger = logging.getLogger(__name__)
+
+Rebuild = Literal["env", "html", ""]
+
+
+def _opt(default: Any, rebuild: Rebuild, help: str) -> Any:  # noqa: A002
+    return field(default=default, metadata={"rebuild": rebuild, "help": help})
+
+
+@dataclass(frozen=True)
+class RagciteConfig:
+    """Every ``ragcite_<name>`` option; field metadata drives registration."""
+
+    passage_words: int = _opt(
+        120,
+        "env",
+        "Soft upper bound on words per passage: consecutive blocks of one section "
+        "are merged while the passage stays within it. A single longer block "
+        "stays whole (its anchor needs an element).",
+    )
+    exclude: tuple[str, ...] = _opt(
+        (),
+        "env",
+        "Glob patterns of docnames whose documents get no passages.",
+    )
+    ignore_classes: tuple[str, ...] = _opt(
+        ("no-search", "ragcite-ignore"),
+        "env",
+        "Elements carrying one of these classes are left out of passages.",
+    )
+
+    @classmethod
+    def from_sphinx(cls, config: Config) -> RagciteConfig:
+        return cls(**{f.name: getattr(config, f"ragcite_{f.name}") for f in fields()})
+
+
+def fields() -> tuple[dataclasses.Field[Any], ...]:
+    return dataclasses.fields(RagciteConfig)
+
+
+def register(app: Sphinx) -> None:
+    for f in fields():
+        app.add_config_value(
+            f"ragcite_{f.name}",
+            f.default,
+            f.metadata["rebuild"],
+            types=frozenset({list, tuple}) if isinstance(f.default, tuple) else (),
+            description=f.metadata["help"],
+        )
+    app.connect("config-inited", validate)
+
+
+def _as_str_tuple(value: object) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple, set, frozenset)) and all(
+        isinstance(v, str) for v in value
+    ):
+        return tuple(sorted(value) if isinstance(value, (set, frozenset)) else value)
+    return None
+
+
+def validate(app: Sphinx, config: Config) -> None:
+    """Normalise values and raise one ConfigError listing every problem."""
+    problems: list[str] = []
+    words = config.ragcite_passage_words
+    if isinstance(words, bool) or not isinstance(words, int) or not 20 <= words <= 2000:
+        problems.append(
+            f"ragcite_passage_words must be an integer from 20 to 2000, got {words!r}"
+        )
+    for name in ("exclude", "ignore_classes"):
+        value = _as_str_tuple(getattr(config, f"ragcite_{name}"))
+        if value is None:
+            problems.append(f"ragcite_{name} must be a list of strings")
+        else:
+            setattr(config, f"ragcite_{name}", value)
+    if problems:
+        raise ConfigError("sphinx-ragcite: " + "; ".join(problems))

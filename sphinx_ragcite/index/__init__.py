@@ -1,0 +1,1 @@
+"""Passages -> the files under ``_ragcite/`` in the built site."""

@@ -1,0 +1,1 @@
+"""Doctree -> passages: chunking, numbering and the environment collector."""

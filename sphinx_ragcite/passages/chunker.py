@@ -1,0 +1,132 @@
+"""Doctree -> passages: consecutive blocks of one section, up to a size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from docutils import nodes
+from sphinx import addnodes
+
+from sphinx_ragcite.models import Chunk, DocChunks, Section
+from sphinx_ragcite.passages.text import block_text, count_words, is_ignored
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: Node attribute naming the passage a block starts: ``(docname, S, P)``.
+#: It survives pickling, so the anchor can be added when the page is written.
+MARK = "ragcite_passage"
+
+
+@dataclass
+class _Open:
+    section: int
+    first: nodes.Element
+    texts: list[str] = field(default_factory=list)
+    words: int = 0
+
+
+class _Chunker:
+    def __init__(
+        self,
+        docname: str,
+        max_words: int,
+        ignore_classes: frozenset[str],
+        keep_only: Callable[[str], bool],
+    ) -> None:
+        self.docname = docname
+        self.max_words = max_words
+        self.ignore = ignore_classes
+        self.keep_only = keep_only
+        self.title = ""
+        self.sections: list[Section] = []
+        self.chunks: list[Chunk] = []
+        self.starts: list[nodes.Element] = []
+        self.open: _Open | None = None
+        self.counts: dict[int, int] = {}
+
+    def run(self, doctree: nodes.document) -> DocChunks:
+        self.walk(doctree, 0, ())
+        self.flush()
+        return DocChunks(self.title, tuple(self.sections), tuple(self.chunks))
+
+    def walk(self, node: nodes.Element, section: int, path: tuple[str, ...]) -> None:
+        for child in node.children:
+            if not isinstance(child, nodes.Element) or is_ignored(child, self.ignore):
+                continue
+            if isinstance(child, nodes.section):
+                self.enter_section(child, path)
+            elif isinstance(child, nodes.title) and isinstance(node, nodes.section):
+                continue
+            elif isinstance(child, addnodes.only):
+                if self.keep_only(child["expr"]):
+                    self.walk(child, section, path)
+            elif _is_wrapper(child):
+                self.walk(child, section, path)
+            else:
+                self.add_block(child, section)
+
+    def enter_section(self, node: nodes.section, path: tuple[str, ...]) -> None:
+        title = node[0].astext().strip() if node.children else ""
+        if not self.sections:
+            # The first section is the document's title: its body is sec0.
+            self.title = title
+            self.sections.append(Section(0, title, "", (title,)))
+            self.walk(node, 0, (title,))
+            return
+        index = len(self.sections)
+        anchor = "#" + node["ids"][0] if node["ids"] else ""
+        self.sections.append(Section(index, title, anchor, (*path, title)))
+        self.walk(node, index, (*path, title))
+
+    def add_block(self, node: nodes.Element, section: int) -> None:
+        text = block_text(node, self.ignore, self.docname)
+        if not text:
+            return
+        words = count_words(text)
+        current = self.open
+        if (
+            current is None
+            or current.section != section
+            or current.words + words > self.max_words
+        ):
+            self.flush()
+            current = self.open = _Open(section, node)
+        current.texts.append(text)
+        current.words += words
+
+    def flush(self) -> None:
+        current, self.open = self.open, None
+        if current is None:
+            return
+        if not self.sections:
+            # Text before any section (or a document without sections).
+            self.sections.append(Section(0, "", "", ()))
+        position = self.counts[current.section] = self.counts.get(current.section, 0) + 1
+        text = "\n\n".join(current.texts)
+        self.chunks.append(Chunk(current.section, position, text, current.words))
+        current.first[MARK] = (self.docname, current.section, position)
+
+
+def _is_wrapper(node: nodes.Element) -> bool:
+    """Containers whose children are the blocks (MyST-NB code cells are not)."""
+    if isinstance(node, nodes.compound):
+        return True
+    return type(node) is nodes.container and node.get("nb_element") != "cell_code"
+
+
+def chunk_doctree(
+    doctree: nodes.document,
+    docname: str,
+    *,
+    max_words: int,
+    ignore_classes: frozenset[str],
+    keep_only: Callable[[str], bool] = lambda expr: True,
+) -> DocChunks:
+    """Split one document into passages and mark each passage's first block.
+
+    The marks are node attributes only; the anchor IDs need the book-wide
+    chapter number, which is known once every document has been read.
+    """
+    return _Chunker(docname, max_words, ignore_classes, keep_only).run(doctree)

@@ -1,0 +1,96 @@
+"""Per-document passage state in the build environment, parallel-safe."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sphinx.domains import Domain
+from sphinx.environment.collectors import EnvironmentCollector
+from sphinx.util.matching import Matcher
+
+from sphinx_ragcite.config import RagciteConfig
+from sphinx_ragcite.passages.chunker import chunk_doctree
+from sphinx_ragcite.passages.ids import reading_order
+
+if TYPE_CHECKING:
+    from collections.abc import Set
+
+    from docutils import nodes
+    from sphinx.application import Sphinx
+    from sphinx.environment import BuildEnvironment
+
+    from sphinx_ragcite.models import DocChunks
+
+
+class RagciteDomain(Domain):
+    """Storage for the collector: domain data is pickled with the environment.
+
+    ``docs`` maps docname -> :class:`DocChunks`; ``chapters`` maps docname ->
+    chapter number as of the last build.
+    """
+
+    name = "ragcite"
+    label = "sphinx-ragcite"
+    data_version = 1
+    initial_data: ClassVar[dict[str, Any]] = {"docs": {}, "chapters": {}}
+
+    @property
+    def docs(self) -> dict[str, DocChunks]:
+        return self.data["docs"]  # type: ignore[no-any-return]
+
+    @property
+    def chapters(self) -> dict[str, int]:
+        return self.data["chapters"]  # type: ignore[no-any-return]
+
+    def merge_domaindata(self, docnames: Set[str], otherdata: dict[str, Any]) -> None:
+        """Nothing to do: :class:`PassageCollector` merges this data."""
+
+
+def passages_of(env: BuildEnvironment) -> RagciteDomain:
+    return env.get_domain("ragcite")  # type: ignore[return-value]
+
+
+class PassageCollector(EnvironmentCollector):
+    """Chunks each document as it is read; only changed documents are re-read."""
+
+    def clear_doc(self, app: Sphinx, env: BuildEnvironment, docname: str) -> None:
+        passages_of(env).docs.pop(docname, None)
+
+    def merge_other(
+        self,
+        app: Sphinx,
+        env: BuildEnvironment,
+        docnames: Set[str],
+        other: BuildEnvironment,
+    ) -> None:
+        mine, theirs = passages_of(env).docs, passages_of(other).docs
+        for docname in docnames:
+            if docname in theirs:
+                mine[docname] = theirs[docname]
+
+    def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
+        env = app.env
+        config = RagciteConfig.from_sphinx(app.config)
+        docname = env.docname
+        if config.exclude and Matcher(config.exclude)(docname):
+            return
+        tags = app.builder.tags
+        passages_of(env).docs[docname] = chunk_doctree(
+            doctree,
+            docname,
+            max_words=config.passage_words,
+            ignore_classes=frozenset(config.ignore_classes),
+            keep_only=tags.eval_condition,
+        )
+
+    def get_updated_docs(self, app: Sphinx, env: BuildEnvironment) -> list[str]:
+        """Number the chapters; pages whose number changed need new anchors."""
+        domain = passages_of(env)
+        order = reading_order(app.config.root_doc, env.toctree_includes, env.all_docs)
+        changed = sorted(
+            docname
+            for docname, chapter in order.items()
+            if domain.chapters.get(docname, chapter) != chapter
+        )
+        domain.data["chapters"] = order
+        return changed

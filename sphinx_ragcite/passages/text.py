@@ -1,0 +1,147 @@
+"""Plain text of doctree blocks, as retrieval and readers should see it."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.util import docname_join
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+#: Nodes whose content never reaches a passage.
+SKIPPED: tuple[type[nodes.Node], ...] = (
+    nodes.comment,
+    nodes.raw,
+    nodes.image,
+    nodes.substitution_definition,
+    nodes.system_message,
+    nodes.target,
+    nodes.transition,
+    nodes.docinfo,
+    nodes.meta,
+    addnodes.toctree,
+    addnodes.index,
+)
+
+# Implicit :ref:/:doc: titles are only known once every document is read, so
+# the chunker leaves a placeholder that the index writer resolves.
+_XREF = re.compile("\ue000(ref|doc)\ue001([^\ue001]*)\ue001([^\ue002]*)\ue002")
+_SPACES = re.compile(r"[ \t\r\f\v\n]+")
+_BLANKS = re.compile(r"\n{3,}")
+
+_LINE_BREAKING = (nodes.Body, nodes.list_item, nodes.term, nodes.definition)
+
+
+def is_ignored(node: nodes.Node, ignore_classes: frozenset[str]) -> bool:
+    if isinstance(node, SKIPPED):
+        return True
+    return isinstance(node, nodes.Element) and not ignore_classes.isdisjoint(
+        node.get("classes", ())
+    )
+
+
+def block_text(node: nodes.Element, ignore_classes: frozenset[str], docname: str) -> str:
+    """Text of one block: prose on collapsed spaces, code keeps its lines."""
+    out: list[str] = []
+    _collect(node, out, ignore_classes, docname, preformatted=False)
+    lines = (line.rstrip() for line in "".join(out).split("\n"))
+    return _BLANKS.sub("\n\n", "\n".join(lines)).strip("\n ")
+
+
+def _collect(
+    node: nodes.Element,
+    out: list[str],
+    ignore: frozenset[str],
+    docname: str,
+    *,
+    preformatted: bool,
+) -> None:
+    for child in node.children:
+        if isinstance(child, nodes.Text):
+            text = str(child)
+            out.append(text if preformatted else _SPACES.sub(" ", text))
+        elif not isinstance(child, nodes.Element) or is_ignored(child, ignore):
+            continue
+        elif isinstance(child, nodes.row):
+            cells = []
+            for entry in child.findall(nodes.entry):
+                cell: list[str] = []
+                _collect(entry, cell, ignore, docname, preformatted=False)
+                cells.append(_SPACES.sub(" ", "".join(cell)).strip())
+            out.append("\n" + " | ".join(cells) + "\n")
+        elif isinstance(child, addnodes.pending_xref) and _is_implicit(child):
+            out.append(_placeholder(child, docname))
+        elif child.get("nb_element") == "mime_bundle":
+            _collect_mime_bundle(child, out, ignore, docname)
+        else:
+            breaking = isinstance(child, _LINE_BREAKING)
+            if breaking:
+                out.append("\n")
+            pre = preformatted or isinstance(child, nodes.FixedTextElement)
+            _collect(child, out, ignore, docname, preformatted=pre)
+            if breaking:
+                out.append("\n")
+
+
+def _collect_mime_bundle(
+    bundle: nodes.Element, out: list[str], ignore: frozenset[str], docname: str
+) -> None:
+    # MyST-NB keeps every MIME type of an output until the write phase; the
+    # plain-text one is what a reader of any format can see.
+    for child in bundle.children:
+        if isinstance(child, nodes.Element) and child.get("mime_type") == "text/plain":
+            out.append("\n")
+            _collect(child, out, ignore, docname, preformatted=True)
+            out.append("\n")
+            return
+
+
+def _is_implicit(node: addnodes.pending_xref) -> bool:
+    return node.get("reftype") in ("ref", "doc") and not node.get("refexplicit")
+
+
+def _placeholder(node: addnodes.pending_xref, docname: str) -> str:
+    reftype = node["reftype"]
+    target = node.get("reftarget", "")
+    if reftype == "doc":
+        target = docname_join(node.get("refdoc", docname), target)
+    fallback = _SPACES.sub(" ", node.astext())
+    return f"\ue000{reftype}\ue001{target}\ue001{fallback}\ue002"
+
+
+def resolve_xrefs(
+    text: str,
+    labels: Mapping[str, tuple[str, str, str]],
+    titles: Callable[[str], str | None],
+) -> str:
+    """Replace placeholders by the titles Sphinx will print in their place."""
+
+    def title_of(match: re.Match[str]) -> str:
+        reftype, target, fallback = match.groups()
+        if reftype == "ref":
+            label = labels.get(target)
+            return label[2] if label and label[2] else fallback
+        return titles(target) or fallback
+
+    return _XREF.sub(title_of, text)
+
+
+def strip_placeholders(text: str) -> str:
+    return _XREF.sub(lambda m: m.group(3), text)
+
+
+def count_words(text: str) -> int:
+    return len(strip_placeholders(text).split())
+
+
+def make_snippet(text: str, limit: int = 200, minimum: int = 50) -> str:
+    """A prefix of the passage's text cut at a word boundary."""
+    flat = _SPACES.sub(" ", text).strip()
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit + 1)
+    return flat[: cut if cut >= minimum else limit].rstrip()
