@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence, Set
 
 PASSAGE_ID = re.compile(r"^ch(?P<c>[0-9]+)-sec(?P<s>[0-9]+)-p(?P<p>[0-9]+)$")
 
@@ -22,6 +22,22 @@ def parse_passage_id(value: str) -> tuple[int, int, int] | None:
     return int(match["c"]), int(match["s"]), int(match["p"])
 
 
+def toctree_docs(
+    root: str, toctree_includes: Mapping[str, Sequence[str]], known: Set[str]
+) -> list[str]:
+    """Documents reachable from *root*, depth first in toctree order."""
+    seen: dict[str, None] = {}
+    stack = [root] if root in known else []
+    while stack:
+        docname = stack.pop()
+        if docname in seen:
+            continue
+        seen[docname] = None
+        children = [d for d in toctree_includes.get(docname, ()) if d in known]
+        stack.extend(reversed(children))
+    return list(seen)
+
+
 def reading_order(
     root: str,
     toctree_includes: Mapping[str, Sequence[str]],
@@ -33,15 +49,6 @@ def reading_order(
     in toctree order; documents in no toctree come last, sorted by docname.
     """
     known = set(all_docs)
-    order: dict[str, int] = {}
-    stack = [root] if root in known else []
-    while stack:
-        docname = stack.pop()
-        if docname in order:
-            continue
-        order[docname] = len(order)
-        children = [d for d in toctree_includes.get(docname, ()) if d in known]
-        stack.extend(reversed(children))
-    for docname in sorted(known - order.keys()):
-        order[docname] = len(order)
-    return order
+    reached = toctree_docs(root, toctree_includes, known)
+    orphans = sorted(known.difference(reached))
+    return {docname: n for n, docname in enumerate(reached + orphans)}

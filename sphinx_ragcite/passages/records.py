@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from sphinx.builders.singlehtml import SingleFileHTMLBuilder
 
 from sphinx_ragcite.passages.collector import passages_of
-from sphinx_ragcite.passages.ids import passage_id
+from sphinx_ragcite.passages.ids import passage_id, toctree_docs
 from sphinx_ragcite.passages.text import make_snippet, resolve_xrefs
 
 if TYPE_CHECKING:
@@ -44,16 +44,23 @@ def build_records(env: BuildEnvironment, builder: Builder) -> list[Record]:
 
     def title_of(docname: str) -> str | None:
         title = env.titles.get(docname)
-        return title.astext() if title is not None else None
+        text = title.astext() if title is not None else ""
+        return text if text and text != "<no title>" else None
 
-    records: list[Record] = []
     chapters = domain.chapters
-    for docname in sorted(env.all_docs, key=lambda d: (chapters.get(d, 1 << 30), d)):
+    docnames = sorted(env.all_docs, key=lambda d: (chapters.get(d, 1 << 30), d))
+    if isinstance(builder, SingleFileHTMLBuilder):
+        # The single page holds only what the root's toctrees reach.
+        docnames = toctree_docs(
+            env.config.root_doc, env.toctree_includes, set(env.all_docs)
+        )
+    records: list[Record] = []
+    for docname in docnames:
         doc = domain.docs.get(docname)
         if doc is None or not doc.chunks:
             continue
         numbers = env.toc_secnumbers.get(docname, {})
-        doc_title = title_of(docname) or doc.title or docname
+        doc_title = doc.title or title_of(docname) or docname
         chapter = _numbered(doc_title, numbers.get(""), suffix)
         url = page_url(builder, docname)
         offset = 0

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx.locale import admonitionlabels
 from sphinx.util import docname_join
 
 if TYPE_CHECKING:
@@ -47,57 +48,73 @@ def is_ignored(node: nodes.Node, ignore_classes: frozenset[str]) -> bool:
 def block_text(node: nodes.Element, ignore_classes: frozenset[str], docname: str) -> str:
     """Text of one block: prose on collapsed spaces, code keeps its lines."""
     out: list[str] = []
-    _collect(node, out, ignore_classes, docname, preformatted=False)
+    _Collector(out, ignore_classes, docname).visit(node, preformatted=False)
     lines = (line.rstrip() for line in "".join(out).split("\n"))
     return _BLANKS.sub("\n\n", "\n".join(lines)).strip("\n ")
 
 
-def _collect(
-    node: nodes.Element,
-    out: list[str],
-    ignore: frozenset[str],
-    docname: str,
-    *,
-    preformatted: bool,
-) -> None:
-    for child in node.children:
-        if isinstance(child, nodes.Text):
-            text = str(child)
-            out.append(text if preformatted else _SPACES.sub(" ", text))
-        elif not isinstance(child, nodes.Element) or is_ignored(child, ignore):
-            continue
-        elif isinstance(child, nodes.row):
+class _Collector:
+    def __init__(self, out: list[str], ignore: frozenset[str], docname: str) -> None:
+        self.out = out
+        self.ignore = ignore
+        self.docname = docname
+
+    def children(self, node: nodes.Element, *, preformatted: bool) -> None:
+        for child in node.children:
+            if isinstance(child, nodes.Text):
+                text = str(child)
+                self.out.append(text if preformatted else _SPACES.sub(" ", text))
+            elif isinstance(child, nodes.Element) and not is_ignored(child, self.ignore):
+                self.visit(child, preformatted=preformatted)
+
+    def visit(self, node: nodes.Element, *, preformatted: bool) -> None:
+        out = self.out
+        if isinstance(node, nodes.row):
             cells = []
-            for entry in child.findall(nodes.entry):
+            for entry in node.findall(nodes.entry):
                 cell: list[str] = []
-                _collect(entry, cell, ignore, docname, preformatted=False)
+                _Collector(cell, self.ignore, self.docname).children(
+                    entry, preformatted=False
+                )
                 cells.append(_SPACES.sub(" ", "".join(cell)).strip())
-            out.append("\n" + " | ".join(cells) + "\n")
-        elif isinstance(child, addnodes.pending_xref) and _is_implicit(child):
-            out.append(_placeholder(child, docname))
-        elif child.get("nb_element") == "mime_bundle":
-            _collect_mime_bundle(child, out, ignore, docname)
+            _newline(out)
+            out.append(" | ".join(cells) + "\n")
+        elif isinstance(node, addnodes.pending_xref) and _is_implicit(node):
+            out.append(_placeholder(node, self.docname))
+        elif node.get("nb_element") == "mime_bundle":
+            # MyST-NB keeps every MIME type of an output until the write phase;
+            # the plain-text one is what a reader of any format can see.
+            for view in node.children:
+                if isinstance(view, nodes.Element) and view.get("mime_type") == (
+                    "text/plain"
+                ):
+                    self.visit(view, preformatted=True)
+                    break
         else:
-            breaking = isinstance(child, _LINE_BREAKING)
+            breaking = isinstance(node, _LINE_BREAKING) and not isinstance(
+                node, nodes.Inline
+            )
             if breaking:
-                out.append("\n")
-            pre = preformatted or isinstance(child, nodes.FixedTextElement)
-            _collect(child, out, ignore, docname, preformatted=pre)
+                _newline(out)
+            label = _admonition_label(node)
+            if label:
+                out.append(label + "\n")
+            pre = preformatted or isinstance(node, nodes.FixedTextElement)
+            self.children(node, preformatted=pre)
             if breaking:
-                out.append("\n")
+                _newline(out)
 
 
-def _collect_mime_bundle(
-    bundle: nodes.Element, out: list[str], ignore: frozenset[str], docname: str
-) -> None:
-    # MyST-NB keeps every MIME type of an output until the write phase; the
-    # plain-text one is what a reader of any format can see.
-    for child in bundle.children:
-        if isinstance(child, nodes.Element) and child.get("mime_type") == "text/plain":
-            out.append("\n")
-            _collect(child, out, ignore, docname, preformatted=True)
-            out.append("\n")
-            return
+def _admonition_label(node: nodes.Element) -> str:
+    """The "Note"/"Warning" heading the HTML shows for a titled admonition."""
+    if isinstance(node, nodes.Admonition) and not isinstance(node, nodes.admonition):
+        return str(admonitionlabels.get(node.tagname, ""))
+    return ""
+
+
+def _newline(out: list[str]) -> None:
+    if out and not out[-1].endswith("\n"):
+        out.append("\n")
 
 
 def _is_implicit(node: addnodes.pending_xref) -> bool:

@@ -1,0 +1,126 @@
+"""Find the third-party corpora and make buildable copies of them.
+
+Shared by ``benchmarks/build_overhead.py`` and ``tests/test_corpora.py``.
+
+The corpora live outside the repository, in ``shared/corpora/`` next to the
+clone (``<workspace>/main`` + ``<workspace>/shared``) or one level further up
+(a CI clone in ``<tmp>/fresh``). ``RAGCITE_CORPORA`` overrides the search.
+They are never built in place: each build gets its own copy, with
+``sphinx_ragcite`` appended to (or removed from) the copy's ``extensions``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE_BOOK = REPO / "example_book"
+ENV_VAR = "RAGCITE_CORPORA"
+
+#: Corpus folder -> modules its ``docs/conf.py`` needs (besides Sphinx).
+CORPUS_DEPS: dict[str, tuple[str, ...]] = {
+    "click-docs": (
+        "click",
+        "myst_parser",
+        "pallets_sphinx_themes",
+        "sphinx_tabs",
+        "sphinxcontrib.log_cabinet",
+    ),
+    "requests-docs": ("requests",),
+}
+CORPORA = tuple(CORPUS_DEPS)
+
+_IGNORE = shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints")
+_ADD = '\nextensions.append("sphinx_ragcite")  # added by benchmarks/_corpora.py\n'
+_REMOVE = (
+    '\nextensions = [e for e in extensions if e != "sphinx_ragcite"]'
+    "  # added by benchmarks/_corpora.py\n"
+)
+
+
+def corpora_dir() -> Path | None:
+    """The ``shared/corpora`` folder, or None when it cannot be found."""
+    override = os.environ.get(ENV_VAR)
+    if override:
+        path = Path(override).expanduser()
+        return path if path.is_dir() else None
+    for base in (REPO.parent, REPO.parent.parent):
+        path = base / "shared" / "corpora"
+        if path.is_dir():
+            return path
+    return None
+
+
+def corpora_available() -> bool:
+    """True when at least one known corpus is present."""
+    root = corpora_dir()
+    return root is not None and any((root / n / "docs").is_dir() for n in CORPORA)
+
+
+def corpus_path(name: str) -> Path | None:
+    """``shared/corpora/<name>``, or None when absent."""
+    root = corpora_dir()
+    if root is None or not (root / name / "docs" / "conf.py").is_file():
+        return None
+    return root / name
+
+
+def missing_deps(name: str) -> list[str]:
+    """Modules needed to build corpus *name* that are not importable."""
+    missing = []
+    for module in CORPUS_DEPS.get(name, ()):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # parent package missing
+            found = False
+        if not found:
+            missing.append(module)
+    return missing
+
+
+def _edit_conf(docs: Path, with_ragcite: bool) -> None:
+    conf = docs / "conf.py"
+    with conf.open("a", encoding="utf-8") as f:
+        f.write(_ADD if with_ragcite else _REMOVE)
+
+
+def _copy(src: Path, target: Path) -> None:
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(src, target, ignore=_IGNORE)
+
+
+def prepare_corpus(name: str, dest: Path | str, with_ragcite: bool) -> Path:
+    """Copy ``shared/corpora/<name>`` to ``dest/<name>``; return its ``docs``.
+
+    The whole corpus folder is copied (pages include ``../CHANGES.md`` and
+    the like). With *with_ragcite*, ``extensions.append("sphinx_ragcite")`` is
+    added to the copy's ``conf.py``; ``-D extensions=`` would replace the
+    list instead of extending it.
+    """
+    src = corpus_path(name)
+    if src is None:
+        raise FileNotFoundError(f"corpus {name!r} not found (set {ENV_VAR})")
+    target = Path(dest) / name
+    _copy(src, target)
+    docs = target / "docs"
+    if with_ragcite:
+        _edit_conf(docs, with_ragcite=True)
+    return docs
+
+
+def prepare_example_book(dest: Path | str, with_ragcite: bool) -> Path:
+    """Copy ``example_book`` to ``dest/example_book``; return the copy.
+
+    Its conf.py already lists ``sphinx_ragcite``; without *with_ragcite* the
+    copy drops it from ``extensions``.
+    """
+    target = Path(dest) / "example_book"
+    _copy(EXAMPLE_BOOK, target)
+    if not with_ragcite:
+        _edit_conf(target, with_ragcite=False)
+    return target

@@ -1,0 +1,3 @@
+extensions = ["sphinx_ragcite"]
+project = "Basic"
+exclude_patterns = ["_build"]

@@ -1,0 +1,71 @@
+"""Every passage ID is an anchor, once, on the element its text starts at."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from conftest import read_passages
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def page_of(outdir: Path, url: str) -> Path:
+    page = url.split("#", 1)[0]
+    if page == "" or page.endswith("/"):
+        page += "index.html"
+    return outdir / page
+
+
+def check_anchors(outdir: Path) -> list[dict]:
+    records = read_passages(outdir)
+    assert records
+    assert len({r["passage_id"] for r in records}) == len(records)
+    soups: dict[Path, BeautifulSoup] = {}
+    for record in records:
+        pid = record["passage_id"]
+        assert record["url"].endswith("#" + pid)
+        path = page_of(outdir, record["url"])
+        html = path.read_text("utf-8")
+        assert html.count(f'id="{pid}"') == 1, (pid, path)
+        soup = soups.setdefault(path, BeautifulSoup(html, "html.parser"))
+        element = soup.find(id=pid)
+        assert element is not None
+        # The element's visible text starts where the passage's text starts.
+        expected = _words(record["snippet"])[:6]
+        assert _words(element.get_text(" "))[: len(expected)] == expected, pid
+    return records
+
+
+@pytest.mark.parametrize("builder", ["html", "dirhtml", "singlehtml"])
+@pytest.mark.parametrize("root", ["basic", "myst"])
+def test_anchor_once_per_passage(make_app, rootdir, tmp_path, builder, root):  # type: ignore[no-untyped-def]
+    from sphinx.testing.util import SphinxTestApp  # noqa: F401  (fixture type)
+
+    import shutil
+
+    srcdir = tmp_path / root
+    shutil.copytree(rootdir / f"test-{root}", srcdir)
+    app = make_app(builder, srcdir=srcdir)
+    app.build()
+    assert app.warning.getvalue() == ""
+    records = check_anchors(app.outdir)
+    urls = {r["docname"]: r["url"].split("#")[0] for r in records}
+    if builder == "html":
+        assert urls["index"] == "index.html"
+        if root == "basic":
+            assert urls["part/inner"] == "part/inner.html"
+    elif builder == "dirhtml":
+        assert urls["index"] == ""
+        if root == "basic":
+            assert urls["part/inner"] == "part/inner/"
+            assert urls["part/index"] == "part/"
+    else:
+        assert set(urls.values()) == {"index.html"}

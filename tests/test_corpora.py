@@ -1,0 +1,144 @@
+"""The extension on real third-party documentation (``../shared/corpora``).
+
+Each corpus is built twice in a subprocess, without and with
+``sphinx_ragcite``; the extension must add no warnings and must anchor every
+passage it indexes in the page its URL names. Slow: select or deselect with
+``-m corpora``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location(
+    "ragcite_bench_corpora", REPO / "benchmarks" / "_corpora.py"
+)
+assert _spec is not None
+assert _spec.loader is not None
+_corpora = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_corpora)
+
+pytestmark = [
+    pytest.mark.corpora,
+    pytest.mark.skipif(
+        not _corpora.corpora_available(),
+        reason=(
+            "third-party corpora not found: expected shared/corpora next to the "
+            f"repository or set {_corpora.ENV_VAR}"
+        ),
+    ),
+]
+
+#: Lower bounds on passages (click-docs gave 473, requests-docs 372 when
+#: written); a large drop means the chunker lost content on real pages.
+MIN_PASSAGES = {"click-docs": 400, "requests-docs": 300}
+PID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
+PROBLEM = re.compile(r"\b(WARNING|ERROR|CRITICAL|SEVERE)\b")
+
+
+class Build:
+    def __init__(self, name: str, root: Path, with_ragcite: bool) -> None:
+        self.root = root
+        self.srcdir = _corpora.prepare_corpus(name, root, with_ragcite)
+        self.outdir = root / "html"
+        cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-N"]
+        proc = subprocess.run(
+            [*cmd, str(self.srcdir), str(self.outdir)],
+            cwd=self.srcdir.parent,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 0, f"build failed:\n{proc.stderr[-3000:]}"
+        self.stderr = proc.stderr
+
+    def problems(self) -> Counter[str]:
+        """Warning/error lines, with this build's temporary paths removed."""
+        roots = {str(self.root), str(self.root.resolve())}
+        found: Counter[str] = Counter()
+        for line in self.stderr.splitlines():
+            if PROBLEM.search(line):
+                for root in sorted(roots, key=len, reverse=True):
+                    line = line.replace(root, "<TMP>")
+                found[line.strip()] += 1
+        return found
+
+
+class CorpusBuilds:
+    def __init__(self, name: str, tmp: Path) -> None:
+        self.name = name
+        self.without = Build(name, tmp / "without", with_ragcite=False)
+        self.with_ = Build(name, tmp / "with", with_ragcite=True)
+        self.outdir = self.with_.outdir
+        index = self.outdir / "_ragcite"
+        self.manifest = json.loads((index / "manifest.json").read_text("utf-8"))
+        passages = index / self.manifest["files"]["passages"]
+        self.records = [
+            json.loads(line)
+            for line in passages.read_text("utf-8").splitlines()
+            if line.strip()
+        ]
+
+
+@pytest.fixture(scope="module", params=_corpora.CORPORA)
+def corpus(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> CorpusBuilds:
+    name: str = request.param
+    if _corpora.corpus_path(name) is None:
+        pytest.skip(f"corpus {name} not found in {_corpora.corpora_dir()}")
+    for module in _corpora.CORPUS_DEPS[name]:
+        pytest.importorskip(module, reason=f'{name} needs it: pip install ".[corpora]"')
+    return CorpusBuilds(name, tmp_path_factory.mktemp(name))
+
+
+def test_no_new_warnings(corpus: CorpusBuilds) -> None:
+    without = corpus.without.problems()
+    with_ = corpus.with_.problems()
+    added = with_ - without
+    removed = without - with_
+    assert not added, f"{corpus.name}: new with sphinx_ragcite: {sorted(added)}"
+    assert not removed, f"{corpus.name}: gone with sphinx_ragcite: {sorted(removed)}"
+
+
+def test_manifest_counts(corpus: CorpusBuilds) -> None:
+    counts = corpus.manifest["counts"]
+    assert counts["passages"] == len(corpus.records)
+    assert counts["passages"] >= MIN_PASSAGES[corpus.name]
+    # Every source page (Sphinx copies each to _sources/) yields passages.
+    sources = [p for p in (corpus.outdir / "_sources").rglob("*") if p.is_file()]
+    assert counts["documents"] == len(sources)
+
+
+def test_passage_ids(corpus: CorpusBuilds) -> None:
+    ids = [r["passage_id"] for r in corpus.records]
+    bad = [pid for pid in ids if not PID.match(pid)]
+    assert not bad, f"malformed ids: {bad[:10]}"
+    dupes = [pid for pid, n in Counter(ids).items() if n > 1]
+    assert not dupes, f"duplicate ids: {dupes[:10]}"
+
+
+def test_every_passage_anchored_once(corpus: CorpusBuilds) -> None:
+    pages: dict[str, str] = {}
+    wrong = []
+    for record in corpus.records:
+        pid = record["passage_id"]
+        page, _, anchor = record["url"].partition("#")
+        assert anchor == pid, record["url"]
+        if page not in pages:
+            pages[page] = (corpus.outdir / page).read_text("utf-8")
+        count = pages[page].count(f'id="{pid}"')
+        if count != 1:
+            wrong.append(f"{record['url']} x{count}: {record['text'][:60]!r}")
+    assert not wrong, f"{len(wrong)} passages not anchored exactly once:\n" + (
+        "\n".join(wrong[:20])
+    )
