@@ -9,7 +9,12 @@ from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.util import logging
 
 from sphinx_ragcite import __version__, config
-from sphinx_ragcite.index.writer import INDEX_DIR, IndexWriter, build_time, passages_jsonl
+from sphinx_ragcite.index.writer import (
+    INDEX_DIR,
+    IndexWriter,
+    build_time,
+    passages_jsonl,
+)
 from sphinx_ragcite.passages.chunker import MARK
 from sphinx_ragcite.passages.collector import (
     PassageCollector,

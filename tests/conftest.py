@@ -32,3 +32,13 @@ def read_passages(outdir: Path) -> list[dict]:
 def passages_bytes(outdir: Path) -> bytes:
     manifest = read_manifest(outdir)
     return (outdir / "_ragcite" / manifest["files"]["passages"]).read_bytes()
+
+
+def build(make_app, builder: str, srcdir: Path, **kwargs):  # type: ignore[no-untyped-def]
+    """Build a project; clean up docutils registrations so the next app starts fresh."""
+    app = make_app(builder, srcdir=srcdir, **kwargs)
+    try:
+        app.build()
+    finally:
+        app.cleanup()
+    return app

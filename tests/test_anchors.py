@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 
-from conftest import read_passages
+from conftest import build, read_passages
 
 _WORD = re.compile(r"\w+")
 
@@ -47,14 +48,9 @@ def check_anchors(outdir: Path) -> list[dict]:
 @pytest.mark.parametrize("builder", ["html", "dirhtml", "singlehtml"])
 @pytest.mark.parametrize("root", ["basic", "myst"])
 def test_anchor_once_per_passage(make_app, rootdir, tmp_path, builder, root):  # type: ignore[no-untyped-def]
-    from sphinx.testing.util import SphinxTestApp  # noqa: F401  (fixture type)
-
-    import shutil
-
     srcdir = tmp_path / root
     shutil.copytree(rootdir / f"test-{root}", srcdir)
-    app = make_app(builder, srcdir=srcdir)
-    app.build()
+    app = build(make_app, builder, srcdir)
     assert app.warning.getvalue() == ""
     records = check_anchors(app.outdir)
     urls = {r["docname"]: r["url"].split("#")[0] for r in records}

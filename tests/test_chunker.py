@@ -6,9 +6,10 @@ import re
 
 import pytest
 
-from conftest import read_passages
 from sphinx_ragcite.passages.ids import parse_passage_id
 from sphinx_ragcite.passages.text import make_snippet
+
+from conftest import read_passages
 
 ID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 
@@ -91,8 +92,17 @@ def test_documents_without_sections_and_empty_documents(basic: dict) -> None:
 def test_record_fields(basic: dict) -> None:
     for record in basic.values():
         assert set(record) >= {
-            "passage_id", "docname", "url", "chapter", "section", "heading_path",
-            "text", "snippet", "char_start", "char_end", "content_hash",
+            "passage_id",
+            "docname",
+            "url",
+            "chapter",
+            "section",
+            "heading_path",
+            "text",
+            "snippet",
+            "char_start",
+            "char_end",
+            "content_hash",
         }
         assert record["text"].split()[:3] == record["snippet"].split()[:3]
         assert record["char_end"] - record["char_start"] == len(record["text"])
@@ -146,10 +156,15 @@ def test_myst_and_notebooks(app) -> None:  # type: ignore[no-untyped-def]
     assert guide == (
         "Warning\nA MyST admonition with bold text.\n\na bulleted item\nanother item"
     )
-    assert "alert" not in guide and "hostile" not in guide  # raw HTML skipped
+    assert "alert" not in guide  # raw HTML is skipped
+    assert "hostile" not in guide
     cells = records["ch2-sec1-p1"]["text"]
-    for expected in ("ratio = 250 / 15", "ratio 16.7", "33.333333333333336",
-                     "<Table plain view>"):
+    for expected in (
+        "ratio = 250 / 15",
+        "ratio 16.7",
+        "33.333333333333336",
+        "<Table plain view>",
+    ):
         assert expected in cells
     assert "html only view" not in cells  # the plain-text view of a bundle only
 

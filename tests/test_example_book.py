@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLE_BOOK, read_passages
+from conftest import EXAMPLE_BOOK, build, read_passages
 from test_anchors import check_anchors
 
 
@@ -20,8 +20,7 @@ def book(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("builder", ["html", "dirhtml"])
 def test_example_book_builds_without_warnings(make_app, book, builder):  # type: ignore[no-untyped-def]
-    app = make_app(builder, srcdir=book, freshenv=True)
-    app.build()
+    app = build(make_app, builder, book, freshenv=True)
     assert app.warning.getvalue() == ""
     records = check_anchors(app.outdir)
     formats = {r["docname"].split("/")[0] for r in records}
@@ -29,8 +28,7 @@ def test_example_book_builds_without_warnings(make_app, book, builder):  # type:
 
 
 def test_qa_set_points_at_real_passages(make_app, book):  # type: ignore[no-untyped-def]
-    app = make_app("html", srcdir=book, freshenv=True)
-    app.build()
+    app = build(make_app, "html", book, freshenv=True)
     passages = {r["passage_id"]: r["text"].lower() for r in read_passages(app.outdir)}
     lines = (EXAMPLE_BOOK / "qa.jsonl").read_text("utf-8").splitlines()
     qa = [json.loads(line) for line in lines]

@@ -103,7 +103,9 @@ class _Chunker:
         if not self.sections:
             # Text before any section (or a document without sections).
             self.sections.append(Section(0, "", "", ()))
-        position = self.counts[current.section] = self.counts.get(current.section, 0) + 1
+        position = self.counts[current.section] = (
+            self.counts.get(current.section, 0) + 1
+        )
         text = "\n\n".join(current.texts)
         self.chunks.append(Chunk(current.section, position, text, current.words))
         current.first[MARK] = (self.docname, current.section, position)

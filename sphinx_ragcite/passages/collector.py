@@ -63,7 +63,8 @@ class PassageCollector(EnvironmentCollector):
         docnames: Set[str],
         other: BuildEnvironment,
     ) -> None:
-        mine, theirs = passages_of(env).docs, passages_of(other).docs
+        # A worker's environment comes back pickled, without live domains.
+        mine, theirs = passages_of(env).docs, other.domaindata["ragcite"]["docs"]
         for docname in docnames:
             if docname in theirs:
                 mine[docname] = theirs[docname]

@@ -26,8 +26,8 @@ def content_hash(text: str) -> str:
 def page_url(builder: Builder, docname: str) -> str:
     """URL of the page that shows *docname*, relative to the site root."""
     if isinstance(builder, SingleFileHTMLBuilder):
-        return builder.config.root_doc + builder.out_suffix
-    return builder.get_target_uri(docname)
+        return f"{builder.config.root_doc}{builder.out_suffix}"
+    return str(builder.get_target_uri(docname))
 
 
 def _numbered(title: str, numbers: tuple[int, ...] | None, suffix: str) -> str:

@@ -45,7 +45,9 @@ def is_ignored(node: nodes.Node, ignore_classes: frozenset[str]) -> bool:
     )
 
 
-def block_text(node: nodes.Element, ignore_classes: frozenset[str], docname: str) -> str:
+def block_text(
+    node: nodes.Element, ignore_classes: frozenset[str], docname: str
+) -> str:
     """Text of one block: prose on collapsed spaces, code keeps its lines."""
     out: list[str] = []
     _Collector(out, ignore_classes, docname).visit(node, preformatted=False)
@@ -64,7 +66,9 @@ class _Collector:
             if isinstance(child, nodes.Text):
                 text = str(child)
                 self.out.append(text if preformatted else _SPACES.sub(" ", text))
-            elif isinstance(child, nodes.Element) and not is_ignored(child, self.ignore):
+            elif isinstance(child, nodes.Element) and not is_ignored(
+                child, self.ignore
+            ):
                 self.visit(child, preformatted=preformatted)
 
     def visit(self, node: nodes.Element, *, preformatted: bool) -> None:
