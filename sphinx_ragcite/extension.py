@@ -9,12 +9,6 @@ from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.util import logging
 
 from sphinx_ragcite import __version__, config
-from sphinx_ragcite.index.writer import (
-    INDEX_DIR,
-    IndexWriter,
-    build_time,
-    passages_jsonl,
-)
 from sphinx_ragcite.passages.chunker import MARK
 from sphinx_ragcite.passages.collector import (
     PassageCollector,
@@ -22,7 +16,6 @@ from sphinx_ragcite.passages.collector import (
     passages_of,
 )
 from sphinx_ragcite.passages.ids import passage_id
-from sphinx_ragcite.passages.records import build_records, page_url
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -60,35 +53,11 @@ def add_anchors(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 
 def write_index(app: Sphinx, exception: BaseException | None) -> None:
-    if exception is not None or not is_site_builder(app.builder):
-        return
-    env = app.env
-    records = build_records(env, app.builder)
-    writer = IndexWriter(app.builder.outdir)
-    writer.add("passages", "passages.jsonl", passages_jsonl(records))
-    manifest = writer.finish(
-        {
-            "generator": f"sphinx-ragcite {__version__}",
-            "project": app.config.project,
-            "version": app.config.version,
-            "release": app.config.release,
-            "builder": app.builder.name,
-            "root_url": page_url(app.builder, app.config.root_doc),
-            "built_at": build_time(),
-            "counts": {
-                "passages": len(records),
-                "documents": len({r["docname"] for r in records}),
-            },
-        }
-    )
-    total = sum(manifest["bytes"].values())
-    logger.info(
-        "ragcite: %d passages from %d documents -> %s/ (%.1f KiB)",
-        manifest["counts"]["passages"],
-        manifest["counts"]["documents"],
-        INDEX_DIR,
-        total / 1024,
-    )
+    if exception is None and is_site_builder(app.builder):
+        # Imported here: numpy, bm25s and onnxruntime are for HTML builds only.
+        from sphinx_ragcite.index.build import write_site_index
+
+        write_site_index(app)
 
 
 def setup(app: Sphinx) -> ExtensionMetadata:

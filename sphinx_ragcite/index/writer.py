@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import json
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -22,6 +25,16 @@ MANIFEST = "manifest.json"
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def json_bytes(obj: Any) -> bytes:
+    return dumps(obj).encode("utf-8")
 
 
 def passages_jsonl(records: list[Record]) -> bytes:
@@ -63,8 +76,9 @@ class IndexWriter:
         return self.outdir / INDEX_DIR
 
     def add(self, role: str, name: str, data: bytes) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.directory / name, data)
+        path = self.directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
         self.files[role] = name
         self.sha256[role] = hashlib.sha256(data).hexdigest()
         self.sizes[role] = len(data)
@@ -81,7 +95,10 @@ class IndexWriter:
         data = (json.dumps(manifest, sort_keys=True, indent=1) + "\n").encode()
         atomic_write(self.directory / MANIFEST, data)
         keep = {MANIFEST, *self.files.values()}
-        for path in self.directory.iterdir():
-            if path.name not in keep and path.is_file():
+        for path in sorted(self.directory.rglob("*"), reverse=True):
+            name = path.relative_to(self.directory).as_posix()
+            if path.is_file() and name not in keep:
                 path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
         return manifest

@@ -1,0 +1,118 @@
+"""QA files -> retrieval quality: recall@k, MRR@10 and nDCG@10 per mode.
+
+A QA file is JSON Lines, one question per line::
+
+    {"question": "...", "passage_ids": ["ch3-sec2-p4"], "answer": "..."}
+    {"question": "...", "answer": "..."}          # relevant = contains answer
+    {"question": "...", "passage_ids": [], "answer": null}   # unanswerable
+
+Unanswerable questions are left out of retrieval metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sphinx_ragcite.errors import RagciteError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sphinx_ragcite.retrieval import Fusion, Mode, Site
+
+CUTOFFS = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Question:
+    question: str
+    passage_ids: tuple[str, ...]
+    answer: str | None
+
+    @property
+    def answerable(self) -> bool:
+        return self.answer is not None or bool(self.passage_ids)
+
+
+def load_qa(path: str | Path) -> list[Question]:
+    """Parse a QA file, naming the line of the first malformed entry."""
+    questions = []
+    try:
+        lines = Path(path).read_text("utf-8").splitlines()
+    except OSError as error:
+        raise RagciteError(f"Cannot read QA file {path}: {error}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            question = item["question"]
+            ids = item.get("passage_ids") or []
+            answer = item.get("answer")
+            if not isinstance(question, str) or not question.strip():
+                raise ValueError("'question' must be a non-empty string")
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise ValueError("'passage_ids' must be a list of strings")
+            if answer is not None and not isinstance(answer, str):
+                raise ValueError("'answer' must be a string or null")
+        except (ValueError, KeyError, TypeError) as error:
+            raise RagciteError(f"{path}:{number}: bad QA line ({error})") from None
+        questions.append(Question(question, tuple(ids), answer))
+    return questions
+
+
+def relevant_rows(site: Site, question: Question) -> set[int]:
+    if question.passage_ids:
+        rows = {site._rows.get(pid) for pid in question.passage_ids}
+        return {r for r in rows if r is not None}
+    assert question.answer is not None
+    needle = question.answer.lower()
+    return {i for i, p in enumerate(site.passages) if needle in p["text"].lower()}
+
+
+def score_ranking(ranking: Sequence[int], relevant: set[int]) -> dict[str, float]:
+    metrics = {f"recall@{k}": float(bool(relevant & set(ranking[:k]))) for k in CUTOFFS}
+    first = next((i for i, row in enumerate(ranking[:10]) if row in relevant), None)
+    metrics["mrr@10"] = 0.0 if first is None else 1.0 / (first + 1)
+    dcg = sum(
+        1.0 / math.log2(i + 2) for i, row in enumerate(ranking[:10]) if row in relevant
+    )
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    metrics["ndcg@10"] = dcg / ideal if ideal else 0.0
+    return metrics
+
+
+def evaluate_retrieval(
+    site: Site,
+    questions: Sequence[Question],
+    modes: Sequence[Mode] = ("bm25", "dense", "hybrid"),
+    *,
+    fusion: Fusion = "rrf",
+) -> dict[str, dict[str, Any]]:
+    """Mean metrics per mode over the answerable questions."""
+    answerable = [q for q in questions if q.answerable]
+    if not answerable:
+        raise RagciteError("The QA file has no answerable question to evaluate.")
+    results: dict[str, dict[str, Any]] = {}
+    for mode in modes:
+        totals: dict[str, float] = {}
+        started = time.perf_counter()
+        for question in answerable:
+            hits = site.search(question.question, 10, mode=mode, fusion=fusion)
+            metrics = score_ranking(
+                [h.row for h in hits], relevant_rows(site, question)
+            )
+            for name, value in metrics.items():
+                totals[name] = totals.get(name, 0.0) + value
+        elapsed = time.perf_counter() - started
+        results[mode] = {
+            **{name: value / len(answerable) for name, value in totals.items()},
+            "questions": len(answerable),
+            "ms_per_query": 1000 * elapsed / len(answerable),
+        }
+    return results

@@ -1,0 +1,152 @@
+"""Passage records -> every file of ``_ragcite/``, at the end of an HTML build."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sphinx.util import logging
+from sphinx.util.display import status_iterator
+
+from sphinx_ragcite import __version__
+from sphinx_ragcite.config import RagciteConfig
+from sphinx_ragcite.errors import ModelNotFoundError
+from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
+from sphinx_ragcite.index.cache import EmbeddingCache, text_key
+from sphinx_ragcite.index.embed import Embedder, model_files, quantize
+from sphinx_ragcite.index.static import static_index
+from sphinx_ragcite.index.tokenize import SPEC
+from sphinx_ragcite.index.writer import (
+    INDEX_DIR,
+    IndexWriter,
+    build_time,
+    json_bytes,
+    npy_bytes,
+    passages_jsonl,
+)
+from sphinx_ragcite.passages.records import build_records, page_url
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+    from sphinx_ragcite.passages.records import Record
+
+logger = logging.getLogger(__name__)
+
+CACHE_FILE = "ragcite-embeddings.npz"
+#: Texts handed to the encoder per progress step.
+STEP = 32
+
+
+def write_site_index(app: Sphinx) -> dict[str, Any]:
+    config = RagciteConfig.from_sphinx(app.config)
+    records = build_records(app.env, app.builder)
+    writer = IndexWriter(Path(app.builder.outdir))
+    writer.add("passages", "passages.jsonl", passages_jsonl(records))
+
+    retriever = build_bm25(records)
+    for name, data in bm25_files(retriever).items():
+        writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
+    writer.add("static", "search.json", json_bytes(static_index(retriever, records)))
+
+    embedding = None
+    if config.embeddings and records:
+        embedding = _write_embeddings(app, config, records, writer)
+
+    manifest = writer.finish(
+        {
+            "generator": f"sphinx-ragcite {__version__}",
+            "project": app.config.project,
+            "author": app.config.author,
+            "copyright": app.config.copyright,
+            "version": app.config.version,
+            "release": app.config.release,
+            "html_baseurl": app.config.html_baseurl,
+            "language": app.config.language,
+            "builder": app.builder.name,
+            "root_url": page_url(app.builder, app.config.root_doc),
+            "built_at": build_time(),
+            "counts": {
+                "passages": len(records),
+                "documents": len({r["docname"] for r in records}),
+            },
+            "tokenizer": SPEC,
+            "bm25": PARAMS,
+            "embedding": embedding,
+        }
+    )
+    sizes = manifest["bytes"]
+    logger.info(
+        "ragcite: %d passages from %d documents -> %s/ (%.1f KiB; static search "
+        "index %.1f KiB)",
+        len(records),
+        manifest["counts"]["documents"],
+        INDEX_DIR,
+        sum(sizes.values()) / 1024,
+        sizes["static"] / 1024,
+    )
+    return manifest
+
+
+def _write_embeddings(
+    app: Sphinx, config: RagciteConfig, records: list[Record], writer: IndexWriter
+) -> dict[str, Any] | None:
+    folder = config.embedding_model
+    if folder:
+        folder = str(Path(app.confdir, folder))
+    try:
+        embedder = Embedder(
+            model_files(folder or None), max_tokens=config.embedding_max_tokens
+        )
+    except ModelNotFoundError as error:
+        logger.warning(
+            "ragcite: %s The index is written without dense embeddings (BM25 only).",
+            error,
+            type="ragcite",
+            subtype="model",
+        )
+        return None
+
+    cache_path = Path(app.doctreedir) / CACHE_FILE
+    cache = EmbeddingCache.load(cache_path, embedder.cache_key)
+    texts = [indexed_text(r) for r in records]
+    keys = [text_key(t) for t in texts]
+    new = {k: t for k, t in zip(keys, texts, strict=True) if k not in cache.rows}
+    todo = sorted(new.items(), key=lambda item: (len(item[1]), item[0]))
+    steps = [todo[i : i + STEP] for i in range(0, len(todo), STEP)]
+    started = time.perf_counter()
+    for step in status_iterator(
+        steps,
+        "ragcite: embedding passages... ",
+        "darkgreen",
+        len(steps),
+        app.verbosity,
+        stringify_func=lambda s: f"{len(s)} passages",
+    ):
+        codes, scales = quantize(embedder.embed([t for _, t in step]))
+        for (key, _), code, scale in zip(step, codes, scales, strict=True):
+            cache.rows[key] = (code, scale)
+    elapsed = time.perf_counter() - started
+    logger.info(
+        "ragcite: embedded %d passages in %.1f s, reused %d from the cache",
+        len(todo),
+        elapsed,
+        sum(1 for k in keys if k not in new),
+    )
+    cache.save(cache_path, keys)
+    codes = np.stack([cache.rows[k][0] for k in keys]).astype(np.int8)
+    scales = np.array([cache.rows[k][1] for k in keys], dtype=np.float32)
+    writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
+    writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
+    return {
+        "model": embedder.model_id,
+        "dim": int(codes.shape[1]),
+        "dtype": "int8",
+        "scale_dtype": "float32",
+        "max_tokens": embedder.max_tokens,
+        "pooling": "mean",
+        "normalized": True,
+        "embedded": len(todo),
+    }

