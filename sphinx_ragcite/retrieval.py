@@ -281,7 +281,7 @@ def _linear(
     dense: np.ndarray,
     alpha: float = 0.5,
 ) -> dict[int, float]:
-    """Min-max normalised scores mixed 50/50 (the alternative RRF is measured against)."""
+    """Min-max normalised scores, mixed: the alternative RRF is measured against."""
     rows = sorted(set(lexical) | set(semantic))
 
     def normalised(scores: np.ndarray) -> np.ndarray:
