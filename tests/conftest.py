@@ -42,3 +42,31 @@ def build(make_app, builder: str, srcdir: Path, **kwargs):  # type: ignore[no-un
     finally:
         app.cleanup()
     return app
+
+
+def sphinx_build(srcdir: Path, outdir: Path, *options: str) -> str:
+    """A real ``python -m sphinx`` run; returns its warnings (stderr)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", *options, srcdir, outdir],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+@pytest.fixture(scope="session")
+def example_site(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """The example book built once per session (embeddings included)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("example_site")
+    srcdir = root / "src"
+    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=shutil.ignore_patterns("_build"))
+    outdir = root / "html"
+    assert sphinx_build(srcdir, outdir, "-d", str(root / "doctrees")) == ""
+    return outdir

@@ -1,0 +1,173 @@
+"""Passages -> _ragcite/ files: contents, checksums, cache and determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sphinx_ragcite.errors import ModelNotFoundError
+from sphinx_ragcite.index.embed import (
+    DEFAULT_MODEL_ID,
+    Embedder,
+    default_model_files,
+    dequantize,
+    model_files,
+    quantize,
+)
+from sphinx_ragcite.retrieval import Site
+
+from conftest import EXAMPLE_BOOK, read_manifest, sphinx_build
+
+
+def index_files(outdir: Path) -> dict[str, bytes]:
+    """Every index file but the manifest (which records the build time)."""
+    directory = outdir / "_ragcite"
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    }
+
+
+def test_manifest_lists_every_file_with_its_checksum(example_site: Path) -> None:
+    manifest = read_manifest(example_site)
+    directory = example_site / "_ragcite"
+    assert set(manifest["files"].values()) == set(index_files(example_site))
+    for role, name in manifest["files"].items():
+        data = (directory / name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == manifest["sha256"][role]
+        assert len(data) == manifest["bytes"][role]
+    assert manifest["tokenizer"]["stemmer"] == "snowball-english"
+    assert manifest["embedding"]["model"] == DEFAULT_MODEL_ID
+    assert manifest["embedding"]["dim"] == 384
+    assert manifest["embedding"]["dtype"] == "int8"
+    passages = manifest["counts"]["passages"]
+    vector_bytes = (
+        manifest["bytes"]["embeddings"] + manifest["bytes"]["embedding_scales"]
+    )
+    assert vector_bytes / passages <= 400 + 1  # + the .npy headers
+
+
+def test_site_round_trips(example_site: Path) -> None:
+    site = Site.load(example_site)
+    lines = (example_site / "_ragcite" / "passages.jsonl").read_text().splitlines()
+    assert site.passages == [json.loads(line) for line in lines]
+    assert site.vectors is not None
+    assert site.vectors.shape == (len(site.passages), 384)
+    norms = np.linalg.norm(site.vectors, axis=1)
+    assert np.allclose(norms, 1.0, atol=0.01)
+    # The stored vector of a passage is the model's vector of its text.
+    record = site.passages[3]
+    text = " ".join(record["heading_path"]) + "\n" + record["text"]
+    fresh = site.embedder.embed([text])[0]
+    assert float(fresh @ site.vectors[3]) > 0.999
+
+
+def test_embeddings_behave_like_the_reference_model() -> None:
+    embedder = Embedder(default_model_files())
+    a, b, c = embedder.embed(
+        [
+            "Brew with water between 90 and 96 degrees Celsius.",
+            "The ideal brewing temperature is just below boiling.",
+            "Descale the kettle with citric acid every month.",
+        ]
+    )
+    assert a @ b > a @ c + 0.2
+    assert embedder.dim == 384
+    # independent of the batch a text is in
+    alone = embedder.embed(["The ideal brewing temperature is just below boiling."])
+    assert np.array_equal(alone[0], b)
+
+
+def test_quantization_keeps_cosines() -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(50, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    codes, scales = quantize(vectors)
+    assert codes.dtype == np.int8
+    back = dequantize(codes, scales)
+    cosines = (back * vectors).sum(axis=1) / np.linalg.norm(back, axis=1)
+    assert cosines.min() > 0.999
+
+
+def test_missing_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        model_files(tmp_path / "nowhere")
+    (tmp_path / "model.onnx").write_bytes(b"")
+    with pytest.raises(ModelNotFoundError, match=r"tokenizer\.json"):
+        model_files(tmp_path)
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    srcdir = tmp_path / "src"
+    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=shutil.ignore_patterns("_build"))
+    return srcdir
+
+
+def test_incremental_build_embeds_only_changed_passages(
+    book: Path, tmp_path: Path, example_site: Path
+) -> None:
+    out, doctrees = tmp_path / "html", tmp_path / "doctrees"
+    options = ("-d", str(doctrees))
+    sphinx_build(book, out, *options)
+    total = read_manifest(out)["counts"]["passages"]
+    assert read_manifest(out)["embedding"]["embedded"] == total
+    assert index_files(out) == index_files(example_site)  # clean == clean
+
+    (book / "water.rst").touch()
+    sphinx_build(book, out, *options)
+    assert read_manifest(out)["embedding"]["embedded"] == 0
+    assert index_files(out) == index_files(example_site)  # incremental == clean
+
+    care = book / "care.rst"
+    text = care.read_text("utf-8")
+    first = text.index("\n\n", text.index("=====\n")) + 2  # first paragraph
+    care.write_text(text[:first] + "Freshly edited. " + text[first:], "utf-8")
+    sphinx_build(book, out, *options)
+    assert read_manifest(out)["embedding"]["embedded"] == 1
+
+
+def test_parallel_build_writes_identical_index(
+    book: Path, tmp_path: Path, example_site: Path
+) -> None:
+    out = tmp_path / "parallel"
+    sphinx_build(book, out, "-j", "2", "-d", str(tmp_path / "doctrees"))
+    assert index_files(out) == index_files(example_site)
+
+
+def test_custom_model_folder_and_bm25_only(book: Path, tmp_path: Path) -> None:
+    files = default_model_files()
+    model = tmp_path / "my-model"
+    model.mkdir()
+    shutil.copy(files.model, model / "model.onnx")
+    shutil.copy(files.tokenizer, model / "tokenizer.json")
+    out = tmp_path / "custom"
+    sphinx_build(book, out, "-D", f"ragcite_embedding_model={model}")
+    embedding = read_manifest(out)["embedding"]
+    assert embedding["model"].startswith("my-model@")
+    with pytest.raises(Exception, match="embedding-model"):
+        Site.load(out).search("bloom", mode="dense")
+    hits = Site.load(out, model_dir=str(model)).search("bloom", mode="dense")
+    assert hits
+
+    out = tmp_path / "bm25only"
+    sphinx_build(book, out, "-D", "ragcite_embeddings=0")
+    manifest = read_manifest(out)
+    assert manifest["embedding"] is None
+    assert "embeddings" not in manifest["files"]
+    site = Site.load(out)
+    assert site.search("bloom", 3)  # hybrid falls back to BM25
+
+
+def test_missing_model_folder_warns_and_keeps_bm25(book: Path, tmp_path: Path) -> None:
+    out = tmp_path / "html"
+    warnings = sphinx_build(book, out, "-D", "ragcite_embedding_model=/nonexistent")
+    assert "does not exist" in warnings
+    assert "[ragcite.model]" in warnings
+    assert read_manifest(out)["embedding"] is None
