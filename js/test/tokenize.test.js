@@ -1,0 +1,92 @@
+// @ts-check
+"use strict";
+
+const test = require("node:test");
+const assert = require("node:assert/strict");
+
+const { tokenize, words } = require("../tokenize.js");
+
+/** The spec `sphinx_ragcite/index/tokenize.py` writes into the index. */
+const SPEC = {
+  normalize: "NFKC",
+  lowercase: true,
+  pattern: "[\\p{L}\\p{N}]+",
+  stopwords: [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in",
+    "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the",
+    "their", "then", "there", "these", "they", "this", "to", "was", "will",
+    "with",
+  ],
+  stemmer: "snowball-english",
+};
+
+test("words: normalise, lower-case, split on letters and numbers", () => {
+  assert.deepEqual(words("The grinders are grinding the beans", SPEC), [
+    "the", "grinders", "are", "grinding", "the", "beans",
+  ]);
+  assert.deepEqual(words("", SPEC), []);
+  assert.deepEqual(words("  ,.;  ", SPEC), []);
+});
+
+test("tokenize: stop words dropped before stemming", () => {
+  assert.deepEqual(tokenize("The grinders are grinding the beans", SPEC), [
+    "grinder", "grind", "bean",
+  ]);
+  // "thes" is no stop word, though its stem would be "the".
+  assert.deepEqual(tokenize("this is it", SPEC), []);
+});
+
+test("NFKC: ligatures, micro sign, fullwidth, superscripts, roman numerals", () => {
+  assert.deepEqual(words("The \uFB01le is \uFB01ne", SPEC), ["the", "file", "is", "fine"]);
+  assert.deepEqual(tokenize("The \uFB01le is \uFB01ne", SPEC), ["file", "fine"]);
+  // U+00B5 MICRO SIGN becomes U+03BC GREEK SMALL LETTER MU.
+  assert.deepEqual(tokenize("5 \u00B5m particles", SPEC), ["5", "\u03BCm", "particl"]);
+  assert.deepEqual(words("\uFF26\uFF55\uFF4C\uFF4C \uFF21\uFF22\uFF23\uFF11\uFF12\uFF13", SPEC), [
+    "full", "abc123",
+  ]);
+  assert.deepEqual(words("x\u00B2 and \u00BD cup, \u2460", SPEC), ["x2", "and", "1", "2", "cup", "1"]);
+  assert.deepEqual(tokenize("\u216B chapters", SPEC), ["xii", "chapter"]);
+});
+
+test("accented letters stay in the word", () => {
+  assert.deepEqual(tokenize("Caf\u00E9 cr\u00E8me", SPEC), ["caf\u00E9", "cr\u00E8me"]);
+  // Decomposed input is composed by NFKC first.
+  assert.deepEqual(words("Cafe\u0301", SPEC), ["caf\u00E9"]);
+});
+
+test("numbers, punctuation and underscores split words", () => {
+  assert.deepEqual(tokenize("A 1:16 ratio at 9-bar, 20.2 %", SPEC), [
+    "1", "16", "ratio", "9", "bar", "20", "2",
+  ]);
+  assert.deepEqual(words("snake_case_name", SPEC), ["snake", "case", "name"]);
+  assert.deepEqual(words("CamelCaseWord", SPEC), ["camelcaseword"]);
+  assert.deepEqual(words("it's the dog\u2019s bowl", SPEC), ["it", "s", "the", "dog", "s", "bowl"]);
+});
+
+test("non-Latin scripts", () => {
+  assert.deepEqual(words("\u039F\u0394\u039F\u03A3 \u039A\u0391\u0399", SPEC), [
+    "\u03BF\u03B4\u03BF\u03C2", "\u03BA\u03B1\u03B9",
+  ]);
+  assert.deepEqual(words("Stra\u00DFe STRASSE \u1E9E", SPEC), ["stra\u00DFe", "strasse", "\u00DF"]);
+  // Combining marks (Mn, Mc) are neither letters nor numbers.
+  assert.deepEqual(words("\u0939\u093F\u0928\u094D\u0926\u0940", SPEC), ["\u0939", "\u0928", "\u0926"]);
+  assert.deepEqual(words("\u0130stanbul", SPEC), ["i", "stanbul"]);
+  assert.deepEqual(words("\u65E5\u672C\u8A9E", SPEC), ["\u65E5\u672C\u8A9E"]);
+});
+
+test("spec switches are honoured", () => {
+  const plain = { normalize: "NFC", lowercase: false, stopwords: [], stemmer: null };
+  assert.deepEqual(tokenize("The \uFB01les", plain), ["The", "\uFB01les"]);
+});
+
+test("an unknown stemmer or normal form is a clear error", () => {
+  assert.throws(() => tokenize("x", { ...SPEC, stemmer: "porter-klingon" }), /unknown stemmer "porter-klingon"/);
+  assert.throws(() => words("x", { ...SPEC, normalize: "NFX" }), /unknown normalization form/);
+});
+
+test("registers on globalThis.ragcite_lib", () => {
+  const lib = /** @type {any} */ (globalThis).ragcite_lib;
+  assert.equal(lib.tokenize, tokenize);
+  assert.equal(lib.words, words);
+  assert.equal(typeof lib.stem, "function");
+});

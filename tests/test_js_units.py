@@ -1,0 +1,24 @@
+"""The widget's pure JS modules, through Node's own test runner."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_node_test_runner_passes() -> None:
+    result = subprocess.run(
+        ["node", "--test", "js/test/"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# fail 0" in result.stdout

@@ -1,0 +1,245 @@
+"""The browser's tokenizer, stemmer and static search match the Python ones.
+
+``js/tokenize.js``, ``js/stemmer.js`` and ``js/search.js`` run in Node on the
+same inputs as ``sphinx_ragcite.index.tokenize`` and ``search_static``; every
+token list, stem and ranking must come out identical.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import Stemmer
+
+from sphinx_ragcite.index.static import search_static
+from sphinx_ragcite.index.tokenize import SPEC, tokenize, words
+
+from conftest import EXAMPLE_BOOK, REPO, ROOTS, read_manifest, read_passages
+
+NODE = shutil.which("node")
+if NODE is None:
+    pytest.skip(
+        "node is not on PATH: the browser scripts cannot run", allow_module_level=True
+    )
+
+JS = REPO / "js"
+FIELDS = ("passage_id", "url", "chapter", "section", "snippet", "score")
+
+# Reads the task's input JSON, runs the browser scripts on it, writes the
+# result as JSON (a file, not stdout: no console encoding to go wrong).
+RUNNER = r"""
+const fs = require("fs");
+const path = require("path");
+const [task, jsdir, input, output] = process.argv.slice(1);
+const { tokenize, words } = require(path.join(jsdir, "tokenize.js"));
+const { stem } = require(path.join(jsdir, "stemmer.js"));
+const { createStaticSearch } = require(path.join(jsdir, "search.js"));
+const data = JSON.parse(fs.readFileSync(input, "utf8"));
+let result;
+if (task === "tokenize") {
+  result = data.texts.map((t) => [words(t, data.spec), tokenize(t, data.spec)]);
+} else if (task === "stem") {
+  result = data.words.map((w) => stem(w));
+} else if (task === "search") {
+  const engine = createStaticSearch(data.index);
+  result = data.queries.map((q) => engine.search(q, data.k));
+} else {
+  throw new Error("unknown task " + task);
+}
+fs.writeFileSync(output, JSON.stringify(result));
+"""
+
+#: Strings picked to catch a Python/JS disagreement.
+#:
+#: Left out on purpose: letters and digits added to Unicode after 14.0 (the
+#: ``unicodedata`` of Python 3.11), e.g. U+1C89 CYRILLIC CAPITAL LETTER TJE
+#: (Unicode 16). Node 20's ICU knows them, so JS finds a word where Python's
+#: ``[^\W_]`` sees none (and lower-cases them too). A genuine difference of
+#: Unicode versions, not of the two implementations: every code point assigned
+#: in Unicode 14 tokenizes alike. The rest, Turkish İ, final sigma, ß and ẞ
+#: included, lower-case identically under Python's str.lower and JS's
+#: toLowerCase.
+TRICKY = [
+    "",
+    "   \t\n",
+    "A 1:16 brew ratio at 9-bar, 20.2 % extraction, 93.5 °C and 18–20 g.",
+    "1:15 to 1:17; 200 ppm; 0.5 mm; 2nd crack at 224 °C; v2.0.1; 1e-3; -40",
+    "It's the barista's cup; dogs' bowls; o'clock; 'quoted'; rock 'n' roll",
+    "Curly quotes: it’s the roaster’s ‘best’ “beans”",
+    "snake_case_identifier __dunder__ _private trailing_ a_b_c",
+    "CamelCase camelCase HTTPServer XMLHttpRequest iPhone McDonald",
+    "The ﬁrst ﬂat ﬀ ﬃ ﬄ ﬅ ligatures",
+    "5 µm particles, 3 μm, 10 Å, 2 Ω, 4 ℃, 1 ㎏, ㎖",
+    "Full-width ＡＢＣ１２３ and ｈａｌｆ ｋａｔａｋａｎａ ｶﾀｶﾅ",
+    "x² y³ H₂O ½ ¼ ⅓ ① ⑩ ⅻ Ⅻ ⁹ ₀",
+    "Café crème, naïve, résumé, façade, jalapeño, smörgåsbord, Ærø",
+    "Cafe\u0301 decomposed, cre\u0300me, A\u030a",
+    "Greek: ΟΔΟΣ ΚΑΙ ΣΟΦΟΣ, Σ, ΑΣ., ΑΣ'Β, Α.Σ, σοφός, ὁδός, ΣΑΣ",
+    "German: Straße STRASSE ẞ Maß Fuß GROẞ",
+    "Turkish: İstanbul ISTANBUL ıstakoz DİYARBAKIR i̇",
+    "Lithuanian and Armenian: Į̃ ǅemal ǈ ǋ և",
+    "Cyrillic: Москва ЁЛКА Ёлка; Hebrew: שָׁלוֹם; Arabic: القهوة ١٢٣",
+    "Devanagari: हिन्दी कॉफ़ी ०१२; Thai: กาแฟ; Tamil: காபி",
+    "CJK: 日本語のテキスト、コーヒー豆。中文咖啡 한국어 커피 〇一二三",
+    "Emoji ☕️ coffee 👍🏽 and 🇧🇷 flags, ZWJ 👩‍🔬, math 𝐁𝐨𝐥𝐝 𝔉𝔯𝔞𝔨",
+    "Soft\u00adhyphen, zero\u200bwidth, non\u00a0breaking, em\u2014dash",
+    "Kelvin \u212a sign, Ohm \u2126, Angstrom \u212b, dotless ı, long ſ",
+    "consigned consigning generously dying skies news succeeded knightly",
+    "cried ties running hopping caresses ponies relational generate communism",
+    "arsenal universal organization international emergency latera pasted geologist",
+    "inning outing canning herring earring evening proceed exceed succeed agreed",
+    "the and a of to is in it that this with for as on was are be by at or",
+    "Thes THE The tHe thE — stopwords only when whole words",
+    "ABC123def 123abc 1,000,000 3.14159 0x1F 1_000 №5 #7 @user",
+    "email@example.com https://example.com/path?q=1&x=y#frag C++ C# .NET",
+    "yes yellow sayyid eying buying enjoying abbey youth Yes YELLOW",
+]
+
+
+def node(task: str, payload: dict, tmp_path: Path) -> list:
+    src, dst = tmp_path / f"{task}.in.json", tmp_path / f"{task}.out.json"
+    src.write_text(json.dumps(payload, ensure_ascii=False), "utf-8")
+    subprocess.run(
+        [NODE, "-e", RUNNER, task, str(JS), str(src), str(dst)],
+        check=True,
+        timeout=300,
+    )
+    return json.loads(dst.read_text("utf-8"))  # type: ignore[no-any-return]
+
+
+def source_lines() -> list[str]:
+    """Every line of the example book's and the test roots' sources."""
+    lines: list[str] = []
+    paths = sorted(
+        p
+        for base in (EXAMPLE_BOOK, ROOTS)
+        for p in base.rglob("*")
+        if p.suffix in {".rst", ".md", ".ipynb", ".jsonl"} and "_build" not in p.parts
+    )
+    for path in paths:
+        text = path.read_text("utf-8")
+        if path.suffix == ".ipynb":
+            notebook = json.loads(text)
+            for cell in notebook["cells"]:
+                text = "".join(cell.get("source", []))
+                lines += text.splitlines()
+                for output in cell.get("outputs", []):
+                    lines += "".join(output.get("text", [])).splitlines()
+                    for value in output.get("data", {}).values():
+                        if isinstance(value, list):
+                            lines += "".join(value).splitlines()
+        else:
+            lines += text.splitlines()
+    return lines
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    lines = source_lines()
+    assert len(lines) > 1000
+    return [*TRICKY, *lines]
+
+
+def test_tokenize_parity(texts, tmp_path):  # type: ignore[no-untyped-def]
+    got = node("tokenize", {"texts": texts, "spec": SPEC}, tmp_path)
+    assert len(got) == len(texts)
+    for text, (js_words, js_tokens) in zip(texts, got, strict=True):
+        assert js_words == words(text), text
+        assert js_tokens == tokenize(text), text
+
+
+#: Endings glued onto the fixture's words, to walk the stemmer's steps.
+SUFFIXES = ("s", "es", "ed", "ing", "ly", "edly", "ingly", "ness", "ational", "ization")
+
+
+def test_stemmer_parity_on_vocabulary(texts, tmp_path):  # type: ignore[no-untyped-def]
+    vocabulary = sorted({w for text in texts for w in words(text)})
+    assert len(vocabulary) > 2000
+    inflected = sorted({w + s for w in vocabulary if w.isalpha() for s in SUFFIXES})
+    every = [*vocabulary, *inflected, "dog's", "dogs'", "'tis", "o'neill's'", "'", "''"]
+    got = node("stem", {"words": every}, tmp_path)
+    expected = Stemmer.Stemmer("english").stemWords(every)
+    wrong = [(w, j, p) for w, j, p in zip(every, got, expected, strict=True) if j != p]
+    assert not wrong, (
+        f"{len(wrong)} of {len(every)} words stem differently: {wrong[:20]}"
+    )
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """The example book, built once; returns its output directory."""
+    root = tmp_path_factory.mktemp("static-book")
+    src, out = root / "src", root / "out"
+    shutil.copytree(EXAMPLE_BOOK, src, ignore=shutil.ignore_patterns("_build"))
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(out)],
+        check=True,
+        timeout=600,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def static_index(book: Path) -> dict:
+    files = read_manifest(book)["files"]
+    if "static" in files:
+        return json.loads((book / "_ragcite" / files["static"]).read_text("utf-8"))  # type: ignore[no-any-return]
+    # The build does not ship the static index yet: make it from the passages.
+    from sphinx_ragcite.index.bm25 import build_bm25
+    from sphinx_ragcite.index.static import static_index as make_static
+
+    records = read_passages(book)
+    # Through JSON, as the browser gets it.
+    return json.loads(json.dumps(make_static(build_bm25(records), records)))  # type: ignore[no-any-return]
+
+
+def test_passage_text_tokenize_parity(book, tmp_path):  # type: ignore[no-untyped-def]
+    from sphinx_ragcite.index.bm25 import indexed_text
+
+    texts = [indexed_text(r) for r in read_passages(book)]
+    got = node("tokenize", {"texts": texts, "spec": SPEC}, tmp_path)
+    assert [tokens for _, tokens in got] == [tokenize(t) for t in texts]
+
+
+def test_search_parity(static_index, tmp_path):  # type: ignore[no-untyped-def]
+    lines = (EXAMPLE_BOOK / "qa.jsonl").read_text("utf-8").splitlines()
+    questions = [json.loads(line)["question"] for line in lines]
+    assert len(questions) >= 80
+    # Section titles and a few odd queries besides the QA set.
+    sections = sorted({p[3] for p in static_index["passages"]})
+    queries = [*questions, *sections, "", "the and of", "coffee coffee coffee", "zzzz"]
+    k = 10
+    got = node("search", {"index": static_index, "queries": queries, "k": k}, tmp_path)
+    passages = static_index["passages"]
+    scale = static_index["weight_scale"]
+    lookup = {term: i for i, term in enumerate(static_index["terms"])}
+    for query, hits in zip(queries, got, strict=True):
+        docs = search_static(static_index, tokenize(query), k)
+        assert [h["passage_id"] for h in hits] == [passages[d][0] for d in docs], query
+        for hit, doc in zip(hits, docs, strict=True):
+            score = total(static_index, lookup, tokenize(query), doc) / scale
+            assert hit == dict(zip(FIELDS, [*passages[doc], score], strict=True)), query
+    # Not vacuous: every question of the QA set finds something.
+    assert all(got[: len(questions)]), [
+        q for q, h in zip(questions, got[: len(questions)], strict=True) if not h
+    ]
+
+
+def total(index: dict, lookup: dict[str, int], tokens: list[str], doc: int) -> int:
+    """The summed weight of *doc* for *tokens*, as search_static adds it."""
+    score = 0
+    for token in tokens:
+        i = lookup.get(token)
+        if i is None:
+            continue
+        flat, at = index["postings"][i], 0
+        for j in range(0, len(flat), 2):
+            at += flat[j]
+            if at == doc:
+                score += flat[j + 1]
+    return score
