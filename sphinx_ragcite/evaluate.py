@@ -23,6 +23,7 @@ from sphinx_ragcite.errors import RagciteError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sphinx_ragcite.answer.engine import AnswerEngine, GeneratorChoice
     from sphinx_ragcite.retrieval import Fusion, Mode, Site
 
 CUTOFFS = (1, 5, 10)
@@ -116,3 +117,76 @@ def evaluate_retrieval(
             "ms_per_query": 1000 * elapsed / len(answerable),
         }
     return results
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def evaluate_answers(
+    engine: AnswerEngine, questions: Sequence[Question], generator: GeneratorChoice
+) -> dict[str, Any]:
+    """Answer quality, citation validity/precision/recall, abstention, latency."""
+    answerable = [q for q in questions if q.answerable]
+    unanswerable = [q for q in questions if not q.answerable]
+    counts = dict.fromkeys(
+        ("accurate", "grounded", "cited", "valid", "precise", "recalled",
+         "answered_with_gold", "llm_kept"),
+        0,
+    )  # fmt: skip
+    latencies: list[float] = []
+    first_tokens: list[float] = []
+    abstained = 0
+    for question in questions:
+        started = time.perf_counter()
+        first = None
+        final = None
+        for event in engine.stream(question.question, generator=generator):
+            if event.kind == "token" and first is None:
+                first = time.perf_counter() - started
+            elif event.kind == "final":
+                final = event.data
+        latencies.append(1000 * (time.perf_counter() - started))
+        if first is not None:
+            first_tokens.append(1000 * first)
+        assert final is not None
+        if not question.answerable:
+            abstained += not final.grounded
+            continue
+        texts = {
+            c.passage_id: (engine.site.passage(c.passage_id) or {}).get("text", "")
+            for c in final.citations
+        }
+        gold = question.answer.lower() if question.answer else None
+        counts["grounded"] += final.grounded
+        counts["accurate"] += bool(gold and gold in final.answer.lower())
+        counts["llm_kept"] += final.metadata.get("generator") == "llm"
+        retrieved = set(final.metadata.get("retrieved", []))
+        good = [
+            pid in question.passage_ids or bool(gold and gold in texts[pid].lower())
+            for pid in texts
+        ]
+        counts["cited"] += len(texts)
+        counts["valid"] += sum(pid in retrieved for pid in texts)
+        counts["precise"] += sum(good)
+        counts["recalled"] += any(pid in question.passage_ids for pid in texts)
+        counts["answered_with_gold"] += any(good)
+    n = max(1, len(answerable))
+    return {
+        "generator": generator,
+        "questions": len(questions),
+        "answer_accuracy": counts["accurate"] / n,
+        "answered_with_supporting_citation": counts["answered_with_gold"] / n,
+        "citation_validity": counts["valid"] / max(1, counts["cited"]),
+        "citation_precision": counts["precise"] / max(1, counts["cited"]),
+        "citation_recall": counts["recalled"] / n,
+        "grounded_rate": counts["grounded"] / n,
+        "llm_answer_kept": counts["llm_kept"] / n,
+        "abstention_unanswerable": abstained / max(1, len(unanswerable)),
+        "latency_p50_ms": _percentile(latencies, 0.5),
+        "latency_p90_ms": _percentile(latencies, 0.9),
+        "first_token_p50_ms": _percentile(first_tokens, 0.5) if first_tokens else None,
+    }

@@ -173,13 +173,16 @@ class Site:
             return np.zeros(len(self.passages), dtype=np.float32)
         return np.asarray(self.bm25.get_scores(ids), dtype=np.float32)
 
-    def dense_scores(self, query: str) -> np.ndarray:
+    def dense_scores(
+        self, query: str, query_vector: np.ndarray | None = None
+    ) -> np.ndarray:
         if self.vectors is None:
             raise RagciteIndexError(
                 "This index has no dense embeddings (built with "
                 "ragcite_embeddings = False); use mode 'bm25'."
             )
-        query_vector = self.embedder.embed([query])[0]
+        if query_vector is None:
+            query_vector = self.embedder.embed([query])[0]
         return self.vectors @ query_vector
 
     def mask(self, filters: Filters | None) -> np.ndarray | None:
@@ -207,13 +210,14 @@ class Site:
         fusion: Fusion = "rrf",
         filters: Filters | None = None,
         depth: int = 50,
+        query_vector: np.ndarray | None = None,
     ) -> list[Hit]:
         """Top *k* passages; hybrid fuses the top *depth* of each ranking."""
         if mode == "hybrid" and not self.has_dense:
             mode = "bm25"
         keep = self.mask(filters)
         bm25 = self.bm25_scores(query) if mode != "dense" else None
-        dense = self.dense_scores(query) if mode != "bm25" else None
+        dense = self.dense_scores(query, query_vector) if mode != "bm25" else None
         if mode == "bm25":
             assert bm25 is not None
             rows = _top(bm25, k, keep, positive=True)

@@ -1,0 +1,1 @@
+"""Hits -> a grounded answer whose every citation its passage supports."""

@@ -1,0 +1,81 @@
+"""Citation markers a generator wrote -> the evidence they name.
+
+Understands ``[2]``, ``[1, 3]``, ``[ch3-sec2-p4]``, ``[Source: water.html]`` and
+``Chapter 3, Section 3.2``; anything else in brackets is an unknown marker.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from sphinx_ragcite.passages.ids import PASSAGE_ID
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sphinx_ragcite.answer.evidence import Evidence
+
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,80})\]")
+_SOURCE = re.compile(r"^source\s*:\s*(.+)$", re.IGNORECASE)
+_CHAPTER = re.compile(
+    r"\bChapter\s+(\d+)(?:\s*,?\s*Section\s+(\d+(?:\.\d+)*))?", re.IGNORECASE
+)
+
+
+def parse_markers(
+    text: str, evidence: Sequence[Evidence]
+) -> tuple[list[int], list[str]]:
+    """Indices of the evidence *text* cites (in order, no repeats) and unknowns."""
+    claimed: list[int] = []
+    unknown: list[str] = []
+
+    def add(index: int | None, marker: str) -> None:
+        if index is None:
+            unknown.append(marker)
+        elif index not in claimed:
+            claimed.append(index)
+
+    for match in _BRACKET.finditer(text):
+        inner = match.group(1).strip()
+        source = _SOURCE.match(inner)
+        if source:
+            add(_by_source(source.group(1).strip(), evidence), match.group(0))
+            continue
+        for ref in re.split(r"\s*[,;]\s*", inner):
+            add(_by_reference(ref, evidence), f"[{ref}]")
+    for match in _CHAPTER.finditer(text):
+        add(_by_chapter(match.group(1), match.group(2), evidence), match.group(0))
+    return claimed, unknown
+
+
+def _by_reference(ref: str, evidence: Sequence[Evidence]) -> int | None:
+    if ref.isdigit():
+        n = int(ref)
+        return n - 1 if 1 <= n <= len(evidence) else None
+    if PASSAGE_ID.match(ref) or ref.lower() in ("user-selection", "user selection"):
+        key = "user-selection" if ref.lower().startswith("user") else ref
+        return next((i for i, e in enumerate(evidence) if e.key == key), None)
+    return None
+
+
+def _by_source(name: str, evidence: Sequence[Evidence]) -> int | None:
+    wanted = PurePosixPath(name.split("#")[0]).stem.lower()
+    for i, item in enumerate(evidence):
+        if item.record and PurePosixPath(item.record["docname"]).stem.lower() == wanted:
+            return i
+    return None
+
+
+def _by_chapter(
+    chapter: str, section: str | None, evidence: Sequence[Evidence]
+) -> int | None:
+    for i, item in enumerate(evidence):
+        if item.record is None:
+            continue
+        if not item.record["chapter"].startswith(f"{chapter}."):
+            continue
+        if section is None or item.record["section"].startswith(f"{section}"):
+            return i
+    return None

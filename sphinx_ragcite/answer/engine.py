@@ -1,0 +1,305 @@
+"""Question -> retrieval -> generation -> verification -> the answer JSON."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+from sphinx_ragcite.answer.confidence import answer_confidence, citation_confidence
+from sphinx_ragcite.answer.evidence import Evidence, SentenceVectors, build_evidence
+from sphinx_ragcite.answer.extractive import (
+    ABSTAIN_THRESHOLD,
+    answerability,
+    compose,
+    fit,
+    rank_sentences,
+)
+from sphinx_ragcite.answer.grounding import Verified, verify
+from sphinx_ragcite.answer.llm import GenerationError
+from sphinx_ragcite.answer.prompt import build_messages
+from sphinx_ragcite.answer.sentences import content_words
+from sphinx_ragcite.passages.text import make_snippet
+from sphinx_ragcite.schemas import Answer, Citation, confidence_level
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import numpy as np
+
+    from sphinx_ragcite.answer.llm import Generator
+    from sphinx_ragcite.retrieval import Filters, Site
+
+logger = logging.getLogger(__name__)
+
+GeneratorChoice = Literal["extractive", "llm"]
+Mode = Literal["book", "selection"]
+NOT_FOUND = "I could not find an answer to this in the book."
+MAX_TOKENS = 120
+SEE_ALSO = 3
+
+
+@dataclass(frozen=True)
+class Event:
+    """A step of a streamed answer: ``retrieval``, ``token`` or ``final``."""
+
+    kind: Literal["retrieval", "token", "final"]
+    data: Any
+
+
+@dataclass
+class AnswerEngine:
+    """Answers questions over one loaded site; safe to share between threads."""
+
+    site: Site
+    llm: Generator | None = None
+    k: int = 6
+    _timings: dict[str, float] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def sentences(self) -> SentenceVectors:
+        return SentenceVectors(self.site.embedder)
+
+    def answer(self, question: str, **options: Any) -> Answer:
+        final = None
+        for event in self.stream(question, **options):
+            if event.kind == "final":
+                final = event.data
+        assert final is not None
+        return final  # type: ignore[no-any-return]
+
+    def stream(
+        self,
+        question: str,
+        *,
+        mode: Mode = "book",
+        selection: str | None = None,
+        k: int | None = None,
+        filters: Filters | None = None,
+        generator: GeneratorChoice = "extractive",
+    ) -> Iterator[Event]:
+        question = question.strip()
+        started = time.perf_counter()
+        embedder = self.site.embedder
+        vector = embedder.embed([question])[0]
+        k = k or self.k
+        hits = self.site.search(question, k, filters=filters, query_vector=vector)
+        rows = [h.row for h in hits]
+        if mode == "selection" and selection:
+            rows = _dedupe(self._rows_containing(selection) + rows)[:k]
+        else:
+            selection = None
+        evidence = build_evidence(self.site, self.sentences, vector, rows, selection)
+        timings = {"retrieval_ms": _ms(started)}
+        yield Event("retrieval", {"retrieved": [e.key for e in evidence]})
+
+        generating = time.perf_counter()
+        candidates = rank_sentences(question, vector, evidence)
+        meta: dict[str, Any] = {"generator": "extractive", "model": "extractive"}
+        if answerability(candidates) < ABSTAIN_THRESHOLD:
+            timings["generation_ms"] = _ms(generating)
+            yield Event("final", self._abstain(question, mode, evidence, meta, timings))
+            return
+        text = ""
+        if generator == "llm" and self.llm is not None:
+            messages = build_messages(question, candidates, evidence)
+            meta.update(generator="llm", model=self.llm.name)
+            try:
+                for piece in self.llm.stream(messages, max_tokens=MAX_TOKENS):
+                    text += piece
+                    yield Event("token", piece)
+            except GenerationError as error:
+                logger.warning("generation failed, answering extractively: %s", error)
+                meta["fallback"] = f"generation failed: {error}"
+                text = ""
+        elif generator == "llm":
+            meta["fallback"] = "no language model loaded"
+        timings["generation_ms"] = _ms(generating)
+
+        verifying = time.perf_counter()
+        verified = verify(text, evidence, embedder) if text else None
+        if verified is not None:
+            meta["llm_answer"] = text
+        if verified is None or not verified.claims:
+            if verified is not None:
+                meta["fallback"] = "no generated sentence was supported"
+                meta["generator"] = "llm->extractive"
+            removed = verified.removed if verified else []
+            verified = verify(compose(candidates, evidence), evidence, embedder)
+            verified.removed[:0] = removed
+        timings["verification_ms"] = _ms(verifying)
+        answer = self._assemble(question, vector, mode, evidence, verified, meta)
+        answer.metadata.update(timings)
+        yield Event("final", answer)
+
+    def _rows_containing(self, selection: str) -> list[int]:
+        """Passages the selected text lies in (found by BM25, confirmed by 5-grams)."""
+        words = selection.lower().split()
+        grams = {" ".join(words[i : i + 5]) for i in range(max(1, len(words) - 4))}
+        rows = []
+        for hit in self.site.search(selection, 10, mode="bm25"):
+            text = " ".join(hit.passage["text"].lower().split())
+            if any(g in text for g in grams):
+                rows.append(hit.row)
+        return rows
+
+    def _assemble(
+        self,
+        question: str,
+        vector: np.ndarray,
+        mode: Mode,
+        evidence: list[Evidence],
+        verified: Verified,
+        meta: dict[str, Any],
+    ) -> Answer:
+        numbers: dict[int, int] = {}
+        quotes: dict[int, list[str]] = {}
+        supports: dict[int, float] = {}
+        fits: dict[int, float] = {}
+        asked = content_words(question)
+        parts = []
+        for claim in verified.claims:
+            claim_fit = fit(asked, float(claim.vector @ vector), claim.text)
+            marks = []
+            for source in claim.sources:
+                n = numbers.setdefault(source, len(numbers) + 1)
+                marks.append(f"[{n}]")
+                support = claim.supports[source]
+                sentence = evidence[source].sentences[support.sentence].text
+                if sentence not in quotes.setdefault(source, []):
+                    quotes[source].append(sentence)
+                supports[source] = max(supports.get(source, 0.0), support.score)
+                fits[source] = max(fits.get(source, 0.0), claim_fit)
+            parts.append(f"{claim.text} {''.join(marks)}")
+        now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+        stamp = now.isoformat().replace("+00:00", "Z")
+        citations = [
+            _citation(
+                n,
+                evidence[source],
+                quotes[source],
+                fits[source],
+                supports[source],
+                stamp,
+            )
+            for source, n in sorted(numbers.items(), key=lambda item: item[1])
+        ]
+        confidence = answer_confidence(
+            [c.confidence_score for c in citations],
+            len(verified.claims),
+            len(verified.removed),
+        )
+        return Answer(
+            question=question,
+            mode=mode,
+            answer=" ".join(parts),
+            citations=citations,
+            confidence=confidence,
+            confidence_level=confidence_level(confidence),
+            grounded=True,
+            metadata={
+                **meta,
+                "retrieved": [e.key for e in evidence],
+                "index_version": self.site.version,
+                "removed": verified.removed,
+                "reattributed": verified.reattributed,
+                "unknown_markers": verified.unknown_markers,
+            },
+        )
+
+    def _abstain(
+        self,
+        question: str,
+        mode: Mode,
+        evidence: list[Evidence],
+        meta: dict[str, Any],
+        timings: dict[str, float],
+    ) -> Answer:
+        see_also = [
+            {
+                k: e.record[k]
+                for k in ("passage_id", "url", "chapter", "section", "snippet")
+            }
+            for e in evidence
+            if e.record is not None
+        ][:SEE_ALSO]
+        return Answer(
+            question=question,
+            mode=mode,
+            answer=NOT_FOUND,
+            citations=[],
+            confidence=0.0,
+            confidence_level="low",
+            grounded=False,
+            metadata={
+                **meta,
+                **timings,
+                "retrieved": [e.key for e in evidence],
+                "index_version": self.site.version,
+                "see_also": see_also,
+                "removed": [],
+                "reattributed": [],
+                "unknown_markers": [],
+            },
+        )
+
+
+def _citation(
+    n: int, item: Evidence, quotes: list[str], fit: float, support: float, stamp: str
+) -> Citation:
+    relevance = min(max(item.relevance, 0.0), 1.0)
+    common: dict[str, Any] = {
+        "n": n,
+        "quote": " … ".join(quotes),
+        "similarity_score": round(relevance, 4),
+        "confidence_score": citation_confidence(fit, relevance, support),
+        "grounded": True,
+        "citation_date": stamp,
+    }
+    if item.record is None:
+        return Citation(
+            passage_id=item.key,
+            url=None,
+            chapter="User Selection",
+            section="Selected Text",
+            heading_path=[],
+            snippet=make_snippet(item.text),
+            source_type="selection",
+            **common,
+        )
+    record = item.record
+    return Citation(
+        passage_id=record["passage_id"],
+        url=record["url"],
+        chapter=record["chapter"],
+        section=record["section"],
+        heading_path=record["heading_path"],
+        snippet=record["snippet"],
+        source_type="book",
+        **common,
+    )
+
+
+def _dedupe(rows: list[int]) -> list[int]:
+    return list(dict.fromkeys(rows))
+
+
+def _ms(since: float) -> float:
+    return round(1000 * (time.perf_counter() - since), 2)
+
+
+def answer(
+    question: str,
+    site: Site,
+    mode: Mode = "book",
+    selection: str | None = None,
+    k: int = 6,
+    generator: GeneratorChoice = "extractive",
+    llm: Generator | None = None,
+) -> Answer:
+    """One-shot convenience; keep an :class:`AnswerEngine` to reuse its caches."""
+    engine = AnswerEngine(site, llm=llm, k=k)
+    return engine.answer(question, mode=mode, selection=selection, generator=generator)

@@ -1,0 +1,127 @@
+"""Retrieved passages (and a reader's selection) as sentences with vectors."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sphinx_ragcite.answer.sentences import (
+    Sentence,
+    content_words,
+    numbers,
+    split_sentences,
+)
+from sphinx_ragcite.schemas import USER_SELECTION
+
+if TYPE_CHECKING:
+    from sphinx_ragcite.index.embed import Embedder
+    from sphinx_ragcite.passages.records import Record
+    from sphinx_ragcite.retrieval import Site
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One source an answer may cite: a book passage or the user's selection."""
+
+    key: str
+    record: Record | None
+    text: str
+    sentences: tuple[Sentence, ...]
+    vectors: np.ndarray
+    words: frozenset[str]
+    numbers: frozenset[str]
+    #: cosine of the question and the whole passage
+    relevance: float
+    rank: int
+
+    @property
+    def is_selection(self) -> bool:
+        return self.key == USER_SELECTION
+
+
+class SentenceVectors:
+    """LRU of per-passage sentence vectors: popular passages are embedded once."""
+
+    def __init__(self, embedder: Embedder, size: int = 4096) -> None:
+        self.embedder = embedder
+        self.size = size
+        self._items: OrderedDict[str, tuple[tuple[Sentence, ...], np.ndarray]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, key: str, text: str) -> tuple[tuple[Sentence, ...], np.ndarray]:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        sentences = tuple(split_sentences(text))
+        if sentences:
+            vectors = self.embedder.embed([s.text for s in sentences])
+        else:
+            vectors = np.zeros((0, self.embedder.dim), dtype=np.float32)
+        with self._lock:
+            self._items[key] = (sentences, vectors)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return sentences, vectors
+
+
+def build_evidence(
+    site: Site,
+    cache: SentenceVectors,
+    question_vector: np.ndarray,
+    rows: list[int],
+    selection: str | None = None,
+) -> list[Evidence]:
+    """Evidence in citation order: the selection first, then passages by rank."""
+    items: list[Evidence] = []
+    if selection:
+        sentences = tuple(split_sentences(selection))
+        vectors = (
+            cache.embedder.embed([s.text for s in sentences])
+            if sentences
+            else np.zeros((0, cache.embedder.dim), dtype=np.float32)
+        )
+        whole = cache.embedder.embed([selection])[0]
+        items.append(
+            Evidence(
+                USER_SELECTION,
+                None,
+                selection,
+                sentences,
+                vectors,
+                content_words(selection),
+                numbers(selection),
+                float(whole @ question_vector),
+                0,
+            )
+        )
+    for rank, row in enumerate(rows, start=1):
+        record = site.passages[row]
+        sentences, vectors = cache.get(
+            f"{site.version}:{record['passage_id']}", record["text"]
+        )
+        relevance = (
+            float(site.vectors[row] @ question_vector)
+            if site.vectors is not None
+            else 0.0
+        )
+        items.append(
+            Evidence(
+                record["passage_id"],
+                record,
+                record["text"],
+                sentences,
+                vectors,
+                content_words(record["text"]),
+                numbers(record["text"]),
+                relevance,
+                rank,
+            )
+        )
+    return items
