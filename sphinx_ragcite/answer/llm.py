@@ -117,7 +117,7 @@ class LlamaCppGenerator:
                 delta = chunk["choices"][0]["delta"]  # type: ignore[index]
                 text = delta.get("content")  # type: ignore[union-attr]
                 if text:
-                    yield text
+                    yield str(text)
 
 
 class OpenAIGenerator:
