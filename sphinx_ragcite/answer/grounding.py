@@ -23,8 +23,6 @@ from sphinx_ragcite.answer.sentences import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from sphinx_ragcite.answer.evidence import Evidence
     from sphinx_ragcite.index.embed import Embedder
 
@@ -86,9 +84,7 @@ def verify(
     parsed = [parse_markers(piece, evidence) for piece in pieces]
     claims_text = [strip_markers(piece) for piece in pieces]
     keep = [i for i, c in enumerate(claims_text) if content_words(c)]
-    vectors: Sequence[np.ndarray] = (
-        embedder.embed([claims_text[i] for i in keep]) if keep else []
-    )
+    vectors = list(embedder.embed([claims_text[i] for i in keep])) if keep else []
     result = Verified([])
     for i, vector in zip(keep, vectors, strict=True):
         claim, (claimed, unknown) = claims_text[i], parsed[i]
