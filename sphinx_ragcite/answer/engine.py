@@ -127,9 +127,11 @@ class AnswerEngine:
             if verified is not None:
                 meta["fallback"] = "no generated sentence was supported"
                 meta["generator"] = "llm->extractive"
-            removed = verified.removed if verified else []
+            generated = verified
             verified = verify(compose(candidates, evidence), evidence, embedder)
-            verified.removed[:0] = removed
+            if generated is not None:
+                verified.removed[:0] = generated.removed
+                verified.unknown_markers[:0] = generated.unknown_markers
         timings["verification_ms"] = _ms(verifying)
         answer = self._assemble(question, vector, mode, evidence, verified, meta)
         answer.metadata.update(timings)

@@ -86,9 +86,14 @@ def verify(
     keep = [i for i, c in enumerate(claims_text) if content_words(c)]
     vectors = list(embedder.embed([claims_text[i] for i in keep])) if keep else []
     result = Verified([])
-    for i, vector in zip(keep, vectors, strict=True):
-        claim, (claimed, unknown) = claims_text[i], parsed[i]
+    for i, (_, unknown) in enumerate(parsed):
         result.unknown_markers.extend(unknown)
+        if i not in keep and claims_text[i]:
+            result.removed.append(
+                {"sentence": claims_text[i], "reason": "no content", "best_support": 0.0}
+            )
+    for i, vector in zip(keep, vectors, strict=True):
+        claim, claimed = claims_text[i], parsed[i][0]
         supports = [support(claim, vector, e) for e in evidence]
         ranked = sorted(range(len(evidence)), key=lambda j: -supports[j].score)
         if not ranked or supports[ranked[0]].score < threshold:

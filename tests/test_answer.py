@@ -1,0 +1,246 @@
+"""Hits -> grounded answers: extractive, verification, abstention, selection."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sphinx_ragcite.answer.citations import parse_markers
+from sphinx_ragcite.answer.engine import AnswerEngine, answer
+from sphinx_ragcite.answer.llm import GenerationError
+from sphinx_ragcite.answer.sentences import split_claims, split_sentences
+from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.schemas import Answer, confidence_level
+
+MARKER = re.compile(r"\[(\d+)\]")
+
+
+class Scripted:
+    """A generator that says what the test tells it to (hostile or not)."""
+
+    name = "scripted"
+
+    def __init__(self, *pieces: str, fail: bool = False) -> None:
+        self.pieces = pieces
+        self.fail = fail
+        self.messages: list[dict[str, str]] = []
+
+    def stream(self, messages, *, max_tokens):  # type: ignore[no-untyped-def]
+        self.messages = messages
+        if self.fail:
+            raise GenerationError("endpoint down")
+        yield from self.pieces
+
+
+@pytest.fixture(scope="module")
+def site(example_site: Path) -> Site:
+    return Site.load(example_site)
+
+
+@pytest.fixture(scope="module")
+def engine(site: Site) -> AnswerEngine:
+    return AnswerEngine(site)
+
+
+def check_contract(result: Answer, site: Site) -> None:
+    """What must hold for every answer we return, whatever generated it."""
+    Answer.model_validate(result.model_dump())
+    retrieved = set(result.metadata["retrieved"])
+    numbers = [int(n) for n in MARKER.findall(result.answer)]
+    assert sorted(set(numbers)) == [c.n for c in result.citations]
+    assert [c.n for c in result.citations] == list(range(1, len(result.citations) + 1))
+    for citation in result.citations:
+        assert citation.passage_id in retrieved
+        if citation.source_type == "book":
+            record = site.passage(citation.passage_id)
+            assert record is not None
+            assert citation.url == record["url"]
+            for quote in citation.quote.split(" … "):
+                assert quote in record["text"]
+    assert result.confidence_level == confidence_level(result.confidence)
+
+
+def test_extractive_answer_cites_the_sentence_it_quotes(
+    engine: AnswerEngine, site: Site
+) -> None:
+    result = engine.answer("How long should the bloom take?")
+    check_contract(result, site)
+    assert result.grounded
+    assert "30 to 45 seconds" in result.answer
+    assert result.citations[0].quote in result.answer
+    assert result.metadata["generator"] == "extractive"
+    assert {"retrieval_ms", "generation_ms", "verification_ms"} <= set(result.metadata)
+
+
+def test_unanswerable_question_abstains_with_see_also(
+    engine: AnswerEngine, site: Site
+) -> None:
+    result = engine.answer("How is decaffeinated coffee made?")
+    check_contract(result, site)
+    assert not result.grounded
+    assert result.citations == []
+    assert result.confidence_level == "low"
+    assert len(result.metadata["see_also"]) == 3
+
+
+def test_verification_removes_and_reattributes_planted_citations(
+    site: Site,
+) -> None:
+    question = "What water temperature does the SCA recommend for brewing?"
+    probe = AnswerEngine(site).answer(question)
+    sca = probe.citations[0].passage_id
+    engine = AnswerEngine(site, llm=None)
+    retrieved = probe.metadata["retrieved"]
+    wrong = next(i for i, pid in enumerate(retrieved, 1) if pid != sca)
+    engine.llm = Scripted(
+        "The SCA recommends brewing with water between 90 and 96 °C. ",
+        f"[{wrong}] ",
+        "Coffee was first roasted on the Moon in 1850. [1]",
+    )
+    result = engine.answer(question, generator="llm")
+    check_contract(result, site)
+    assert result.metadata["generator"] == "llm"
+    assert "Moon" not in result.answer
+    assert [r["sentence"] for r in result.metadata["removed"]] == [
+        "Coffee was first roasted on the Moon in 1850."
+    ]
+    moved = result.metadata["reattributed"]
+    assert moved
+    assert moved[0]["to"] == sca
+    assert [c.passage_id for c in result.citations] == [sca]
+
+
+def test_markers_are_renumbered_in_order_of_appearance(site: Site) -> None:
+    question = "How hot should the water be, and how long should the bloom take?"
+    engine = AnswerEngine(site)
+    retrieved = engine.answer(question).metadata["retrieved"]
+    texts = {pid: site.passage(pid)["text"] for pid in retrieved}  # type: ignore[index]
+    # quote two real sentences of two retrieved passages, cited out of order
+    picks = []
+    for i, pid in enumerate(retrieved, 1):
+        sentence = max(split_sentences(texts[pid]), key=lambda s: len(s.text)).text
+        picks.append((i, sentence))
+        if len(picks) == 2:
+            break
+    (i1, s1), (i2, s2) = picks
+    engine.llm = Scripted(f"{s2} [{i2}] {s1} [{i1}]")
+    result = engine.answer(question, generator="llm")
+    check_contract(result, site)
+    assert result.answer == f"{s2} [1] {s1} [2]"
+
+
+def test_hostile_generator_output_cannot_cite_outside_the_retrieved_set(
+    site: Site,
+) -> None:
+    engine = AnswerEngine(site)
+    engine.llm = Scripted(
+        '<script>alert("x")</script> <img src=x onerror=alert(1)> [99] ',
+        "[ch999-sec1-p1] [Source: /etc/passwd] ",
+        "See javascript:alert(1) [0] [-1] [1, 2, 77].",
+    )
+    result = engine.answer("What grind size suits French press?", generator="llm")
+    check_contract(result, site)
+    assert "<script" not in result.answer
+    assert "javascript:" not in result.answer
+    assert result.metadata["generator"] == "llm->extractive"
+    unknown = result.metadata["unknown_markers"]
+    assert "[99]" in unknown
+    assert "[ch999-sec1-p1]" in unknown
+
+
+def test_generation_failure_falls_back_to_extractive(site: Site) -> None:
+    engine = AnswerEngine(site, llm=Scripted(fail=True))
+    result = engine.answer("What is channeling in espresso?", generator="llm")
+    check_contract(result, site)
+    assert result.grounded
+    assert "endpoint down" in result.metadata["fallback"]
+
+
+def test_llm_requested_without_a_model(site: Site) -> None:
+    result = AnswerEngine(site).answer("What is channeling?", generator="llm")
+    assert result.metadata["fallback"] == "no language model loaded"
+    assert result.metadata["generator"] == "extractive"
+
+
+def test_streaming_events_come_in_order(site: Site) -> None:
+    engine = AnswerEngine(site, llm=Scripted("Channeling ", "is uneven flow."))
+    kinds = [e.kind for e in engine.stream("What is channeling?", generator="llm")]
+    assert kinds[0] == "retrieval"
+    assert kinds[1:3] == ["token", "token"]
+    assert kinds[-1] == "final"
+
+
+def test_selection_mode_cites_the_selection_and_its_passage(site: Site) -> None:
+    record = next(p for p in site.passages if "channel" in p["text"].lower())
+    selection = " ".join(record["text"].split()[:40])
+    result = answer(
+        "What does this passage warn about?",
+        site,
+        mode="selection",
+        selection=selection,
+    )
+    check_contract(result, site)
+    assert result.mode == "selection"
+    assert result.metadata["retrieved"][:2] == ["user-selection", record["passage_id"]]
+    selected = [c for c in result.citations if c.passage_id == "user-selection"]
+    for citation in selected:
+        assert citation.url is None
+        assert citation.chapter == "User Selection"
+        assert citation.section == "Selected Text"
+        assert citation.source_type == "selection"
+
+
+def test_parse_markers_understands_every_convention(site: Site) -> None:
+    engine = AnswerEngine(site)
+    from sphinx_ragcite.answer.evidence import build_evidence
+
+    vector = site.embedder.embed(["water"])[0]
+    rows = [site._rows[p["passage_id"]] for p in site.passages[:40]]
+    evidence = build_evidence(site, engine.sentences, vector, rows)
+    water = next(i for i, e in enumerate(evidence) if e.record["docname"] == "water")  # type: ignore[index]
+    pid = evidence[water].key
+    chapter = evidence[water].record["chapter"].split(".")[0]  # type: ignore[index]
+    assert parse_markers("a [2] b [1, 3]", evidence) == ([1, 0, 2], [])
+    assert parse_markers(f"x [{pid}]", evidence) == ([water], [])
+    assert parse_markers("x [Source: water.html]", evidence)[0] == [water]
+    assert parse_markers(f"see Chapter {chapter}", evidence)[0] == [water]
+    assert parse_markers("[sic] [999]", evidence) == ([], ["[sic]", "[999]"])
+
+
+def test_claims_keep_the_markers_after_them() -> None:
+    assert split_claims("One fact. [1] Two facts [2][3]. Three.") == [
+        "One fact. [1]",
+        "Two facts [2][3].",
+        "Three.",
+    ]
+    texts = [s.text for s in split_sentences("Use e.g. 93 °C. Then wait 30 s! Done")]
+    assert texts == ["Use e.g. 93 °C.", "Then wait 30 s!", "Done"]
+
+
+@pytest.mark.parametrize(
+    ("value", "level"),
+    [(0.95, "high"), (0.7, "high"), (0.69, "medium"), (0.4, "medium"), (0.39, "low")],
+)
+def test_confidence_bands(value: float, level: str) -> None:
+    assert confidence_level(value) == level
+
+
+@pytest.mark.llm
+def test_real_smollm2_end_to_end(site: Site) -> None:
+    from sphinx_ragcite.answer.llm import LlamaCppGenerator
+
+    engine = AnswerEngine(site, llm=LlamaCppGenerator())
+    for question in (
+        "How long should the bloom take?",
+        "What pressure does espresso use?",
+        "How should beans be stored?",
+    ):
+        events = list(engine.stream(question, generator="llm"))
+        assert any(e.kind == "token" for e in events)  # the model really ran
+        result = events[-1].data
+        check_contract(result, site)
+        assert result.grounded
+        assert result.metadata["llm_answer"]
+        assert result.metadata["generator"] in ("llm", "llm->extractive")
