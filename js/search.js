@@ -20,8 +20,11 @@
  * @property {number} weight_scale weights are round(bm25 weight * scale)
  * @property {string[]} terms sorted; terms[i] owns postings[i]
  * @property {number[][]} postings [doc_delta, weight, doc_delta, weight, ...]
- * @property {Array<[string, string, string, string, string]>} passages
- *   [passage_id, url, chapter, section, snippet]
+ * @property {string[]} pages page URLs, each once
+ * @property {string[]} headings chapter and section titles, each once
+ * @property {Array<[string, number, number, number, string]>} passages
+ *   [passage_id, page, chapter, section, snippet]: page indexes `pages`,
+ *   chapter and section index `headings`; the URL is `page#passage_id`
  */
 
 /**
@@ -79,7 +82,7 @@
           `rebuild the book with a matching sphinx-ragcite`,
       );
     }
-    for (const key of ["terms", "postings", "passages"]) {
+    for (const key of ["terms", "postings", "pages", "headings", "passages"]) {
       if (!Array.isArray(ix[key])) {
         throw new Error(`ragcite search: the static index has no "${key}" list`);
       }
@@ -108,7 +111,7 @@
     /** @type {Map<string, number>} */
     const lookup = new Map();
     index.terms.forEach((term, i) => lookup.set(term, i));
-    const { postings, passages, weight_scale: scale } = index;
+    const { postings, passages, pages, headings, weight_scale: scale } = index;
 
     /**
      * The `k` best passages for `query`, best first.
@@ -131,8 +134,15 @@
       }
       const ranked = [...totals].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
       return ranked.slice(0, k).map(([doc, total]) => {
-        const [passage_id, url, chapter, section, snippet] = passages[doc];
-        return { passage_id, url, chapter, section, snippet, score: total / scale };
+        const [passage_id, page, chapter, section, snippet] = passages[doc];
+        return {
+          passage_id,
+          url: `${pages[page]}#${passage_id}`,
+          chapter: headings[chapter],
+          section: headings[section],
+          snippet,
+          score: total / scale,
+        };
       });
     }
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import Stemmer
 
-from sphinx_ragcite.index.static import search_static
+from sphinx_ragcite.index.static import search_static, static_passage
 from sphinx_ragcite.index.tokenize import SPEC, tokenize, words
 
 from conftest import EXAMPLE_BOOK, REPO, ROOTS, read_manifest, read_passages
@@ -28,7 +28,6 @@ if NODE is None:
     )
 
 JS = REPO / "js"
-FIELDS = ("passage_id", "url", "chapter", "section", "snippet", "score")
 
 # Reads the task's input JSON, runs the browser scripts on it, writes the
 # result as JSON (a file, not stdout: no console encoding to go wrong).
@@ -211,7 +210,9 @@ def test_search_parity(static_index, tmp_path):  # type: ignore[no-untyped-def]
     questions = [json.loads(line)["question"] for line in lines]
     assert len(questions) >= 80
     # Section titles and a few odd queries besides the QA set.
-    sections = sorted({p[3] for p in static_index["passages"]})
+    sections = sorted(
+        {static_index["headings"][p[3]] for p in static_index["passages"]}
+    )
     queries = [*questions, *sections, "", "the and of", "coffee coffee coffee", "zzzz"]
     k = 10
     got = node("search", {"index": static_index, "queries": queries, "k": k}, tmp_path)
@@ -223,7 +224,7 @@ def test_search_parity(static_index, tmp_path):  # type: ignore[no-untyped-def]
         assert [h["passage_id"] for h in hits] == [passages[d][0] for d in docs], query
         for hit, doc in zip(hits, docs, strict=True):
             score = total(static_index, lookup, tokenize(query), doc) / scale
-            assert hit == dict(zip(FIELDS, [*passages[doc], score], strict=True)), query
+            assert hit == {**static_passage(static_index, doc), "score": score}, query
     # Not vacuous: every question of the QA set finds something.
     assert all(got[: len(questions)]), [
         q for q, h in zip(questions, got[: len(questions)], strict=True) if not h

@@ -32,11 +32,13 @@ function makeIndex() {
       [1, 700, 1, 200],
       [0, 200, 3, 700],
     ],
-    passages: [0, 1, 2, 3].map((i) => /** @type {[string, string, string, string, string]} */ ([
+    pages: ["index.html"],
+    headings: ["1. Coffee", "1.0. Part 0", "1.1. Part 1", "1.2. Part 2", "1.3. Part 3"],
+    passages: [0, 1, 2, 3].map((i) => /** @type {[string, number, number, number, string]} */ ([
       `ch0-sec0-p${i}`,
-      `index.html#ch0-sec0-p${i}`,
-      "1. Coffee",
-      `1.${i}. Part ${i}`,
+      0,
+      0,
+      i + 1,
       `Snippet ${i}`,
     ])),
   };
@@ -89,8 +91,8 @@ test("k limits the hits; no known term gives none", () => {
 
 test("the default k is 10", () => {
   const index = makeIndex();
-  index.passages = Array.from({ length: 12 }, (_, i) => /** @type {[string, string, string, string, string]} */ ([
-    `p${i}`, "", "", "", "",
+  index.passages = Array.from({ length: 12 }, (_, i) => /** @type {[string, number, number, number, string]} */ ([
+    `p${i}`, 0, 0, 0, "",
   ]));
   index.terms = ["bean"];
   index.postings = [Array.from({ length: 12 }, (_, i) => [i === 0 ? 0 : 1, 100 + i]).flat()];

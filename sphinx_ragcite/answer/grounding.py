@@ -90,7 +90,11 @@ def verify(
         result.unknown_markers.extend(unknown)
         if i not in keep and claims_text[i]:
             result.removed.append(
-                {"sentence": claims_text[i], "reason": "no content", "best_support": 0.0}
+                {
+                    "sentence": claims_text[i],
+                    "reason": "no content",
+                    "best_support": 0.0,
+                }
             )
     for i, vector in zip(keep, vectors, strict=True):
         claim, claimed = claims_text[i], parsed[i][0]

@@ -36,7 +36,9 @@ def build_bm25(records: Sequence[Record]) -> bm25s.BM25:
     terms = sorted({t for doc in corpus for t in doc})
     vocab = {term: i for i, term in enumerate(terms)}
     ids = [[vocab[t] for t in doc] for doc in corpus]
-    retriever = bm25s.BM25(**PARAMS)
+    # int16 postings halve the index of a book under 32,768 passages.
+    int_dtype = "int16" if len(records) < 2**15 else "int32"
+    retriever = bm25s.BM25(**PARAMS, int_dtype=int_dtype)
     retriever.index((ids, vocab), show_progress=False)
     return retriever
 

@@ -4,10 +4,15 @@ Format (``format_version`` 1)::
 
     {"format_version": 1,
      "tokenizer": {... index.tokenize.SPEC ...},
-     "weight_scale": 1000,          # weights are round(bm25_weight * scale)
+     "weight_scale": 100,           # weights are round(bm25_weight * scale)
      "terms": ["bloom", ...],       # sorted; terms[i] owns postings[i]
      "postings": [[doc, w, doc_delta, w, ...], ...],   # doc ids delta-encoded
-     "passages": [[passage_id, url, chapter, section, snippet], ...]}
+     "pages": ["water.html", ...],     # page URLs, each stored once
+     "headings": ["3. Water", ...],    # chapter and section titles, once each
+     "passages": [[passage_id, page, chapter, section, snippet], ...]}
+
+``page``, ``chapter`` and ``section`` index ``pages`` and ``headings``; a
+passage's URL is ``pages[page] + "#" + passage_id``.
 
 A query's score for a passage is the sum of its terms' weights, exactly the
 bm25s score up to the rounding of the weights.
@@ -29,8 +34,15 @@ if TYPE_CHECKING:
     from sphinx_ragcite.passages.records import Record
 
 FORMAT_VERSION = 1
-WEIGHT_SCALE = 1000
+#: Two decimals of BM25 weight: rankings match bm25s on the example book's QA
+#: set (benchmarks/index_build.py), one digit less per posting than 1000.
+WEIGHT_SCALE = 100
 FIELDS = ("passage_id", "url", "chapter", "section", "snippet")
+
+
+def _interned(values: Sequence[str]) -> tuple[list[str], dict[str, int]]:
+    table = list(dict.fromkeys(values))
+    return table, {value: i for i, value in enumerate(table)}
 
 
 def static_index(retriever: bm25s.BM25, records: Sequence[Record]) -> dict[str, Any]:
@@ -54,13 +66,41 @@ def static_index(retriever: bm25s.BM25, records: Sequence[Record]) -> dict[str, 
         flat[0::2], flat[1::2] = deltas, ws
         terms.append(term)
         postings.append(flat.tolist())
+    pages, page_of = _interned([r["url"].split("#", 1)[0] for r in records])
+    headings, heading_of = _interned(
+        [h for r in records for h in (r["chapter"], r["section"])]
+    )
     return {
         "format_version": FORMAT_VERSION,
         "tokenizer": SPEC,
         "weight_scale": WEIGHT_SCALE,
         "terms": terms,
         "postings": postings,
-        "passages": [[r[f] for f in FIELDS] for r in records],
+        "pages": pages,
+        "headings": headings,
+        "passages": [
+            [
+                r["passage_id"],
+                page_of[r["url"].split("#", 1)[0]],
+                heading_of[r["chapter"]],
+                heading_of[r["section"]],
+                r["snippet"],
+            ]
+            for r in records
+        ],
+    }
+
+
+def static_passage(index: dict[str, Any], doc: int) -> dict[str, str]:
+    """The display fields of passage *doc*, as the browser rebuilds them."""
+    pid, page, chapter, section, snippet = index["passages"][doc]
+    headings = index["headings"]
+    return {
+        "passage_id": pid,
+        "url": f"{index['pages'][page]}#{pid}",
+        "chapter": headings[chapter],
+        "section": headings[section],
+        "snippet": snippet,
     }
 
 
