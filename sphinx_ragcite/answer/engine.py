@@ -26,7 +26,7 @@ from sphinx_ragcite.passages.text import make_snippet
 from sphinx_ragcite.schemas import Answer, Citation, confidence_level
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Generator as EventStream
 
     import numpy as np
 
@@ -80,7 +80,7 @@ class AnswerEngine:
         k: int | None = None,
         filters: Filters | None = None,
         generator: GeneratorChoice = "extractive",
-    ) -> Iterator[Event]:
+    ) -> EventStream[Event, None, None]:
         question = question.strip()
         started = time.perf_counter()
         embedder = self.site.embedder

@@ -1,0 +1,1 @@
+"""Answer -> HTTP: the site, the answer API and the widget's back end."""

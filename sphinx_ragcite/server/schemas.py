@@ -1,0 +1,104 @@
+"""Request and response bodies of the HTTP API (the answer itself is shared)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_QUESTION = 2000
+MAX_SELECTION = 20_000
+
+
+class AskFilters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    docnames: list[str] = Field(default_factory=list, max_length=50)
+    chapters: list[int] = Field(default_factory=list, max_length=50)
+
+
+class AskRequest(BaseModel):
+    """``POST /api/ask``: the question is 1-2000 characters after trimming."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description="1 to 2000 characters after trimming")
+    mode: Literal["book", "selection"] = "book"
+    selection: str | None = Field(None, max_length=MAX_SELECTION)
+    k: int = Field(6, ge=1, le=20)
+    filters: AskFilters | None = None
+    style: Literal["plain", "apa", "ieee", "acm", "chicago"] | None = None
+    generator: Literal["extractive", "llm"] | None = Field(
+        None, description="defaults to the server's --generator"
+    )
+
+    @field_validator("question")
+    @classmethod
+    def _question_length(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("must not be empty")
+        if len(value) > MAX_QUESTION:
+            raise ValueError(f"must be at most {MAX_QUESTION} characters")
+        return value
+
+    @field_validator("selection")
+    @classmethod
+    def _selection(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+class SearchHit(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    passage_id: str
+    score: float
+    bm25: float | None
+    dense: float | None
+    url: str
+    chapter: str
+    section: str
+    snippet: str
+
+
+class SearchResponse(BaseModel):
+    hits: list[SearchHit]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+    index_loaded: bool
+    index_version: str
+    passages: int
+    model_loaded: bool
+    model: str | None
+    generator: str
+    queue_depth: int
+    queue_size: int
+
+
+class Passage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    passage_id: str
+    url: str
+    chapter: str
+    section: str
+    heading_path: list[str]
+    text: str
+    snippet: str
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "field": field}}

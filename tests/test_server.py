@@ -1,0 +1,272 @@
+"""Answer -> HTTP: every endpoint, validation bounds, streaming, back-pressure."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from sphinx_ragcite.schemas import Answer
+from sphinx_ragcite.server.app import create_app
+from sphinx_ragcite.server.settings import ServerSettings
+
+
+class Slow:
+    """A generator that takes its time, so requests pile up behind it."""
+
+    name = "slow"
+
+    def __init__(self, delay: float = 0.05, pieces: int = 40) -> None:
+        self.delay = delay
+        self.pieces = pieces
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+
+    def stream(self, messages, *, max_tokens):  # type: ignore[no-untyped-def]
+        with self.lock:
+            try:
+                for _ in range(self.pieces):
+                    time.sleep(self.delay)
+                    yield "Channeling is uneven flow through the puck. "
+            finally:
+                self.closed.set()
+
+
+@pytest.fixture(scope="module")
+def client(example_site: Path):  # type: ignore[no-untyped-def]
+    settings = ServerSettings(build_dir=example_site, generator="extractive")
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def sse_events(text: str) -> list[tuple[str, dict]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def test_health(client: TestClient) -> None:
+    body = client.get("/api/health").json()
+    assert body["status"] == "ok"
+    assert body["index_loaded"] is True
+    assert body["passages"] > 100
+    assert body["model_loaded"] is False
+    assert body["queue_depth"] == 0
+
+
+def test_ask_returns_the_answer_contract(client: TestClient) -> None:
+    response = client.post(
+        "/api/ask", json={"question": "How long should the bloom take?"}
+    )
+    assert response.status_code == 200
+    answer = Answer.model_validate(response.json())
+    assert answer.grounded
+    assert answer.citations[0].url.endswith("#" + answer.citations[0].passage_id)
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+
+
+def test_search_and_passages(client: TestClient) -> None:
+    hits = client.get("/api/search", params={"q": "descaling", "k": 3}).json()["hits"]
+    assert len(hits) == 3
+    first = client.get(f"/api/passages/{hits[0]['passage_id']}")
+    assert first.status_code == 200
+    assert first.json()["text"]
+    missing = client.get("/api/passages/ch999-sec0-p1")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"question": ""}, "question"),
+        ({"question": "   "}, "question"),
+        ({"question": "x" * 2001}, "question"),
+        ({"question": 42}, "question"),
+        ({"question": None}, "question"),
+        ({}, "question"),
+        ({"question": "ok", "k": 0}, "k"),
+        ({"question": "ok", "k": 21}, "k"),
+        ({"question": "ok", "k": "five"}, "k"),
+        ({"question": "ok", "mode": "chapter"}, "mode"),
+        ({"question": "ok", "mode": "selection"}, "selection"),
+        ({"question": "ok", "selection": "s" * 20_001}, "selection"),
+        ({"question": "ok", "style": "mla"}, "style"),
+        ({"question": "ok", "unexpected": True}, "unexpected"),
+        ({"question": "ok", "filters": {"chapters": ["x"]}}, "filters.chapters.0"),
+    ],
+)
+def test_invalid_requests_are_400_with_the_field(
+    client: TestClient, body: dict, field: str
+) -> None:
+    for path in ("/api/ask", "/api/ask/stream"):
+        response = client.post(path, json=body)
+        assert response.status_code == 400, (path, response.text)
+        error = response.json()["error"]
+        assert error["field"] == field
+        assert error["message"]
+
+
+@pytest.mark.parametrize("length", [1, 2000])
+def test_question_length_bounds_are_accepted(client: TestClient, length: int) -> None:
+    question = ("why " * 600)[:length].strip() or "w"
+    assert client.post("/api/ask", json={"question": question}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "code"),
+    [
+        (b"{not json", "application/json", "invalid_json"),
+        (b"question=hi", "application/x-www-form-urlencoded", "invalid_body"),
+        (b'["a list"]', "application/json", "invalid_body"),
+        (b"x" * (65 * 1024), "application/json", "body_too_large"),
+    ],
+)
+def test_malformed_bodies(
+    client: TestClient, content: bytes, content_type: str, code: str
+) -> None:
+    response = client.post(
+        "/api/ask", content=content, headers={"content-type": content_type}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == code
+
+
+def test_search_validation(client: TestClient) -> None:
+    assert client.get("/api/search").status_code == 400
+    assert client.get("/api/search", params={"q": " "}).status_code == 400
+    assert client.get("/api/search", params={"q": "x", "k": 0}).status_code == 400
+    assert client.get("/api/search", params={"q": "x", "k": 21}).status_code == 400
+
+
+def test_the_site_is_served_without_escaping_it(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert "Brewing Better Coffee" in page.text
+    assert "frame-ancestors 'self'" in page.headers["content-security-policy"]
+    for path in (
+        "/../../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/..%2f..%2fetc%2fpasswd",
+        "/_static/",
+        "/_ragcite/",
+    ):
+        response = client.get(path)
+        assert response.status_code == 404, path
+        assert "root:" not in response.text
+    assert client.get("/api/nope").json()["error"]["code"] == "not_found"
+
+
+def test_openapi_and_docs(client: TestClient) -> None:
+    spec = client.get("/api/openapi.json").json()
+    assert {"/api/ask", "/api/ask/stream", "/api/search", "/api/health"} <= set(
+        spec["paths"]
+    )
+    assert client.get("/api/docs").status_code == 200
+
+
+def test_stream_sends_retrieval_tokens_then_the_final_answer(
+    example_site: Path,
+) -> None:
+    settings = ServerSettings(build_dir=example_site, generator="llm")
+    with TestClient(create_app(settings, llm=Slow(delay=0, pieces=3))) as client:
+        response = client.post(
+            "/api/ask/stream", json={"question": "What is channeling?"}
+        )
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(response.text)
+    names = [name for name, _ in events]
+    assert names[0] == "retrieval"
+    assert names[1:4] == ["token"] * 3
+    assert names[-1] == "final"
+    final = Answer.model_validate(events[-1][1])
+    assert set(c.passage_id for c in final.citations) <= set(events[0][1]["retrieved"])
+
+
+def test_full_queue_gets_503_and_extractive_still_answers(example_site: Path) -> None:
+    slow = Slow(delay=0.05, pieces=40)
+    settings = ServerSettings(build_dir=example_site, generator="llm", queue_size=1)
+    with TestClient(create_app(settings, llm=slow)) as client:
+        results: dict[str, int] = {}
+
+        def first() -> None:
+            response = client.post("/api/ask", json={"question": "What is channeling?"})
+            results["first"] = response.status_code
+
+        worker = threading.Thread(target=first)
+        worker.start()
+        deadline = time.time() + 10
+        while client.get("/api/health").json()["queue_depth"] == 0:
+            assert time.time() < deadline
+            time.sleep(0.01)
+        busy = client.post("/api/ask", json={"question": "What is a burr grinder?"})
+        assert busy.status_code == 503
+        assert busy.headers["retry-after"]
+        assert busy.json()["error"]["code"] == "busy"
+        quick = client.post(
+            "/api/ask",
+            json={"question": "What is a burr grinder?", "generator": "extractive"},
+        )
+        assert quick.status_code == 200
+        worker.join()
+        assert results["first"] == 200
+        assert client.get("/api/health").json()["queue_depth"] == 0
+
+
+def test_disconnected_stream_frees_its_slot(example_site: Path) -> None:
+    slow = Slow(delay=0.05, pieces=200)
+    settings = ServerSettings(build_dir=example_site, generator="llm", queue_size=1)
+    with TestClient(create_app(settings, llm=slow)) as client:
+        with client.stream(
+            "POST", "/api/ask/stream", json={"question": "What is channeling?"}
+        ) as response:
+            for line in response.iter_lines():
+                if line.startswith("event: token"):
+                    break  # the reader goes away mid-answer
+        assert slow.closed.wait(5)
+        deadline = time.time() + 5
+        while client.get("/api/health").json()["queue_depth"]:
+            assert time.time() < deadline
+            time.sleep(0.02)
+
+
+def test_rate_limit(example_site: Path) -> None:
+    settings = ServerSettings(
+        build_dir=example_site, generator="extractive", rate_limit=3
+    )
+    with TestClient(create_app(settings)) as client:
+        codes = [client.get("/api/health").status_code for _ in range(5)]
+    assert codes[:3] == [200, 200, 200]
+    assert codes[3] == 429
+
+
+def test_cors_only_for_configured_origins(example_site: Path) -> None:
+    plain = ServerSettings(build_dir=example_site, generator="extractive")
+    with TestClient(create_app(plain)) as client:
+        response = client.get("/api/health", headers={"Origin": "https://evil.test"})
+        assert "access-control-allow-origin" not in response.headers
+    allowed = ServerSettings(
+        build_dir=example_site,
+        generator="extractive",
+        cors_origins=("https://docs.example.org",),
+    )
+    with TestClient(create_app(allowed)) as client:
+        ok = client.get("/api/health", headers={"Origin": "https://docs.example.org"})
+        assert ok.headers["access-control-allow-origin"] == "https://docs.example.org"
+        other = client.get("/api/health", headers={"Origin": "https://evil.test"})
+        assert "access-control-allow-origin" not in other.headers
+
+
+def test_cache_returns_the_same_answer(client: TestClient) -> None:
+    body = {"question": "What is the SCA water temperature range?"}
+    first = client.post("/api/ask", json=body).json()
+    second = client.post("/api/ask", json=body).json()
+    assert first == second
