@@ -62,6 +62,28 @@ class RagciteConfig:
         "Word pieces per passage the encoder sees; longer passages are truncated.",
     )
 
+    citation_style: str = _opt(
+        "plain",
+        "",
+        "How source lists name a passage: plain (chapter, section, link), apa, "
+        "ieee, acm or chicago. The default of ragcite ask, the server and the widget.",
+    )
+    show_page: bool = _opt(
+        True,
+        "",
+        "Add the page to a source where it is known (p. 12).",
+    )
+    link_to_source: bool = _opt(
+        True,
+        "",
+        "Link each source to its passage (page URL with the passage anchor).",
+    )
+    max_quote_length: int = _opt(
+        200,
+        "",
+        "Characters of a supporting quote shown before it is cut at a word (…).",
+    )
+
     @classmethod
     def from_sphinx(cls, config: Config) -> RagciteConfig:
         return cls(**{f.name: getattr(config, f"ragcite_{f.name}") for f in fields()})
@@ -121,5 +143,45 @@ def validate(app: Sphinx, config: Config) -> None:
             problems.append(f"ragcite_{name} must be a list of strings")
         else:
             setattr(config, f"ragcite_{name}", value)
+    _check_citation_options(config)
     if problems:
         raise ConfigError("sphinx-ragcite: " + "; ".join(problems))
+
+
+#: Keep in step with ``sphinx_ragcite.cite.styles.STYLES`` (not imported: that
+#: module pulls in citeproc, which a build does not need).
+CITATION_STYLES = ("plain", "apa", "ieee", "acm", "chicago")
+
+
+def _check_citation_options(config: Config) -> None:
+    """Cosmetic options: a bad value warns and falls back to the default."""
+    defaults = {f.name: f.default for f in fields()}
+    checks: dict[str, tuple[Any, str]] = {
+        "citation_style": (
+            lambda v: v in CITATION_STYLES,
+            "one of " + ", ".join(CITATION_STYLES),
+        ),
+        "show_page": (lambda v: isinstance(v, bool), "True or False"),
+        "link_to_source": (lambda v: isinstance(v, bool), "True or False"),
+        "max_quote_length": (
+            lambda v: _int_in(v, 20, 100_000),
+            "an integer from 20 to 100000",
+        ),
+    }
+    for name, (valid, expected) in checks.items():
+        key = f"ragcite_{name}"
+        value = getattr(config, key)
+        if isinstance(value, str) and name == "citation_style":
+            value = value.strip().lower()
+            setattr(config, key, value)
+        if not valid(value):
+            logger.warning(
+                "%s must be %s, got %r; using %r",
+                key,
+                expected,
+                value,
+                defaults[name],
+                type="ragcite",
+                subtype="config",
+            )
+            setattr(config, key, defaults[name])

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,7 +22,13 @@ from sphinx_ragcite.answer.llm import GenerationError
 from sphinx_ragcite.answer.prompt import build_messages
 from sphinx_ragcite.answer.sentences import content_words
 from sphinx_ragcite.passages.text import make_snippet
-from sphinx_ragcite.schemas import Answer, Citation, confidence_level
+from sphinx_ragcite.schemas import (
+    Answer,
+    Citation,
+    citation_time,
+    confidence_level,
+    timestamp,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Generator as EventStream
@@ -57,7 +62,6 @@ class AnswerEngine:
     site: Site
     llm: Generator | None = None
     k: int = 6
-    _timings: dict[str, float] = field(default_factory=dict, repr=False)
 
     @cached_property
     def sentences(self) -> SentenceVectors:
@@ -176,8 +180,7 @@ class AnswerEngine:
                 supports[source] = max(supports.get(source, 0.0), support.score)
                 fits[source] = max(fits.get(source, 0.0), claim_fit)
             parts.append(f"{claim.text} {''.join(marks)}")
-        now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-        stamp = now.isoformat().replace("+00:00", "Z")
+        stamp = timestamp(citation_time())
         citations = [
             _citation(
                 n,

@@ -75,6 +75,12 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
             "tokenizer": SPEC,
             "bm25": PARAMS,
             "embedding": embedding,
+            "citation": {
+                "style": config.citation_style,
+                "show_page": config.show_page,
+                "link_to_source": config.link_to_source,
+                "max_quote_length": config.max_quote_length,
+            },
         }
     )
     sizes = manifest["bytes"]
