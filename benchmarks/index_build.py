@@ -73,6 +73,8 @@ TARGET_INDEX_BYTES = 1536
 
 #: Other processes on the machine skew every timing: recorded with the results.
 LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
+#: A 1-minute load above this when the benchmark starts means others are busy.
+BUSY = 1.0
 
 
 class BuildFailed(RuntimeError):
@@ -458,8 +460,20 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "loadavg_at_start": LOADAVG,
+        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
         **result,
     }
+    end_load = payload["loadavg_at_end"]
+    if LOADAVG and end_load:
+        print(
+            f"\nload average (1 min) at start {LOADAVG[0]:.2f}, at end "
+            f"{end_load[0]:.2f}, on {os.cpu_count()} cores"
+            + (
+                ": the CPU was busy before the start, timings may be skewed"
+                if LOADAVG[0] > BUSY
+                else ""
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
     print(f"\nwrote {args.out}")

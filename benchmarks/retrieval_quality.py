@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "loadavg_at_start": LOADAVG,
+        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "qa": str(args.qa),
         "passages": passages,
         "results": results,

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
+from sphinx_ragcite.cite import STYLES
+
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
     from sphinx.config import Config
@@ -84,6 +86,26 @@ class RagciteConfig:
         "Characters of a supporting quote shown before it is cut at a word (…).",
     )
 
+    widget: bool = _opt(
+        True,
+        "html",
+        "Add the reader widget (ask panel, cited answers, deep-link highlights) "
+        "to every HTML page. False leaves the pages as Sphinx made them.",
+    )
+    server_url: str = _opt(
+        "",
+        "html",
+        "Base URL of the answer server the widget asks (its API is <url>/api/). "
+        'Empty: the site\'s own origin, as under ragcite serve. "none": no '
+        "server, the widget searches the static index in the browser.",
+    )
+    shortcut: str = _opt(
+        "Mod+/",
+        "html",
+        'Keyboard shortcut that opens the widget, e.g. "Mod+/" (Cmd on macOS, '
+        'Ctrl elsewhere), "Alt+A" or "/". Empty: no shortcut.',
+    )
+
     @classmethod
     def from_sphinx(cls, config: Config) -> RagciteConfig:
         return cls(**{f.name: getattr(config, f"ragcite_{f.name}") for f in fields()})
@@ -144,13 +166,9 @@ def validate(app: Sphinx, config: Config) -> None:
         else:
             setattr(config, f"ragcite_{name}", value)
     _check_citation_options(config)
+    _check_widget_options(config)
     if problems:
         raise ConfigError("sphinx-ragcite: " + "; ".join(problems))
-
-
-#: Keep in step with ``sphinx_ragcite.cite.styles.STYLES`` (not imported: that
-#: module pulls in citeproc, which a build does not need).
-CITATION_STYLES = ("plain", "apa", "ieee", "acm", "chicago")
 
 
 def _check_citation_options(config: Config) -> None:
@@ -158,8 +176,8 @@ def _check_citation_options(config: Config) -> None:
     defaults = {f.name: f.default for f in fields()}
     checks: dict[str, tuple[Any, str]] = {
         "citation_style": (
-            lambda v: v in CITATION_STYLES,
-            "one of " + ", ".join(CITATION_STYLES),
+            lambda v: v in STYLES,
+            "one of " + ", ".join(STYLES),
         ),
         "show_page": (lambda v: isinstance(v, bool), "True or False"),
         "link_to_source": (lambda v: isinstance(v, bool), "True or False"),
@@ -173,6 +191,45 @@ def _check_citation_options(config: Config) -> None:
         value = getattr(config, key)
         if isinstance(value, str) and name == "citation_style":
             value = value.strip().lower()
+            setattr(config, key, value)
+        if not valid(value):
+            logger.warning(
+                "%s must be %s, got %r; using %r",
+                key,
+                expected,
+                value,
+                defaults[name],
+                type="ragcite",
+                subtype="config",
+            )
+            setattr(config, key, defaults[name])
+
+
+def _check_widget_options(config: Config) -> None:
+    """Widget options are cosmetic: a bad value warns and falls back."""
+    defaults = {f.name: f.default for f in fields()}
+    checks: dict[str, tuple[Any, str]] = {
+        "widget": (lambda v: isinstance(v, bool), "True or False"),
+        "server_url": (
+            lambda v: (
+                isinstance(v, str)
+                and (
+                    v.strip() in ("", "none")
+                    or v.strip().startswith(("http://", "https://", "/"))
+                )
+            ),
+            'an http(s) URL, a path starting with "/", "none" or ""',
+        ),
+        "shortcut": (
+            lambda v: isinstance(v, str) and len(v) <= 40 and "\n" not in v,
+            'a key combination such as "Mod+/" or ""',
+        ),
+    }
+    for name, (valid, expected) in checks.items():
+        key = f"ragcite_{name}"
+        value = getattr(config, key)
+        if isinstance(value, str):
+            value = value.strip()
             setattr(config, key, value)
         if not valid(value):
             logger.warning(

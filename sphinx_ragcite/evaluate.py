@@ -139,6 +139,7 @@ def evaluate_answers(
     )  # fmt: skip
     latencies: list[float] = []
     first_tokens: list[float] = []
+    verification: list[float] = []
     abstained = 0
     for question in questions:
         started = time.perf_counter()
@@ -153,6 +154,8 @@ def evaluate_answers(
         if first is not None:
             first_tokens.append(1000 * first)
         assert final is not None
+        if "verification_ms" in final.metadata:
+            verification.append(final.metadata["verification_ms"])
         if not question.answerable:
             abstained += not final.grounded
             continue
@@ -189,4 +192,5 @@ def evaluate_answers(
         "latency_p50_ms": _percentile(latencies, 0.5),
         "latency_p90_ms": _percentile(latencies, 0.9),
         "first_token_p50_ms": _percentile(first_tokens, 0.5) if first_tokens else None,
+        "verification_p50_ms": _percentile(verification, 0.5),
     }

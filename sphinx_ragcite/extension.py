@@ -8,7 +8,7 @@ from docutils import nodes
 from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.util import logging
 
-from sphinx_ragcite import __version__, config
+from sphinx_ragcite import __version__, assets, config
 from sphinx_ragcite.passages.chunker import MARK
 from sphinx_ragcite.passages.collector import (
     PassageCollector,
@@ -52,6 +52,12 @@ def add_anchors(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             node["ids"].insert(0, pid)
 
 
+def add_widget(app: Sphinx) -> None:
+    """The reader widget on HTML pages only (``ragcite_widget = False``: none)."""
+    if app.config.ragcite_widget and is_site_builder(app.builder):
+        assets.add_widget(app)
+
+
 def write_index(app: Sphinx, exception: BaseException | None) -> None:
     if exception is None and is_site_builder(app.builder):
         # Imported here: numpy, bm25s and onnxruntime are for HTML builds only.
@@ -64,6 +70,7 @@ def setup(app: Sphinx) -> ExtensionMetadata:
     config.register(app)
     app.add_domain(RagciteDomain)
     app.add_env_collector(PassageCollector)
+    app.connect("builder-inited", add_widget)
     app.connect("doctree-resolved", add_anchors)
     app.connect("build-finished", write_index)
     return {

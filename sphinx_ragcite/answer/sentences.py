@@ -21,7 +21,10 @@ _ABBREVIATIONS = frozenset(
     {"e.g", "i.e", "etc", "vs", "approx", "dr", "mr", "mrs", "ms", "no", "fig",
      "cf", "ca", "al", "st", "eq"}
 )  # fmt: skip
-_BOUNDARY = re.compile(r"(?<=[.!?…])[\"”’)]*\s+(?=[\"“(\[]?[A-Z0-9])")
+# A sentence starts with a capital or digit, or with a bracket: a marker such
+# as [ch3-sec2-p4] after a full stop belongs to the sentence before it, which
+# split_claims() restores; without the split the next sentence rides along.
+_BOUNDARY = re.compile(r"(?<=[.!?…])[\"”’)]*\s+(?=\[|[\"“(]?[A-Z0-9])")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _MARKER = re.compile(r"\s*\[[^\[\]\n]{1,80}\]")
 

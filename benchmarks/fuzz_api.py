@@ -1,0 +1,470 @@
+"""Does any generated or malformed request make the answer server fail (5xx)?
+
+Why: the answer API is public-facing; whatever a client sends, the server must
+answer with a 2xx or a 4xx and its JSON error body, never a 500. This script
+checks that with property-based testing against the server's own OpenAPI
+schema, plus a short list of hand-written inputs the generator never makes.
+
+What it does: builds the example book (or reuses
+``benchmarks/results/.example_html``, or ``--site``; see ``server_load.py``,
+whose ``ensure_site`` and ``Server`` it uses), starts the server on 127.0.0.1
+and a free port with generator ``extractive`` (fast, and the code paths
+before generation are the same) and ``rate_limit`` 0 (otherwise most
+requests would get a 429), then:
+
+1. runs the schemathesis CLI in a subprocess::
+
+       schemathesis run http://127.0.0.1:PORT/api/openapi.json
+           --checks not_a_server_error --max-examples 250 --seed 0
+           --phases examples,coverage,fuzzing --generation-database none
+           --report har,json
+
+   against every operation in the schema: ``GET /api/health``,
+   ``GET /api/search``, ``GET /api/passages/{passage_id}``, ``POST /api/ask``
+   and ``POST /api/ask/stream``. Nothing is excluded: schemathesis does not
+   parse the ``text/event-stream`` body and ``not_a_server_error`` only looks
+   at the status. Generation mode is ``all`` (schema-valid and invalid
+   inputs). Every request and response is read back from the HAR report and
+   counted by operation and status; a 5xx is a status >= 500, or a 200 stream
+   whose body contains ``event: error`` (the stream's status is sent before
+   the answer runs, so a crash mid-answer shows up only as that event).
+   schemathesis' own failures are printed with its "Reproduce with" curl
+   commands; its schema-mismatch warnings (schema-valid data the API
+   rejects) are printed as notes, not failures.
+2. sends hand-written edge cases that schemathesis does not generate (its
+   strings are always valid UTF-8, without lone surrogates): JSON bodies with
+   lone UTF-16 surrogates (``"\\ud800"``) and NUL in every string field,
+   invalid UTF-8 bytes, deeply nested JSON, huge integers in ``filters``,
+   boundary lengths, and odd query strings and passage ids.
+
+Every 5xx is listed with the exact request (method, URL, body) and a curl
+command that reproduces it against a server started the same way.
+
+Run from the repository root (about a minute; needs the ``bench`` extra,
+``pip install -e '.[bench]'``)::
+
+    .venv/bin/python benchmarks/fuzz_api.py
+    .venv/bin/python benchmarks/fuzz_api.py --max-examples 500 --site path/to/html
+
+Results go to ``benchmarks/results/fuzz_api.json`` unless ``--out``. Unlike
+the timing benchmarks this one is a pass/fail check: it exits 1 when any
+request got a 5xx or fewer than ``--min-requests`` (1,000) were sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from server_load import RESULTS, Server, ensure_site, table
+
+DEFAULT_OUT = RESULTS / "fuzz_api.json"
+#: Other processes on the machine skew every timing: recorded with the results.
+LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
+_ID = re.compile(r"/api/passages/[^/?]+$")
+_EXCEPTION = re.compile(r"^[\w.]*(?:Error|Exception)\b.*$", re.M)
+
+LONE = "\\ud800"  # JSON escapes: json.loads gives a str with a lone surrogate
+JSON_BODIES: list[tuple[str, str]] = [
+    ("lone high surrogate in question", f'{{"question": "{LONE}"}}'),
+    ("lone low surrogate in question", '{"question": "crema \\udc00"}'),
+    (
+        "lone surrogate in selection",
+        f'{{"question": "crema", "mode": "selection", "selection": "a {LONE}"}}',
+    ),
+    (
+        "lone surrogate in filters.docnames",
+        f'{{"question": "crema", "filters": {{"docnames": ["{LONE}"]}}}}',
+    ),
+    ("NUL alone in question", '{"question": "\\u0000"}'),
+    ("NUL inside question", '{"question": "crema\\u0000crema"}'),
+    (
+        "NUL in selection",
+        '{"question": "crema", "mode": "selection", "selection": "a\\u0000b"}',
+    ),
+    ("question of 2000 characters", json.dumps({"question": "crema " * 333 + "xx"})),
+    ("question of 2000 two-byte characters", json.dumps({"question": "é" * 2000})),
+    ("question of 2001 characters", json.dumps({"question": "x" * 2001})),
+    ("question of combining marks", json.dumps({"question": "a" + "\u0301" * 1500})),
+    ("question of emoji and RTL", json.dumps({"question": "☕ 🫘 ما هو الإسبريسو؟"})),
+    ("question of zero-width spaces", json.dumps({"question": "\u200b" * 50})),
+    (
+        "huge chapter number in filters",
+        '{"question": "crema", "filters": {"chapters": [99999999999999999999999]}}',
+    ),
+    (
+        "negative chapter in filters",
+        '{"question": "crema", "filters": {"chapters": [-1]}}',
+    ),
+    (
+        "path traversal docname in filters",
+        '{"question": "crema", "filters": {"docnames": ["../../etc/passwd"]}}',
+    ),
+    (
+        "filters that match nothing",
+        '{"question": "crema", "filters": {"docnames": ["nope"], "chapters": [0]}}',
+    ),
+    ("k as a float", '{"question": "crema", "k": 2.0}'),
+    ("k as 1e400", '{"question": "crema", "k": 1e400}'),
+    ("NaN in k", '{"question": "crema", "k": NaN}'),
+    ("nested arrays 20,000 deep", "[" * 20_000 + "]" * 20_000),
+    ("nested objects 5,000 deep", '{"a": ' * 5_000 + "1" + "}" * 5_000),
+    ("duplicate keys", '{"question": "crema", "question": "grind"}'),
+    ("JSON null", "null"),
+    ("JSON string", '"crema"'),
+    ("empty body", ""),
+    (
+        "selection of 20,000 characters",
+        json.dumps(
+            {"question": "crema", "mode": "selection", "selection": "a" * 20000}
+        ),
+    ),
+]
+RAW_BODIES: list[tuple[str, bytes, str]] = [
+    ("invalid UTF-8 in body", b'{"question": "\xff\xfe crema"}', "application/json"),
+    ("UTF-16 body", '{"question": "crema"}'.encode("utf-16"), "application/json"),
+    ("JSON sent as text/plain", b'{"question": "crema"}', "text/plain"),
+    ("form-encoded body", b"question=crema", "application/x-www-form-urlencoded"),
+]
+GETS: list[tuple[str, str]] = [
+    ("search: NUL", "/api/search?q=%00"),
+    ("search: UTF-8 of a surrogate", "/api/search?q=%ED%A0%80"),
+    ("search: invalid UTF-8", "/api/search?q=%FF%FE"),
+    ("search: whitespace only", "/api/search?q=%20%09%0A"),
+    ("search: 2000 characters", "/api/search?q=" + "crema+" * 333 + "xx"),
+    ("search: 2000 two-byte characters", "/api/search?q=" + "%C3%A9" * 2000),
+    ("search: punctuation only", "/api/search?q=%3F%21%2E%2C%3B"),
+    ("search: k=20", "/api/search?q=crema&k=20"),
+    ("search: q twice", "/api/search?q=crema&q=grind"),
+    ("search: k as float", "/api/search?q=crema&k=2.5"),
+    ("passage: NUL id", "/api/passages/%00"),
+    ("passage: invalid UTF-8 id", "/api/passages/%FF"),
+    ("passage: traversal id", "/api/passages/..%2F..%2Fetc%2Fpasswd"),
+    ("passage: 5000-character id", "/api/passages/" + "a" * 5000),
+    ("passage: unicode id", "/api/passages/%E2%98%95"),
+]
+
+
+def schemathesis_bin() -> str:
+    local = Path(sys.executable).with_name("schemathesis")
+    found = str(local) if local.exists() else shutil.which("schemathesis")
+    if not found:
+        raise SystemExit(
+            "schemathesis is not installed: .venv/bin/pip install -e '.[bench]'"
+        )
+    return found
+
+
+def run_schemathesis(
+    url: str, work: Path, max_examples: int, seed: int, checks: str, timeout: float
+) -> dict[str, Any]:
+    har, report = work / "har.json", work / "report.json"
+    cmd = [schemathesis_bin(), "run", f"{url}/api/openapi.json"]
+    cmd += ["--checks", checks, "--max-examples", str(max_examples)]
+    cmd += ["--seed", str(seed), "--phases", "examples,coverage,fuzzing"]
+    cmd += ["--generation-database", "none", "--request-timeout", "60"]
+    cmd += ["--report", "har,json", "--report-har-path", str(har)]
+    cmd += ["--report-json-path", str(report), "--no-color"]
+    started = time.perf_counter()
+    proc = subprocess.run(
+        cmd, cwd=work, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    seconds = time.perf_counter() - started
+    output = proc.stdout + proc.stderr
+    if not har.is_file():
+        raise RuntimeError(
+            f"schemathesis wrote no HAR (exit {proc.returncode}):\n{output}"
+        )
+    entries = json.loads(har.read_text("utf-8"))["log"]["entries"]
+    summary = json.loads(report.read_text("utf-8")) if report.is_file() else {}
+    return {
+        "command": shlex.join(cmd[1:]).replace(str(work) + "/", ""),
+        "exit_code": proc.returncode,
+        "seconds": round(seconds, 1),
+        "entries": entries,
+        "summary": summary,
+        "output": output,
+    }
+
+
+def operation(method: str, url: str) -> str:
+    path = urlsplit(url).path
+    if _ID.match(path):
+        path = "/api/passages/{passage_id}"
+    return f"{method} {path}"
+
+
+def is_server_error(status: int, body: str, stream: bool) -> bool:
+    return status >= 500 or (stream and status == 200 and "event: error" in body)
+
+
+def curl(method: str, url: str, body: str | None, content_type: str | None) -> str:
+    parts = ["curl", "-sS", "-X", method, url]
+    if content_type:
+        parts += ["-H", f"Content-Type: {content_type}"]
+    if body is not None:
+        parts += ["--data-binary", body]
+    return shlex.join(parts)
+
+
+def fuzz_findings(entries: list[dict[str, Any]]) -> tuple[Counter[str], list[dict]]:
+    """Counts by 'operation status' and the requests that got a 5xx."""
+    counts: Counter[str] = Counter()
+    bad = []
+    for entry in entries:
+        request, response = entry["request"], entry["response"]
+        op = operation(request["method"], request["url"])
+        status = int(response["status"])
+        body = response.get("content", {}).get("text") or ""
+        counts[f"{op} {status}"] += 1
+        if is_server_error(status, body, op.endswith("/stream")):
+            post = request.get("postData") or {}
+            bad.append(
+                {
+                    "source": "schemathesis",
+                    "operation": op,
+                    "status": status,
+                    "url": request["url"],
+                    "body": post.get("text"),
+                    "response": body[:500],
+                    "curl": curl(
+                        request["method"],
+                        request["url"],
+                        post.get("text"),
+                        post.get("mimeType"),
+                    ),
+                }
+            )
+    return counts, bad
+
+
+def edge_cases(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Send the hand-written cases; every result and the 5xx ones."""
+    results, bad = [], []
+    cases: list[tuple[str, str, str, bytes | None, str | None]] = []
+    for path in ("/api/ask", "/api/ask/stream"):
+        for name, text in JSON_BODIES:
+            cases.append((name, "POST", path, text.encode(), "application/json"))
+        for name, raw, content_type in RAW_BODIES:
+            cases.append((name, "POST", path, raw, content_type))
+    cases += [(name, "GET", path, None, None) for name, path in GETS]
+    for name, method, path, content, content_type in cases:
+        headers = {"Content-Type": content_type} if content_type else {}
+        # a fresh connection per case: after a 500 uvicorn closes the
+        # connection, and reusing it would blame the next case
+        with httpx.Client(base_url=url, timeout=120) as client:
+            try:
+                response = client.request(
+                    method, path, content=content, headers=headers
+                )
+                status, body = response.status_code, response.text
+            except httpx.HTTPError as exc:
+                status, body = 0, f"{type(exc).__name__}: {exc}"
+        result = {"case": name, "method": method, "path": path, "status": status}
+        results.append(result)
+        if status == 0 or is_server_error(status, body, path.endswith("/stream")):
+            text = None
+            if content is not None:
+                text = content.decode("utf-8", errors="backslashreplace")
+                text = text if len(text) <= 300 else text[:300] + "..."
+            bad.append(
+                {
+                    "source": "edge case",
+                    **result,
+                    "body": text,
+                    "response": body[:500],
+                    "curl": curl(method, f"{url}{path}", text, content_type)
+                    if content is None or len(content) <= 300
+                    else "(body too long for a command line; see 'case')",
+                }
+            )
+    return results, bad
+
+
+def failures_section(output: str) -> str:
+    """schemathesis' FAILURES block (with 'Reproduce with' commands), if any."""
+    match = re.search(r"=+ FAILURES =+\n(.*?)\n=+ SUMMARY", output, re.S)
+    return match.group(1).strip() if match else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site", type=Path, help="an existing build to serve")
+    parser.add_argument(
+        "--max-examples", type=int, default=250, help="schemathesis, per operation"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="schemathesis seed")
+    parser.add_argument(
+        "--checks", default="not_a_server_error", help="schemathesis --checks"
+    )
+    parser.add_argument(
+        "--min-requests", type=int, default=1000, help="fail below this many"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=900, help="seconds for schemathesis"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output")
+    args = parser.parse_args(argv)
+
+    site = ensure_site(args.site)
+    settings = {
+        "build_dir": str(site.resolve()),
+        "generator": "extractive",
+        "rate_limit": 0,
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="ragcite-fuzz-") as tmp,
+        Server(settings, Path(tmp)) as server,
+    ):
+        print(f"server {server.url} (generator extractive)", file=sys.stderr)
+        paths = httpx.get(f"{server.url}/api/openapi.json").json()["paths"]
+        documented = {f"{m.upper()} {p}" for p, ops in paths.items() for m in ops}
+        fuzz = run_schemathesis(
+            server.url,
+            Path(tmp),
+            args.max_examples,
+            args.seed,
+            args.checks,
+            args.timeout,
+        )
+        counts, bad = fuzz_findings(fuzz["entries"])
+        edges, edge_bad = edge_cases(server.url)
+        url = server.url
+        tracebacks = server.tracebacks()
+        log_tail = server.log_text() if tracebacks else ""
+        memory = server.memory_mib()
+
+    total = len(fuzz["entries"])
+    by_operation: dict[str, Counter[str]] = {}
+    for key, n in counts.items():
+        op, status = key.rsplit(" ", 1)
+        by_operation.setdefault(op, Counter())[status] += n
+    # schemathesis also tries the methods the schema does not list (405/404)
+    bad_by_op = Counter(b["operation"] for b in bad)
+    rows = [
+        (op, c, bad_by_op[op])
+        for op, c in sorted(by_operation.items())
+        if op in documented
+    ]
+    other = [op for op in by_operation if op not in documented]
+    if other:
+        rows.append(
+            (
+                f"other methods ({len(other)} method-path pairs)",
+                sum((by_operation[op] for op in other), Counter()),
+                sum(bad_by_op[op] for op in other),
+            )
+        )
+    summary = fuzz["summary"]
+    print(f"\nschemathesis: {fuzz['command']}")
+    print(
+        f"exit {fuzz['exit_code']}, {fuzz['seconds']:.0f} s, "
+        f"{summary.get('test_cases', {}).get('generated', '?')} test cases"
+    )
+    print(
+        table(
+            ["operation", "requests", "2xx", "4xx", "5xx", "statuses"],
+            [
+                [
+                    op,
+                    str(sum(c.values())),
+                    str(sum(n for s, n in c.items() if s.startswith("2"))),
+                    str(sum(n for s, n in c.items() if s.startswith("4"))),
+                    str(n_bad),
+                    " ".join(f"{s}:{n}" for s, n in sorted(c.items())),
+                ]
+                for op, c, n_bad in rows
+            ]
+            + [["total", str(total), "", "", str(len(bad)), ""]],
+        )
+    )
+    print("(5xx counts a status >= 500 and a 200 stream with an `event: error`)")
+    mismatch = summary.get("warnings", {}).get("validation_mismatch", [])
+    if mismatch:
+        print(
+            "note: schemathesis warns that these operations reject most "
+            f"schema-valid inputs (the schema is looser than the API): {mismatch}"
+        )
+    failures = failures_section(fuzz["output"])
+    if failures:
+        print(f"\nschemathesis failures:\n{failures}")
+
+    edge_counts = Counter(str(e["status"]) for e in edges)
+    print(
+        f"\nhand-written edge cases: {len(edges)} requests, statuses "
+        f"{dict(sorted(edge_counts.items()))}, {len(edge_bad)} 5xx"
+    )
+    all_bad = bad + edge_bad
+    if all_bad:
+        print(f"\n{len(all_bad)} request(s) got a 5xx (server started as above):")
+        for b in all_bad:
+            label = b["operation"] if "operation" in b else f"{b['method']} "
+            label += f"{b['path']}: {b['case']}" if "case" in b else ""
+            got = f"HTTP {b['status']}" if b["status"] else "no response"
+            got += " with `event: error`" if b["status"] == 200 else ""
+            print(f"- [{b['source']}] {label}: {got}")
+            print(f"    {b['curl']}")
+            print(f"    -> {b['response'][:200]!r}")
+    if tracebacks:
+        raised = sorted(set(_EXCEPTION.findall(log_tail)))
+        print(f"\nserver log: {tracebacks} traceback(s), ending in:")
+        print("\n".join(f"  {line}" for line in raised))
+
+    enough = total >= args.min_requests
+    ok = enough and not all_bad
+    print(
+        f"\nrequests >= {args.min_requests}: {'yes' if enough else 'NO'} ({total}); "
+        f"5xx: {len(all_bad)}; server peak RSS {memory.get('VmHWM')} MiB; "
+        f"{'PASS' if ok else 'FAIL'}"
+    )
+
+    payload = {
+        "benchmark": "fuzz_api",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "loadavg_at_start": LOADAVG,
+        "server_settings": {k: v for k, v in settings.items() if k != "build_dir"},
+        "server_url": url,
+        "schemathesis": {
+            "command": fuzz["command"],
+            "exit_code": fuzz["exit_code"],
+            "seconds": fuzz["seconds"],
+            "requests": total,
+            "by_operation": {op: dict(c) for op, c in sorted(by_operation.items())},
+            "test_cases": summary.get("test_cases"),
+            "failures": summary.get("failures"),
+            "validation_mismatch": mismatch,
+            "failures_output": failures,
+        },
+        "edge_cases": edges,
+        "server_errors": all_bad,
+        "server_tracebacks": tracebacks,
+        "server_log_tail": log_tail[-5000:],
+        "server_memory_mib": memory,
+        "min_requests": args.min_requests,
+        "passed": ok,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
+    print(f"\nwrote {args.out}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

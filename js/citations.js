@@ -1,0 +1,278 @@
+// @ts-check
+/**
+ * Pure helpers of the reader widget: answer text -> segments, citations ->
+ * source-list models, and the one gate every link goes through.
+ *
+ * Nothing here touches the DOM. Links are built only from index data (a
+ * citation's `url`, a see-also entry's or a static hit's `url`), resolved
+ * against the site root and kept only when they stay on the site's origin;
+ * the answer text never produces a link.
+ *
+ * Classic script: registers its functions on `globalThis.ragcite_lib`, and on
+ * `module.exports` under Node.
+ */
+
+/** @typedef {import("./types").Answer} Answer */
+/** @typedef {import("./types").Citation} Citation */
+/** @typedef {import("./types").SeeAlso} SeeAlso */
+/** @typedef {import("./types").ConfidenceLevel} ConfidenceLevel */
+
+/**
+ * A piece of answer text: plain text, or the marker of citation `n`.
+ * @typedef {{text: string} | {marker: number}} Segment
+ */
+
+/**
+ * One entry of the numbered source list.
+ * @typedef {object} SourceModel
+ * @property {number} n the `[n]` of the marker
+ * @property {string} passageId
+ * @property {string | null} href absolute, same-origin URL; null: no link
+ * @property {string} chapter
+ * @property {string} section
+ * @property {string} snippet
+ * @property {string} quote the supporting sentence(s), or the snippet
+ * @property {number | null} confidence 0-1, or null when the answer has none
+ * @property {ConfidenceLevel | null} level
+ * @property {boolean} selection true for the reader's own selected text
+ */
+
+/**
+ * A passage to read: a see-also entry of an abstention, or a static hit.
+ * @typedef {object} LinkModel
+ * @property {string} passageId
+ * @property {string | null} href
+ * @property {string} chapter
+ * @property {string} section
+ * @property {string} snippet
+ */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+
+  /** The anchor grammar of DESIGN.md, as a location hash. */
+  const PASSAGE_HASH = /^#ch[0-9]+-sec[0-9]+-p[0-9]+$/;
+  /** `[1]`, and `[1, 2]` as a run of markers. */
+  const MARKER = /\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]/g;
+  const SAFE_PROTOCOLS = new Set(["http:", "https:", "file:"]);
+  /** A scheme at the start of a URL (`javascript:`, `data:`, `http:` ...). */
+  const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
+  /** Whitespace or control characters browsers strip or ignore inside URLs. */
+  // eslint-disable-next-line no-control-regex
+  const URL_JUNK = /[\u0000-\u0020\u007f-\u009f\u00ad\u200b-\u200f\u2028\u2029\ufeff]/g;
+
+  /**
+   * `high` at 0.7 or more, `medium` from 0.4, else `low` (seed 003's bands).
+   * @param {unknown} score
+   * @returns {ConfidenceLevel | null}
+   */
+  function confidenceLevel(score) {
+    if (typeof score !== "number" || !Number.isFinite(score)) return null;
+    if (score >= 0.7) return "high";
+    if (score >= 0.4) return "medium";
+    return "low";
+  }
+
+  /**
+   * @param {unknown} value
+   * @returns {string}
+   */
+  function str(value) {
+    return typeof value === "string" ? value : "";
+  }
+
+  /**
+   * `url` (from index data) resolved against the site root, or null when it
+   * could leave the site or run script: only relative URLs and absolute
+   * http(s)/file URLs on the root's own origin are kept.
+   * @param {unknown} url e.g. "brewing/espresso.html#ch8-sec1-p1"
+   * @param {string | URL} root the site root, an absolute URL ending in "/"
+   * @returns {string | null} an absolute URL
+   */
+  function resolveUrl(url, root) {
+    if (typeof url !== "string") return null;
+    const raw = url.replace(URL_JUNK, "");
+    if (raw === "" || raw.includes("\\")) return null;
+    let base;
+    let resolved;
+    try {
+      base = new URL(String(root));
+      resolved = new URL(raw, base);
+    } catch {
+      return null;
+    }
+    const scheme = SCHEME.exec(raw);
+    if (scheme && !SAFE_PROTOCOLS.has(scheme[0].toLowerCase())) return null;
+    if (!SAFE_PROTOCOLS.has(resolved.protocol)) return null;
+    if (resolved.protocol !== base.protocol || resolved.host !== base.host) return null;
+    if (resolved.username || resolved.password) return null;
+    return resolved.href;
+  }
+
+  /**
+   * The answer text cut into text and marker segments. A marker becomes a
+   * `{marker}` only when a citation with that number exists; any other
+   * bracketed number stays text. Adjacent text segments are merged.
+   * @param {unknown} text the answer's `answer` string
+   * @param {Iterable<number>} known the citation numbers
+   * @returns {Segment[]}
+   */
+  function parseAnswer(text, known) {
+    const s = str(text);
+    const numbers = new Set(known);
+    /** @type {Segment[]} */
+    const out = [];
+    /** @param {string} t */
+    const pushText = (t) => {
+      if (!t) return;
+      const last = out[out.length - 1];
+      if (last && "text" in last) last.text += t;
+      else out.push({ text: t });
+    };
+    let at = 0;
+    MARKER.lastIndex = 0;
+    for (let m = MARKER.exec(s); m !== null; m = MARKER.exec(s)) {
+      const ns = m[1].split(",").map((x) => Number.parseInt(x.trim(), 10));
+      if (!ns.every((n) => numbers.has(n))) continue;
+      pushText(s.slice(at, m.index));
+      for (const n of ns) out.push({ marker: n });
+      at = m.index + m[0].length;
+    }
+    pushText(s.slice(at));
+    return out;
+  }
+
+  /**
+   * The source list of an answer, ordered by `n`; each href comes from the
+   * citation's `url` through {@link resolveUrl}, the selection gets none.
+   * @param {Partial<Answer> | null | undefined} answer
+   * @param {string | URL} root
+   * @returns {SourceModel[]}
+   */
+  function buildSources(answer, root) {
+    const list = answer ? answer.citations : undefined;
+    const citations = Array.isArray(list) ? list : [];
+    /** @type {Map<number, SourceModel>} */
+    const byN = new Map();
+    for (const c of /** @type {Partial<Citation>[]} */ (citations)) {
+      if (!c || typeof c !== "object") continue;
+      const n = c.n;
+      if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || byN.has(n)) continue;
+      const selection = c.source_type === "selection" || c.passage_id === "user-selection";
+      const score = typeof c.confidence_score === "number" ? c.confidence_score : null;
+      byN.set(n, {
+        n,
+        passageId: str(c.passage_id),
+        href: selection ? null : resolveUrl(c.url, root),
+        chapter: str(c.chapter) || (selection ? "User Selection" : ""),
+        section: str(c.section) || (selection ? "Selected Text" : ""),
+        snippet: str(c.snippet),
+        quote: str(c.quote) || str(c.snippet),
+        confidence: score,
+        level: confidenceLevel(score),
+        selection,
+      });
+    }
+    return [...byN.values()].sort((a, b) => a.n - b.n);
+  }
+
+  /**
+   * @param {unknown} items see-also entries or static hits
+   * @param {string | URL} root
+   * @returns {LinkModel[]}
+   */
+  function buildLinks(items, root) {
+    if (!Array.isArray(items)) return [];
+    /** @type {LinkModel[]} */
+    const out = [];
+    for (const item of items) {
+      if (!item || typeof item !== "object") continue;
+      const it = /** @type {Partial<SeeAlso>} */ (item);
+      out.push({
+        passageId: str(it.passage_id),
+        href: resolveUrl(it.url, root),
+        chapter: str(it.chapter),
+        section: str(it.section),
+        snippet: str(it.snippet),
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Passages an abstaining answer suggests reading (`metadata.see_also`).
+   * @param {Partial<Answer> | null | undefined} answer
+   * @param {string | URL} root
+   * @returns {LinkModel[]}
+   */
+  function buildSeeAlso(answer, root) {
+    const meta = answer && answer.metadata;
+    return buildLinks(meta && typeof meta === "object" ? meta.see_also : null, root);
+  }
+
+  /**
+   * True for a location hash naming a passage anchor (`#ch3-sec2-p4`).
+   * @param {unknown} hash
+   * @returns {boolean}
+   */
+  function isPassageHash(hash) {
+    return typeof hash === "string" && PASSAGE_HASH.test(hash);
+  }
+
+  /**
+   * Text cut to at most `max` characters, at a word boundary when one is near,
+   * with "…" appended when something was cut.
+   * @param {unknown} text
+   * @param {number} max
+   * @returns {string}
+   */
+  function clip(text, max) {
+    const s = str(text).replace(/\s+/g, " ").trim();
+    if (s.length <= max) return s;
+    const cut = s.slice(0, Math.max(1, max - 1));
+    const space = cut.lastIndexOf(" ");
+    return (space > max * 0.5 ? cut.slice(0, space) : cut) + "…";
+  }
+
+  /**
+   * Two URLs name the same page (ignoring the hash, and `index.html` against
+   * its folder).
+   * @param {string} a absolute URL
+   * @param {string} b absolute URL
+   * @returns {boolean}
+   */
+  function samePage(a, b) {
+    let x;
+    let y;
+    try {
+      x = new URL(a);
+      y = new URL(b);
+    } catch {
+      return false;
+    }
+    /** @param {URL} u */
+    const key = (u) =>
+      `${u.protocol}//${u.host}${u.pathname.replace(/\/index\.html$/, "/")}${u.search}`;
+    return key(x) === key(y);
+  }
+
+  const api = {
+    buildLinks,
+    buildSeeAlso,
+    buildSources,
+    clip,
+    confidenceLevel,
+    isPassageHash,
+    parseAnswer,
+    resolveUrl,
+    samePage,
+  };
+  lib.citations = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();

@@ -1,0 +1,242 @@
+// @ts-check
+"use strict";
+
+const test = require("node:test");
+const assert = require("node:assert/strict");
+
+const {
+  buildLinks,
+  buildSeeAlso,
+  buildSources,
+  clip,
+  confidenceLevel,
+  isPassageHash,
+  parseAnswer,
+  resolveUrl,
+  samePage,
+} = require("../citations.js");
+
+const ROOT = "http://127.0.0.1:8000/book/";
+
+/** @returns {any} */
+function citation(n, extra = {}) {
+  return {
+    n,
+    passage_id: `ch1-sec1-p${n}`,
+    url: `brewing/espresso.html#ch1-sec1-p${n}`,
+    chapter: "5. Brewing",
+    section: "5.3. Espresso",
+    heading_path: ["Brewing", "Espresso"],
+    page: null,
+    snippet: `Snippet ${n}`,
+    quote: `Quote ${n}.`,
+    similarity_score: 0.8,
+    confidence_score: 0.75,
+    grounded: true,
+    source_type: "book",
+    citation_date: "2026-11-21T10:30:45Z",
+    ...extra,
+  };
+}
+
+test("markers become marker segments, text around them stays text", () => {
+  assert.deepEqual(parseAnswer("Bloom for 30 s [1]. Then pour [2].", [1, 2]), [
+    { text: "Bloom for 30 s " },
+    { marker: 1 },
+    { text: ". Then pour " },
+    { marker: 2 },
+    { text: "." },
+  ]);
+});
+
+test("adjacent and grouped markers", () => {
+  assert.deepEqual(parseAnswer("A [1][2] B [1, 2]", [1, 2]), [
+    { text: "A " },
+    { marker: 1 },
+    { marker: 2 },
+    { text: " B " },
+    { marker: 1 },
+    { marker: 2 },
+  ]);
+});
+
+test("unknown markers and look-alikes are shown as text", () => {
+  assert.deepEqual(parseAnswer("See [3] and [1] and [x] and [1, 9].", [1]), [
+    { text: "See [3] and " },
+    { marker: 1 },
+    { text: " and [x] and [1, 9]." },
+  ]);
+  assert.deepEqual(parseAnswer("", [1]), []);
+  assert.deepEqual(parseAnswer(/** @type {any} */ (null), [1]), []);
+  assert.deepEqual(parseAnswer("no markers", []), [{ text: "no markers" }]);
+});
+
+test("hostile answer text stays a text segment", () => {
+  const hostile = '<img src=x onerror=alert(1)> [1](javascript:alert(1)) </script><script>x()</script>';
+  const segments = parseAnswer(hostile, [1]);
+  assert.deepEqual(segments, [
+    { text: "<img src=x onerror=alert(1)> " },
+    { marker: 1 },
+    { text: "(javascript:alert(1)) </script><script>x()</script>" },
+  ]);
+  // no segment carries a URL: links never come from the answer text
+  for (const s of segments) assert.deepEqual(Object.keys(s).sort(), "text" in s ? ["text"] : ["marker"]);
+});
+
+test("relative citation URLs resolve against the site root", () => {
+  assert.equal(
+    resolveUrl("brewing/espresso.html#ch8-sec1-p1", ROOT),
+    "http://127.0.0.1:8000/book/brewing/espresso.html#ch8-sec1-p1",
+  );
+  assert.equal(resolveUrl("brewing/espresso/#ch8-sec1-p1", ROOT), "http://127.0.0.1:8000/book/brewing/espresso/#ch8-sec1-p1");
+  assert.equal(resolveUrl("index.html#ch0-sec0-p1", "file:///tmp/site/"), "file:///tmp/site/index.html#ch0-sec0-p1");
+  assert.equal(resolveUrl("/other/page.html", ROOT), "http://127.0.0.1:8000/other/page.html");
+  assert.equal(resolveUrl("http://127.0.0.1:8000/book/a.html", ROOT), "http://127.0.0.1:8000/book/a.html");
+});
+
+test("script, data and foreign URLs are rejected", () => {
+  for (const bad of [
+    "javascript:alert(1)",
+    "JavaScript:alert(1)",
+    " javascript:alert(1)",
+    "java\tscript:alert(1)",
+    "java\nscript:alert(1)",
+    "\u0000javascript:alert(1)",
+    "jav&#x61;script:alert(1)#", // stays relative: resolved harmlessly below
+    "data:text/html,<script>alert(1)</script>",
+    "vbscript:msgbox(1)",
+    "blob:http://127.0.0.1:8000/x",
+    "//evil.example/x.html",
+    "\\\\evil.example/x.html",
+    "/\\evil.example/x.html",
+    "https://evil.example/x.html",
+    "http://127.0.0.1:9999/book/a.html",
+    "https://127.0.0.1:8000/book/a.html",
+    "http://user:pw@127.0.0.1:8000/book/a.html",
+    "",
+    null,
+    undefined,
+    42,
+    { toString: () => "a.html" },
+  ]) {
+    const got = resolveUrl(bad, ROOT);
+    if (bad === "jav&#x61;script:alert(1)#") {
+      // not a scheme (the "&#x61;" is literal text): a same-origin relative path
+      assert.ok(got && got.startsWith(ROOT), String(got));
+      continue;
+    }
+    assert.equal(got, null, `accepted ${JSON.stringify(String(bad))}: ${got}`);
+  }
+  assert.equal(resolveUrl("a.html", "not a url"), null);
+  assert.equal(resolveUrl("http://127.0.0.1:8000/a.html", "file:///tmp/site/"), null);
+});
+
+test("sources: ordered by n, hrefs only from citation.url, selection has none", () => {
+  const answer = {
+    answer: "x [2] y [1]",
+    citations: [
+      citation(2, { url: "javascript:alert(1)", confidence_score: 0.3 }),
+      citation(1),
+      {
+        ...citation(3),
+        passage_id: "user-selection",
+        url: null,
+        chapter: "User Selection",
+        section: "Selected Text",
+        source_type: "selection",
+        confidence_score: 0.5,
+      },
+    ],
+  };
+  const sources = buildSources(answer, ROOT);
+  assert.deepEqual(
+    sources.map((s) => [s.n, s.href, s.level, s.selection]),
+    [
+      [1, `${ROOT}brewing/espresso.html#ch1-sec1-p1`, "high", false],
+      [2, null, "low", false],
+      [3, null, "medium", true],
+    ],
+  );
+  assert.equal(sources[2].chapter, "User Selection");
+  assert.equal(sources[0].quote, "Quote 1.");
+});
+
+test("sources: a selection citation never links, even with a url", () => {
+  const [s] = buildSources({ citations: [citation(1, { source_type: "selection", url: "index.html" })] }, ROOT);
+  assert.equal(s.href, null);
+  assert.equal(s.selection, true);
+});
+
+test("sources: malformed citations are skipped, duplicates keep the first", () => {
+  const sources = buildSources(
+    /** @type {any} */ ({
+      citations: [null, "x", { n: "1" }, { n: 0 }, { n: 1.5 }, citation(1), citation(1, { chapter: "Dup" })],
+    }),
+    ROOT,
+  );
+  assert.equal(sources.length, 1);
+  assert.equal(sources[0].chapter, "5. Brewing");
+  assert.deepEqual(buildSources(null, ROOT), []);
+  assert.deepEqual(buildSources(/** @type {any} */ ({ citations: "nope" }), ROOT), []);
+});
+
+test("sources: hostile strings pass through as data, not markup", () => {
+  const evil = "<img src=x onerror=alert(1)>";
+  const [s] = buildSources({ citations: [citation(1, { chapter: evil, quote: "", snippet: evil })] }, ROOT);
+  assert.equal(s.chapter, evil);
+  assert.equal(s.quote, evil, "an empty quote falls back to the snippet");
+});
+
+test("see-also and static hits become links through the same gate", () => {
+  const seeAlso = buildSeeAlso(
+    {
+      metadata: {
+        see_also: [
+          { passage_id: "ch2-sec0-p1", url: "beans.html#ch2-sec0-p1", chapter: "2. Beans", section: "", snippet: "s" },
+          { passage_id: "ch2-sec0-p2", url: "javascript:alert(1)", chapter: "x", section: "y", snippet: "z" },
+        ],
+      },
+    },
+    ROOT,
+  );
+  assert.deepEqual(
+    seeAlso.map((l) => l.href),
+    [`${ROOT}beans.html#ch2-sec0-p1`, null],
+  );
+  assert.deepEqual(buildSeeAlso({ metadata: {} }, ROOT), []);
+  assert.deepEqual(buildSeeAlso(undefined, ROOT), []);
+  const hits = buildLinks([{ passage_id: "ch1-sec0-p1", url: "a.html#ch1-sec0-p1", chapter: "A", section: "B", snippet: "C", score: 1 }], ROOT);
+  assert.equal(hits[0].href, `${ROOT}a.html#ch1-sec0-p1`);
+});
+
+test("confidence bands of seed 003", () => {
+  assert.equal(confidenceLevel(0.7), "high");
+  assert.equal(confidenceLevel(0.69), "medium");
+  assert.equal(confidenceLevel(0.4), "medium");
+  assert.equal(confidenceLevel(0.39), "low");
+  assert.equal(confidenceLevel(NaN), null);
+  assert.equal(confidenceLevel("0.9"), null);
+});
+
+test("passage hashes follow the anchor grammar", () => {
+  assert.ok(isPassageHash("#ch3-sec2-p4"));
+  assert.ok(isPassageHash("#ch0-sec0-p1"));
+  for (const bad of ["ch3-sec2-p4", "#ch3-sec2", "#ch3-sec2-p4x", "#x-ch3-sec2-p4", "", null]) {
+    assert.equal(isPassageHash(bad), false, String(bad));
+  }
+});
+
+test("clip cuts at a word and marks the cut", () => {
+  assert.equal(clip("short", 10), "short");
+  assert.equal(clip("  many   spaces  ", 20), "many spaces");
+  assert.equal(clip("one two three four five", 12), "one two…");
+  assert.equal(clip(null, 5), "");
+});
+
+test("samePage ignores the hash and index.html", () => {
+  assert.ok(samePage("http://h/a/b.html#ch1-sec0-p1", "http://h/a/b.html"));
+  assert.ok(samePage("http://h/a/index.html#x", "http://h/a/"));
+  assert.ok(!samePage("http://h/a/b.html", "http://h/a/c.html"));
+  assert.ok(!samePage("http://h/a/b.html", "http://other/a/b.html"));
+  assert.ok(!samePage("nope", "http://h/"));
+});

@@ -1,0 +1,146 @@
+/**
+ * The JSON contracts the widget reads (see docs: the answer response of
+ * DESIGN.md, `sphinx_ragcite/schemas.py` and `server/schemas.py`), and the
+ * widget's public API on `window.ragcite`.
+ */
+
+export type ConfidenceLevel = "high" | "medium" | "low";
+
+/** One numbered source of an answer; `n` is its `[n]` marker. */
+export interface Citation {
+  n: number;
+  /** `chC-secS-pP`, or "user-selection" for the reader's selected text. */
+  passage_id: string;
+  /** Relative to the site root, with the anchor ("dir/page.html#ch3-sec2-p4");
+   * null for the selection. The only source of citation links. */
+  url: string | null;
+  chapter: string;
+  section: string;
+  heading_path: string[];
+  page?: number | null;
+  /** First 50-200 characters of the passage. */
+  snippet: string;
+  /** The sentence(s) of the passage that support the claim. */
+  quote: string;
+  similarity_score: number;
+  confidence_score: number;
+  grounded: boolean;
+  source_type: "book" | "selection";
+  /** ISO time, e.g. "2026-11-21T10:30:45Z". */
+  citation_date: string;
+}
+
+/** A passage an abstaining answer suggests reading. */
+export interface SeeAlso {
+  passage_id: string;
+  url: string;
+  chapter: string;
+  section: string;
+  snippet: string;
+}
+
+export interface AnswerMetadata {
+  model?: string;
+  generator?: string;
+  retrieved?: string[];
+  see_also?: SeeAlso[];
+  retrieval_ms?: number;
+  generation_ms?: number;
+  index_version?: string;
+  [key: string]: unknown;
+}
+
+/** `POST /api/ask`, the `final` event of `/api/ask/stream`, `ragcite ask --format json`. */
+export interface Answer {
+  question: string;
+  mode: "book" | "selection";
+  /** Plain text with inline markers "[1]"; every marker has its citation. */
+  answer: string;
+  citations: Citation[];
+  confidence: number;
+  confidence_level: ConfidenceLevel;
+  /** False: the book does not support an answer; see `metadata.see_also`. */
+  grounded: boolean;
+  metadata: AnswerMetadata;
+}
+
+/** `POST /api/ask` and `/api/ask/stream` body. */
+export interface AskRequest {
+  /** 1 to 2000 characters after trimming. */
+  question: string;
+  mode?: "book" | "selection";
+  /** Up to 20000 characters; required in selection mode. */
+  selection?: string | null;
+  k?: number;
+  filters?: { docnames?: string[]; chapters?: number[] } | null;
+  style?: "plain" | "apa" | "ieee" | "acm" | "chicago" | null;
+  generator?: "extractive" | "llm" | null;
+}
+
+/** Every 4xx/5xx body of the API. */
+export interface ErrorBody {
+  error: { code: string; message: string; field: string | null };
+}
+
+/** `GET /api/health`. */
+export interface Health {
+  status: "ok";
+  version: string;
+  index_loaded: boolean;
+  index_version: string;
+  passages: number;
+  model_loaded: boolean;
+  model: string | null;
+  generator: string;
+  queue_depth: number;
+  queue_size: number;
+}
+
+/** Events of `POST /api/ask/stream`, in order: retrieval, token*, final | error. */
+export type StreamEvent =
+  | { event: "retrieval"; data: { retrieved: string[] } }
+  | { event: "token"; data: { text: string } }
+  | { event: "final"; data: Answer }
+  | { event: "error"; data: ErrorBody };
+
+/** A passage found by the in-browser static search (no server). */
+export interface StaticHit {
+  passage_id: string;
+  url: string;
+  chapter: string;
+  section: string;
+  snippet: string;
+  score: number;
+}
+
+/** What `ragcite.ask()` resolves with when no answer server is reachable. */
+export interface StaticResult {
+  mode: "static";
+  question: string;
+  hits: StaticHit[];
+}
+
+export interface AskOptions {
+  /** Ask about this text (selection mode); at most 20000 characters are sent. */
+  selection?: string;
+}
+
+/** `window.ragcite`. */
+export interface RagciteApi {
+  version: string;
+  /** Open the ask panel and focus the question box. */
+  open(): void;
+  /** Close the panel; focus returns where it was. */
+  close(): void;
+  /** Ask a question; resolves once the answer (or the static results) is on
+   * screen, rejects with an Error whose message is shown in the panel. */
+  ask(question: string, options?: AskOptions): Promise<Answer | StaticResult>;
+  /** Highlight the passage with this id (`ch3-sec2-p4`) and scroll it into view. */
+  highlight(passageId: string): boolean;
+}
+
+declare global {
+  interface Window {
+    ragcite: RagciteApi;
+  }
+}

@@ -1,0 +1,84 @@
+"""The reader widget's files: found, copied to ``_static/ragcite/``, linked."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sphinx.errors import ExtensionError
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+#: Shipped to every HTML site; the search modules load only in static mode.
+WIDGET_FILES = (
+    "citations.js",
+    "sse.js",
+    "widget.js",
+    "widget.css",
+    "stemmer.js",
+    "tokenize.js",
+    "search.js",
+)
+#: Folder under ``_static`` of the built site.
+STATIC_FOLDER = "ragcite"
+#: The index manifest, relative to the site root (the widget resolves it
+#: against ``<html data-content_root>``).
+MANIFEST_PATH = "_ragcite/manifest.json"
+
+
+def widget_dir() -> Path:
+    """Where the widget files live.
+
+    A wheel ships them in ``sphinx_ragcite/static/``; a source checkout (and
+    an editable install) has them in the repository's ``js/``.
+    """
+    package = Path(__file__).resolve().parent
+    candidates = (package / "static", package.parent / "js")
+    for folder in candidates:
+        if all((folder / name).is_file() for name in WIDGET_FILES):
+            return folder
+    raise ExtensionError(
+        "sphinx-ragcite: the reader widget's files are missing (looked in "
+        + " and ".join(str(c) for c in candidates)
+        + "); reinstall sphinx-ragcite, or set ragcite_widget = False"
+    )
+
+
+def copy_widget(outdir: Path) -> None:
+    """Copy the widget into ``outdir/_static/ragcite/``; unchanged files stay."""
+    source = widget_dir()
+    target = outdir / "_static" / STATIC_FOLDER
+    target.mkdir(parents=True, exist_ok=True)
+    for name in WIDGET_FILES:
+        data = (source / name).read_bytes()
+        dest = target / name
+        if dest.is_file() and dest.read_bytes() == data:
+            continue
+        tmp = dest.with_name(f"{name}.tmp")
+        with (source / name).open("rb") as src, tmp.open("wb") as out:
+            shutil.copyfileobj(src, out)
+        tmp.replace(dest)
+
+
+def add_widget(app: Sphinx) -> None:
+    """Copy the files and add the stylesheet and scripts to every page.
+
+    Settings reach the script through ``data-ragcite-*`` attributes on its
+    tag; the site root comes from the page's ``data-content_root``.
+    """
+    copy_widget(Path(app.outdir))
+    config = app.config
+    app.add_css_file(f"{STATIC_FOLDER}/widget.css")
+    app.add_js_file(f"{STATIC_FOLDER}/citations.js", loading_method="defer")
+    app.add_js_file(f"{STATIC_FOLDER}/sse.js", loading_method="defer")
+    app.add_js_file(
+        f"{STATIC_FOLDER}/widget.js",
+        loading_method="defer",
+        **{
+            "data-ragcite-server": config.ragcite_server_url,
+            "data-ragcite-index": MANIFEST_PATH,
+            "data-ragcite-shortcut": config.ragcite_shortcut,
+        },
+    )

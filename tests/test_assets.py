@@ -1,0 +1,200 @@
+"""Assets: the widget reaches every HTML page, with its settings, and nothing else."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+from sphinx.errors import ExtensionError
+
+from sphinx_ragcite import assets
+
+from conftest import REPO, build
+
+FAST = {"ragcite_embeddings": False}
+SCRIPTS = ("citations.js", "sse.js", "widget.js")
+
+
+@pytest.fixture
+def srcdir(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+    path = tmp_path / "src"
+    shutil.copytree(rootdir / "test-basic", path)
+    return path
+
+
+def widget_tags(html: str) -> dict:
+    """The widget's script and link tags of one page."""
+    soup = BeautifulSoup(html, "html.parser")
+    scripts = [
+        s for s in soup.find_all("script", src=True) if "_static/ragcite/" in s["src"]
+    ]
+    css = [
+        link
+        for link in soup.find_all("link", href=True)
+        if "_static/ragcite/" in link["href"]
+    ]
+    return {"soup": soup, "scripts": scripts, "css": css}
+
+
+def check_page(html: str, root: str) -> None:
+    tags = widget_tags(html)
+    names = [s["src"].split("?")[0].rsplit("/", 1)[1] for s in tags["scripts"]]
+    assert names == list(SCRIPTS), names
+    assert all(s.has_attr("defer") for s in tags["scripts"])
+    widget = tags["scripts"][-1]
+    assert widget["src"].startswith(f"{root}_static/ragcite/widget.js")
+    assert widget["data-ragcite-index"] == "_ragcite/manifest.json"
+    assert widget["data-ragcite-server"] == ""
+    assert widget["data-ragcite-shortcut"] == "Mod+/"
+    for other in tags["scripts"][:-1]:
+        assert not any(a.startswith("data-ragcite") for a in other.attrs)
+    assert len(tags["css"]) == 1
+    assert tags["css"][0]["href"].startswith(f"{root}_static/ragcite/widget.css")
+    # the widget finds the site root through Sphinx's attribute
+    assert tags["soup"].html["data-content_root"] == (root or "./")
+
+
+@pytest.mark.sphinx("html", testroot="basic", freshenv=True, confoverrides=FAST)
+def test_html_pages_get_the_widget_once(app) -> None:  # type: ignore[no-untyped-def]
+    app.build()
+    outdir = Path(app.outdir)
+    pages = {p.relative_to(outdir).as_posix() for p in outdir.rglob("*.html")}
+    assert {"index.html", "first.html", "part/index.html"} <= pages
+    for page in pages:
+        root = "../" * page.count("/")
+        check_page((outdir / page).read_text("utf-8"), root)
+    for name in assets.WIDGET_FILES:
+        shipped = outdir / "_static" / "ragcite" / name
+        assert shipped.read_bytes() == (assets.widget_dir() / name).read_bytes()
+    # the checksum query busts caches when the widget changes
+    index = (outdir / "index.html").read_text("utf-8")
+    assert re.search(r'_static/ragcite/widget\.js\?v=[0-9a-f]{8}"', index)
+
+
+@pytest.mark.parametrize(
+    ("builder", "pages"),
+    [
+        ("dirhtml", {"index.html": "", "first/index.html": "../"}),
+        ("singlehtml", {"index.html": ""}),
+    ],
+)
+def test_other_site_builders_get_the_widget(make_app, srcdir, builder, pages):  # type: ignore[no-untyped-def]
+    app = build(make_app, builder, srcdir, confoverrides=FAST)
+    for page, root in pages.items():
+        check_page((app.outdir / page).read_text("utf-8"), root)
+
+
+@pytest.mark.parametrize("builder", ["latex", "text"])
+def test_non_html_builders_get_no_widget(make_app, srcdir, builder):  # type: ignore[no-untyped-def]
+    app = build(make_app, builder, srcdir, confoverrides=FAST)
+    assert not (app.outdir / "_static" / "ragcite").exists()
+    for path in app.outdir.rglob("*"):
+        if path.is_file():
+            text = path.read_text("utf-8", errors="replace")
+            assert "ragcite/widget" not in text, path
+            assert "data-ragcite" not in text, path
+
+
+def test_widget_can_be_turned_off(make_app, srcdir):  # type: ignore[no-untyped-def]
+    app = build(
+        make_app, "html", srcdir, confoverrides={**FAST, "ragcite_widget": False}
+    )
+    for page in app.outdir.rglob("*.html"):
+        text = page.read_text("utf-8")
+        assert "ragcite/widget" not in text
+        assert "data-ragcite" not in text
+    assert not (app.outdir / "_static" / "ragcite").exists()
+    assert (app.outdir / "_ragcite" / "manifest.json").exists()  # the index stays
+
+
+def test_widget_settings_reach_the_script_tag(make_app, srcdir):  # type: ignore[no-untyped-def]
+    overrides = {
+        **FAST,
+        "ragcite_server_url": " https://answers.example.org/book ",
+        "ragcite_shortcut": "Alt+A",
+    }
+    app = build(make_app, "html", srcdir, confoverrides=overrides)
+    widget = widget_tags((app.outdir / "index.html").read_text("utf-8"))["scripts"][-1]
+    assert widget["data-ragcite-server"] == "https://answers.example.org/book"
+    assert widget["data-ragcite-shortcut"] == "Alt+A"
+    assert app.warning.getvalue().strip() == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ragcite_server_url", "javascript:alert(1)"),
+        ("ragcite_server_url", 8000),
+        ("ragcite_widget", 2),
+        ("ragcite_shortcut", None),
+    ],
+)
+def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value):  # type: ignore[no-untyped-def]
+    app = make_app("html", srcdir=srcdir, confoverrides={**FAST, name: value})
+    try:
+        assert f"{name} must be" in app.warning.getvalue()
+        defaults = {
+            "ragcite_server_url": "",
+            "ragcite_widget": True,
+            "ragcite_shortcut": "Mod+/",
+        }
+        assert getattr(app.config, name) == defaults[name]
+    finally:
+        app.cleanup()
+
+
+# -- where the files come from -------------------------------------------------
+
+
+def test_widget_dir_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    package = tmp_path / "sphinx_ragcite"
+    (package / "static").mkdir(parents=True)
+    for name in assets.WIDGET_FILES:
+        (package / "static" / name).write_text("/* packaged */", "utf-8")
+    monkeypatch.setattr(assets, "__file__", str(package / "assets.py"))
+    assert assets.widget_dir() == package / "static"
+
+
+def test_widget_dir_falls_back_to_the_checkout(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    package = tmp_path / "sphinx_ragcite"
+    package.mkdir()
+    (tmp_path / "js").mkdir()
+    for name in assets.WIDGET_FILES:
+        (tmp_path / "js" / name).write_text("/* source */", "utf-8")
+    monkeypatch.setattr(assets, "__file__", str(package / "assets.py"))
+    assert assets.widget_dir() == tmp_path / "js"
+    (tmp_path / "js" / "widget.js").unlink()
+    with pytest.raises(ExtensionError, match="ragcite_widget = False"):
+        assets.widget_dir()
+
+
+def test_the_wheel_ships_every_widget_file() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    shipped = project["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    for name in assets.WIDGET_FILES:
+        assert shipped[f"js/{name}"] == f"sphinx_ragcite/static/{name}"
+        assert (REPO / "js" / name).is_file()
+
+
+# -- the widget's code keeps to its rules ----------------------------------------
+
+FORBIDDEN = re.compile(
+    r"\.(innerHTML|outerHTML|insertAdjacentHTML)\b|document\.write"
+    r"|\beval\(|new Function\(|set(Timeout|Interval)\(\s*[\"'`]"
+)
+
+
+@pytest.mark.parametrize("name", ["widget.js", "citations.js", "sse.js"])
+def test_widget_code_builds_dom_without_html_strings(name: str) -> None:
+    source = (REPO / "js" / name).read_text("utf-8")
+    assert source.startswith("// @ts-check")
+    code = "\n".join(
+        line
+        for line in source.splitlines()
+        if not line.lstrip().startswith(("*", "//"))
+    )
+    assert not FORBIDDEN.findall(code)

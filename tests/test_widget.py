@@ -1,0 +1,633 @@
+"""JSON -> widget: the reader widget in real Chromium against the real server.
+
+Drives the Debian ``chromium`` package through Python playwright (never a
+downloaded browser). Screenshots land in /tmp/ragcite-shots/ for people to
+look at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import socket
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOTS, read_passages, sphinx_build
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(
+        "the widget tests need Chromium at /usr/bin/chromium "
+        "(apt-get install -y chromium)",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="pip install playwright (no browser download)"
+)
+uvicorn = pytest.importorskip("uvicorn")
+
+from sphinx_ragcite.server.app import create_app  # noqa: E402
+from sphinx_ragcite.server.settings import ServerSettings  # noqa: E402
+
+SHOTS = Path("/tmp/ragcite-shots")
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+QUESTION = "How long should the bloom take?"
+PWNED = "window.__pwned"
+IN_VIEW = """(id) => {
+  const el = document.getElementById(id);
+  if (!el) return false;
+  const r = el.getBoundingClientRect();
+  if (r.top < 0 || r.top > innerHeight - 16) return false;
+  if (r.left < 0 || r.left > innerWidth) return false;
+  const hit = document.elementFromPoint(r.left + 4, r.top + 4);
+  return Boolean(hit && (el === hit || el.contains(hit)));
+}"""
+
+
+# -- servers ---------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def answer_server(build_dir: Path, **kwargs: Any):  # type: ignore[no-untyped-def]
+    """``ragcite serve`` in a thread: the site at ``/`` and the API."""
+    llm = kwargs.pop("llm", None)
+    settings = ServerSettings(build_dir=build_dir, rate_limit=0, **kwargs)
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(settings, llm=llm), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive(), "the answer server did not start"
+        assert time.monotonic() < deadline, "the answer server took over 60 s"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@contextlib.contextmanager
+def static_server(build_dir: Path):  # type: ignore[no-untyped-def]
+    """A plain file server: the site without any /api/."""
+    handler = functools.partial(_QuietHandler, directory=str(build_dir))  # type: ignore[arg-type]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(10)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+class HostileModel:
+    """A language model that answers with markup, script and javascript: links."""
+
+    name = 'hostile <img src=x onerror="window.__pwned=1">'
+
+    def stream(self, messages, *, max_tokens):  # type: ignore[no-untyped-def]
+        yield "Espresso machines brew at nine bars of pressure "
+        yield "<img src=x onerror=window.__pwned=1> [1]. "
+        yield "</script><script>window.__pwned=1</script> "
+        yield "[2](javascript:window.__pwned=1) "
+        yield '<a href="javascript:window.__pwned=1">click</a> [99]'
+
+
+@pytest.fixture(scope="module")
+def site(example_site: Path) -> Path:
+    return example_site
+
+
+@pytest.fixture(scope="module")
+def server(site: Path):  # type: ignore[no-untyped-def]
+    with answer_server(site, generator="extractive") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def plain_server(site: Path):  # type: ignore[no-untyped-def]
+    with static_server(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def hostile_server(tmp_path_factory):  # type: ignore[no-untyped-def]
+    out = tmp_path_factory.mktemp("hostile") / "html"
+    sphinx_build(ROOTS / "test-hostile", out)
+    with answer_server(out, generator="llm", llm=HostileModel()) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():  # type: ignore[no-untyped-def]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+class Problems(list):  # type: ignore[type-arg]
+    """Uncaught page errors and CSP violations seen by a page."""
+
+
+@pytest.fixture
+def page(browser):  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    problems = Problems()
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on(
+        "console",
+        lambda m: (
+            problems.append(f"console: {m.text}")
+            if m.type == "error" and "Content Security Policy" in m.text
+            else None
+        ),
+    )
+    page.problems = problems
+    yield page
+    context.close()
+    assert not problems, problems
+
+
+def ask_api(base: str, question: str, **extra: Any) -> dict:
+    body = json.dumps({"question": question, **extra}).encode()
+    request = urllib.request.Request(
+        f"{base}/api/ask", body, {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def ask(page, question: str, **options: Any) -> dict:  # type: ignore[no-untyped-def]
+    return page.evaluate(
+        "([q, o]) => window.ragcite.ask(q, o)", [question, options or {}]
+    )
+
+
+def wait_highlighted(page, passage_id: str) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function(
+        "(id) => document.getElementById(id)?.classList.contains('ragcite-highlight')",
+        arg=passage_id,
+        timeout=5000,
+    )
+    page.wait_for_function(IN_VIEW, arg=passage_id, timeout=5000)
+
+
+# -- asking and citations ----------------------------------------------------
+
+
+def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    launcher = page.locator(".ragcite-launcher")
+    launcher.click()
+    panel = page.get_by_role("dialog", name="Ask this book")
+    assert panel.is_visible()
+    box = page.locator("#ragcite-question")
+    assert page.evaluate("document.activeElement.id") == "ragcite-question"
+    box.fill(QUESTION)
+    assert page.locator(".ragcite-count").text_content() == f"{len(QUESTION)} / 2000"
+    box.press("Enter")
+    marker = page.locator('a[data-ragcite-n="1"]')
+    marker.wait_for(state="visible")
+
+    answer = ask_api(server, QUESTION)
+    first = answer["citations"][0]
+    assert marker.get_attribute("href") == f"{server}/{first['url']}"
+    assert marker.text_content() == "[1]"
+    assert page.evaluate(
+        "document.querySelector('a[data-ragcite-n=\"1\"]').parentElement.tagName"
+    ) == ("SUP")
+    source = page.locator('li[data-ragcite-source="1"]')
+    assert first["chapter"] in source.text_content()
+    assert first["section"] in source.text_content()
+    assert "confidence" in source.text_content()
+    assert source.locator("a").get_attribute("href") == f"{server}/{first['url']}"
+    level = answer["confidence_level"]
+    assert page.locator(f".ragcite-badge-{level}").is_visible()
+    page.screenshot(path=str(SHOTS / "answer.png"))
+
+
+def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    answer = ask(page, QUESTION)
+    quote = answer["citations"][0]["quote"]
+    preview = page.locator("#ragcite-preview")
+    assert preview.is_hidden()
+    page.locator('a[data-ragcite-n="1"]').hover()
+    preview.wait_for(state="visible")
+    assert quote[:60] in " ".join(preview.text_content().split())
+    assert page.get_attribute('a[data-ragcite-n="1"]', "aria-describedby") == (
+        "ragcite-preview"
+    )
+    page.screenshot(path=str(SHOTS / "preview.png"))
+    page.mouse.move(5, 5)
+    preview.wait_for(state="hidden")
+    page.focus('a[data-ragcite-n="1"]')
+    preview.wait_for(state="visible")
+    page.keyboard.press("Escape")
+    preview.wait_for(state="hidden")
+
+
+def test_click_a_marker_on_another_page_loads_and_highlights(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    answer = ask(page, QUESTION)
+    target = answer["citations"][0]
+    assert not target["url"].startswith("index.html")
+    page.click('a[data-ragcite-n="1"]')
+    page.wait_for_url(f"{server}/{target['url']}")
+    wait_highlighted(page, target["passage_id"])
+    # the last answer comes along to the new page
+    page.locator(".ragcite-launcher").click()
+    page.locator('a[data-ragcite-n="1"]').wait_for(state="visible")
+
+
+def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    target = ask_api(server, QUESTION)["citations"][0]
+    page_url = f"{server}/{target['url'].split('#')[0]}"
+    page.goto(page_url)
+    ask(page, QUESTION)
+    page.evaluate("window.__samePage = true")  # lost if the page reloads
+    page.click('a[data-ragcite-n="1"]')
+    page.wait_for_url(f"{server}/{target['url']}")
+    wait_highlighted(page, target["passage_id"])
+    assert page.evaluate("window.__samePage") is True
+    page.wait_for_timeout(300)  # let the smooth scroll settle for the picture
+    page.screenshot(path=str(SHOTS / "highlight.png"))
+    page.wait_for_function(
+        "(id) => !document.getElementById(id).classList.contains('ragcite-highlight')",
+        arg=target["passage_id"],
+        timeout=6000,
+    )
+
+
+def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:  # type: ignore[no-untyped-def]
+    passages = [p for p in read_passages(site) if p["docname"] == "brewing/espresso"]
+    deep = passages[len(passages) * 2 // 3]
+    page.goto(f"{server}/{deep['url']}")
+    wait_highlighted(page, deep["passage_id"])
+    assert page.evaluate("scrollY") > 0
+
+
+# -- selected text --------------------------------------------------------------
+
+
+def test_selection_mode_cites_the_user_selection(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/brewing/espresso.html")
+    page.evaluate(
+        """() => {
+          const p = document.querySelector('[role=main] p[id^="ch"]');
+          const range = document.createRange();
+          range.selectNodeContents(p);
+          const s = getSelection();
+          s.removeAllRanges();
+          s.addRange(range);
+          p.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));
+        }"""
+    )
+    button = page.locator(".ragcite-ask-selection")
+    button.wait_for(state="visible")
+    assert button.text_content() == "Ask about this"
+    button.click()
+    assert page.locator(".ragcite-selection").is_visible()
+    assert page.evaluate("document.activeElement.id") == "ragcite-question"
+    page.keyboard.type("How is espresso brewed?")
+    page.keyboard.press("Enter")
+    selection = page.locator("li.ragcite-source", has_text="User Selection")
+    selection.wait_for(state="visible")
+    assert selection.locator("a").count() == 0
+    n = selection.get_attribute("data-ragcite-source")
+    marker = page.locator(f'a[data-ragcite-n="{n}"]')
+    if marker.count():
+        assert marker.get_attribute("href") is None
+    assert page.locator(".ragcite-badge-mode").is_visible()
+    page.screenshot(path=str(SHOTS / "selection.png"))
+
+
+def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    ask(page, QUESTION)
+    page.evaluate(
+        """() => {
+          const p = document.querySelector('.ragcite-answer');
+          const range = document.createRange();
+          range.selectNodeContents(p);
+          getSelection().removeAllRanges();
+          getSelection().addRange(range);
+          p.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));
+        }"""
+    )
+    page.wait_for_timeout(100)
+    assert page.locator(".ragcite-ask-selection").is_hidden()
+
+
+# -- static mode -----------------------------------------------------------------
+
+
+def test_static_mode_without_a_server_lists_passages(page, plain_server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{plain_server}/index.html")
+    result = ask(page, QUESTION)
+    assert result["mode"] == "static"
+    assert result["hits"]
+    links = page.locator(".ragcite-results a.ragcite-link")
+    assert links.count() == len(result["hits"])
+    first = result["hits"][0]
+    assert links.first.get_attribute("href") == f"{plain_server}/{first['url']}"
+    note = page.locator(".ragcite-static-note").text_content()
+    assert "need the answer server" in note
+    assert page.locator(".ragcite-mode-note").is_visible()
+    assert page.locator("a[data-ragcite-n]").count() == 0
+    page.screenshot(path=str(SHOTS / "static.png"))
+    links.first.click()
+    page.wait_for_url(f"{plain_server}/{first['url']}")
+    wait_highlighted(page, first["passage_id"])
+
+
+def test_static_mode_from_disk_explains_itself(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+    page.goto((site / "index.html").as_uri())
+    with pytest.raises(sync_api.Error, match="opened from disk"):
+        ask(page, QUESTION)
+    assert "file://" in page.locator(".ragcite-error").text_content()
+
+
+# -- states ------------------------------------------------------------------
+
+
+def test_not_in_the_book_shows_see_also(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    answer = ask(page, "What is the capital city of Mongolia?")
+    assert answer["grounded"] is False
+    assert page.locator(".ragcite-notfound").is_visible()
+    assert "Not in the book" in page.locator(".ragcite-notfound").text_content()
+    see_also = answer["metadata"].get("see_also") or []
+    links = page.locator(".ragcite-see-also a")
+    assert links.count() == len(see_also)
+    for i, item in enumerate(see_also):
+        assert links.nth(i).get_attribute("href") == f"{server}/{item['url']}"
+
+
+def fake_stream(route, answer: dict) -> None:  # type: ignore[no-untyped-def]
+    body = (
+        'event: retrieval\ndata: {"retrieved": []}\n\n'
+        f"event: final\ndata: {json.dumps(answer)}\n\n"
+    )
+    route.fulfill(status=200, content_type="text/event-stream", body=body)
+
+
+def test_errors_busy_and_low_confidence(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    page.route(
+        "**/api/ask/stream",
+        lambda route: route.fulfill(
+            status=400,
+            content_type="application/json",
+            body=json.dumps(
+                {
+                    "error": {
+                        "code": "invalid_request",
+                        "message": "question: must not be <b>empty</b>",
+                        "field": "question",
+                    }
+                }
+            ),
+        ),
+    )
+    with pytest.raises(sync_api.Error):
+        ask(page, "anything")
+    error = page.locator(".ragcite-error")
+    assert "question: must not be <b>empty</b>" in error.text_content()
+    assert error.locator("b").count() == 0
+
+    page.unroute("**/api/ask/stream")
+    page.route(
+        "**/api/ask/stream",
+        lambda route: route.fulfill(
+            status=503,
+            headers={"Retry-After": "7", "Content-Type": "application/json"},
+            body=json.dumps({"error": {"code": "busy", "message": "busy"}}),
+        ),
+    )
+    with pytest.raises(sync_api.Error):
+        ask(page, "anything")
+    text = error.text_content()
+    assert "busy" in text
+    assert "Retry in 7 s" in text or "Retry in 6 s" in text
+
+    page.unroute("**/api/ask/stream")
+    low = ask_api(server, QUESTION)
+    low.update(confidence=0.2, confidence_level="low")
+    page.route("**/api/ask/stream", lambda route: fake_stream(route, low))
+    ask(page, QUESTION)
+    assert page.locator(".ragcite-badge-low").is_visible()
+    assert page.locator(".ragcite-low-note").is_visible()
+    assert error.is_hidden()
+
+    empty = page.evaluate(
+        "() => window.ragcite.ask('   ').then(() => 'resolved', (e) => e.message)"
+    )
+    assert empty == "Type a question first."
+
+
+# -- safety -------------------------------------------------------------------------
+
+STREAM_WATCH = """() => {
+  window.__streamed = [];
+  new MutationObserver(() => {
+    const p = document.querySelector('.ragcite-streaming');
+    if (p) window.__streamed.push(p.textContent);
+  }).observe(document.getElementById('ragcite-root'),
+             {subtree: true, childList: true, characterData: true});
+}"""
+
+INERT = """() => {
+  const root = document.getElementById('ragcite-root');
+  const hrefs = [...root.querySelectorAll('[href]')].map((a) => a.getAttribute('href'));
+  return {
+    pwned: window.__pwned,
+    imgs: root.querySelectorAll('img, script, iframe, svg image, object, embed').length,
+    handlers: [...root.querySelectorAll('*')].filter((el) =>
+      [...el.attributes].some((a) => a.name.startsWith('on'))).length,
+    badHrefs: hrefs.filter((h) => !/^https?:/.test(h)),
+    text: root.textContent,
+  };
+}"""
+
+
+def test_hostile_documents_and_model_stay_inert(page, hostile_server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{hostile_server}/index.html")
+    page.evaluate(STREAM_WATCH)
+    answer = ask(page, "What pressure do espresso machines brew at?")
+    assert answer["metadata"]["model"].startswith("hostile")
+    streamed = page.evaluate("window.__streamed")
+    assert any("nine bars of pressure <img" in text for text in streamed), streamed
+    for marker in page.locator("a[data-ragcite-n]").all():
+        marker.hover()
+        marker.focus()
+    state = page.evaluate(INERT)
+    assert state["pwned"] is None
+    assert state["imgs"] == 0
+    assert state["handlers"] == 0
+    assert state["badHrefs"] == []
+    assert "onerror" in state["text"]  # the hostile text is shown, as text
+    page.screenshot(path=str(SHOTS / "hostile.png"))
+
+    page.goto(f"{hostile_server}/crema.html")
+    hostile = "<img src=x onerror=window.__pwned=1>"
+    result = ask(page, "crema fresh beans", selection=hostile)
+    assert result["citations"]
+    state = page.evaluate(INERT)
+    assert (state["pwned"], state["imgs"], state["handlers"], state["badHrefs"]) == (
+        None,
+        0,
+        0,
+        [],
+    )
+
+
+def test_hostile_answer_json_cannot_link_or_run(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    evil = ask_api(server, QUESTION)
+    evil["answer"] = (
+        "<img src=x onerror=window.__pwned=1> Bloom [1] and [2] "
+        "[3](javascript:window.__pwned=1)"
+    )
+    good = evil["citations"][0]
+    evil["citations"] = [
+        {**good, "n": 1, "url": "javascript:window.__pwned=1"},
+        {
+            **good,
+            "n": 2,
+            "url": "data:text/html,<script>window.__pwned=1</script>",
+            "chapter": "<img src=x onerror=window.__pwned=1>",
+            "quote": "</script><script>window.__pwned=1</script>",
+        },
+        {**good, "n": 3, "url": "https://evil.example/steal.html"},
+    ]
+    page.route("**/api/ask/stream", lambda route: fake_stream(route, evil))
+    ask(page, QUESTION)
+    for n in ("1", "2"):
+        marker = page.locator(f'a[data-ragcite-n="{n}"]')
+        assert marker.get_attribute("href") is None
+        marker.hover()
+    page.locator('a[data-ragcite-n="1"]').click()
+    state = page.evaluate(INERT)
+    assert (state["pwned"], state["imgs"], state["handlers"], state["badHrefs"]) == (
+        None,
+        0,
+        0,
+        [],
+    )
+    hrefs = page.evaluate(
+        "[...document.querySelectorAll('#ragcite-root [href]')].map(a => a.href)"
+    )
+    assert not any("evil.example" in h for h in hrefs)
+    assert "<img src=x onerror=window.__pwned=1>" in state["text"]
+    assert page.url == f"{server}/index.html"
+
+
+# -- keyboard and themes --------------------------------------------------------------
+
+
+def test_keyboard_only(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    target = ask_api(server, QUESTION)["citations"][0]
+    page.keyboard.press("Control+/")
+    assert page.evaluate("document.activeElement.id") == "ragcite-question"
+    page.keyboard.type(QUESTION)
+    page.keyboard.press("Enter")
+    page.locator('a[data-ragcite-n="1"]').wait_for(state="visible")
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.dataset.ragciteN") == "1":
+            break
+    else:
+        pytest.fail("Tab never reached the first marker")
+    assert page.locator("#ragcite-preview").is_visible()
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{server}/{target['url']}")
+    wait_highlighted(page, target["passage_id"])
+
+    # Escape closes the panel and gives focus back
+    page.keyboard.press("Control+/")
+    assert page.locator("#ragcite-panel").is_visible()
+    page.keyboard.press("Escape")
+    assert page.locator("#ragcite-panel").is_hidden()
+    focused = "document.activeElement.classList.contains('ragcite-launcher')"
+    assert page.evaluate(focused)
+
+
+def test_dark_mode(browser, server: str) -> None:  # type: ignore[no-untyped-def]
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, color_scheme="dark"
+    )
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/brewing/espresso.html")
+        ask(page, QUESTION)
+        page.locator('a[data-ragcite-n="1"]').hover()
+        page.locator("#ragcite-preview").wait_for(state="visible")
+        background = page.evaluate(
+            "getComputedStyle(document.querySelector('.ragcite-panel')).backgroundColor"
+        )
+        red, green, blue = (int(x) for x in background[4:-1].split(",")[:3])
+        assert red + green + blue < 200, background
+        page.screenshot(path=str(SHOTS / "dark.png"))
+    finally:
+        context.close()
+
+
+def test_small_screen_panel_fits(browser, server: str) -> None:  # type: ignore[no-untyped-def]
+    context = browser.new_context(
+        viewport={"width": 390, "height": 740}, has_touch=True, is_mobile=True
+    )
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/index.html")
+        ask(page, QUESTION)
+        box = page.locator(".ragcite-panel").bounding_box()
+        assert box is not None
+        assert box["x"] >= 0
+        assert box["x"] + box["width"] <= 390 + 0.5
+        # a tap previews first, a second tap follows the link
+        marker = page.locator('a[data-ragcite-n="1"]')
+        marker.tap()
+        page.locator("#ragcite-preview").wait_for(state="visible")
+        assert "index.html" in page.url
+        page.screenshot(path=str(SHOTS / "mobile.png"))
+    finally:
+        context.close()
