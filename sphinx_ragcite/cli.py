@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _ask_parser(commands)
     _cite_parser(commands)
+    _serve_parser(commands)
 
     evaluate = commands.add_parser("eval", help="retrieval quality on a QA file")
     _site_arguments(evaluate)
@@ -176,9 +177,41 @@ def _cite_parser(commands: Any) -> None:
     )
 
 
+def _serve_parser(commands: Any) -> None:
+    from sphinx_ragcite.server.run import add_arguments
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve a built site and answer its readers' questions",
+        description="Serve BUILD_DIR at / and the answer API under /api/ "
+        "(OpenAPI at /api/openapi.json). Binds to loopback unless --host says "
+        "otherwise.",
+    )
+    add_arguments(serve)
+    _llm_arguments(serve)
+    serve.add_argument(
+        "--embedding-model",
+        metavar="DIR",
+        help="folder with model.onnx + tokenizer.json, if the site used its own",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from sphinx_ragcite.server.run import serve
+    except ImportError as error:
+        raise RagciteError(
+            f"the server needs its extra ({error.name} is missing): "
+            "pip install 'sphinx-ragcite[serve]'"
+        ) from None
+    return serve(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "serve":
+            return _serve(args)
         if args.command == "search":
             return _search(args)
         if args.command == "ask":

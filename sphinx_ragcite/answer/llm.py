@@ -65,7 +65,10 @@ def resolve_gguf(path: str | os.PathLike[str] | None = None) -> Path:
         return default_gguf()
     resolved = Path(chosen).expanduser()
     if not resolved.is_file():
-        raise ModelNotFoundError(f"GGUF model {resolved} does not exist.")
+        raise ModelNotFoundError(
+            f"GGUF model {resolved} does not exist. Pass --model PATH.gguf (or "
+            f"set {MODEL_ENV}) to an existing file, or use --generator extractive."
+        )
     return resolved
 
 

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.server.settings import ENV_SETTINGS, ServerSettings
 
@@ -71,7 +73,13 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(levelname)s: %(name)s: %(message)s"
     )
-    settings = settings_from(args)
+    try:
+        settings = settings_from(args)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
+        )
+        raise RagciteError(f"invalid server options: {problems}") from None
     if not settings.build_dir.is_dir():
         raise RagciteError(
             f"{settings.build_dir} is not a folder: pass the HTML output of "
