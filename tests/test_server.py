@@ -270,3 +270,21 @@ def test_cache_returns_the_same_answer(client: TestClient) -> None:
     first = client.post("/api/ask", json=body).json()
     second = client.post("/api/ask", json=body).json()
     assert first == second
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"question": "\\ud800"}',
+        b'{"question": "crema \\udc00"}',
+        b'{"question": "crema", "selection": "\\udfff", "mode": "selection"}',
+        b'{"question": "crema", "filters": {"docnames": ["\\ud800"]}}',
+    ],
+)
+def test_lone_surrogates_are_a_400_not_a_crash(client: TestClient, body: bytes) -> None:
+    for path in ("/api/ask", "/api/ask/stream"):
+        response = client.post(
+            path, content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 400, (path, response.text)
+        assert "unicode" in response.json()["error"]["message"].lower()

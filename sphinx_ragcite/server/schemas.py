@@ -10,10 +10,25 @@ MAX_QUESTION = 2000
 MAX_SELECTION = 20_000
 
 
+def _valid_text(value: str) -> str:
+    """JSON may carry lone UTF-16 surrogates; no tokenizer can take them."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return value
+
+
 class AskFilters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     docnames: list[str] = Field(default_factory=list, max_length=50)
+
+    @field_validator("docnames")
+    @classmethod
+    def _docnames(cls, value: list[str]) -> list[str]:
+        return [_valid_text(v) for v in value]
+
     chapters: list[int] = Field(default_factory=list, max_length=50)
 
 
@@ -22,7 +37,9 @@ class AskRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(description="1 to 2000 characters after trimming")
+    question: str = Field(
+        min_length=1, description="1 to 2000 characters after trimming"
+    )
     mode: Literal["book", "selection"] = "book"
     selection: str | None = Field(None, max_length=MAX_SELECTION)
     k: int = Field(6, ge=1, le=20)
@@ -35,7 +52,7 @@ class AskRequest(BaseModel):
     @field_validator("question")
     @classmethod
     def _question_length(cls, value: str) -> str:
-        value = value.strip()
+        value = _valid_text(value).strip()
         if not value:
             raise ValueError("must not be empty")
         if len(value) > MAX_QUESTION:
@@ -45,7 +62,7 @@ class AskRequest(BaseModel):
     @field_validator("selection")
     @classmethod
     def _selection(cls, value: str | None) -> str | None:
-        return value.strip() or None if value is not None else None
+        return _valid_text(value).strip() or None if value is not None else None
 
 
 class ErrorDetail(BaseModel):
