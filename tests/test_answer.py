@@ -10,7 +10,11 @@ import pytest
 from sphinx_ragcite.answer.citations import parse_markers
 from sphinx_ragcite.answer.engine import AnswerEngine, answer
 from sphinx_ragcite.answer.llm import GenerationError
-from sphinx_ragcite.answer.sentences import split_claims, split_sentences
+from sphinx_ragcite.answer.sentences import (
+    split_claims,
+    split_sentences,
+    strip_markup,
+)
 from sphinx_ragcite.retrieval import Site
 from sphinx_ragcite.schemas import Answer, confidence_level
 
@@ -244,3 +248,26 @@ def test_real_smollm2_end_to_end(site: Site) -> None:
         assert result.grounded
         assert result.metadata["llm_answer"]
         assert result.metadata["generator"] in ("llm", "llm->extractive")
+
+
+@pytest.mark.parametrize("question", ["What does this mean?", "Explain this"])
+def test_vague_questions_about_a_selection_cite_it_and_its_passage(
+    site: Site, question: str
+) -> None:
+    record = next(p for p in site.passages if "channel" in p["text"].lower())
+    result = answer(question, site, mode="selection", selection=record["text"][:300])
+    check_contract(result, site)
+    assert result.grounded
+    cited = {c.passage_id for c in result.citations}
+    assert cited == {"user-selection", record["passage_id"]}
+
+
+def test_markup_from_the_model_never_reaches_the_answer() -> None:
+    text = strip_markup(
+        'Nine bars <img src=x onerror=alert(1)> [1]. <a href="javascript:x()">'
+        "click</a> [2](javascript:alert(1)) data:text/html,<b>x</b>"
+    )
+    assert "<" not in text
+    assert "javascript:" not in text
+    assert "data:" not in text
+    assert text.startswith("Nine bars [1].")

@@ -20,7 +20,7 @@ from sphinx_ragcite.answer.extractive import (
 from sphinx_ragcite.answer.grounding import Verified, verify
 from sphinx_ragcite.answer.llm import GenerationError
 from sphinx_ragcite.answer.prompt import build_messages
-from sphinx_ragcite.answer.sentences import content_words
+from sphinx_ragcite.answer.sentences import content_words, strip_markup
 from sphinx_ragcite.passages.text import make_snippet
 from sphinx_ragcite.schemas import (
     Answer,
@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 GeneratorChoice = Literal["extractive", "llm"]
 Mode = Literal["book", "selection"]
 NOT_FOUND = "I could not find an answer to this in the book."
+#: Characters of a selection used to rank sentences in selection mode.
+SELECTION_CONTEXT = 1000
 MAX_TOKENS = 120
 SEE_ALSO = 3
 
@@ -101,9 +103,18 @@ class AnswerEngine:
         yield Event("retrieval", {"retrieved": [e.key for e in evidence]})
 
         generating = time.perf_counter()
-        candidates = rank_sentences(question, vector, evidence)
         meta: dict[str, Any] = {"generator": "extractive", "model": "extractive"}
-        if answerability(candidates) < ABSTAIN_THRESHOLD:
+        if selection:
+            # "What does this mean?" carries no evidence of its own: the reader
+            # chose the selection, so it is ranked against question + selection
+            # and is never a reason to abstain.
+            about = f"{question}\n{selection[:SELECTION_CONTEXT]}"
+            candidates = rank_sentences(about, embedder.embed([about])[0], evidence)
+            unanswerable = not candidates
+        else:
+            candidates = rank_sentences(question, vector, evidence)
+            unanswerable = answerability(candidates) < ABSTAIN_THRESHOLD
+        if unanswerable:
             timings["generation_ms"] = _ms(generating)
             yield Event("final", self._abstain(question, mode, evidence, meta, timings))
             return
@@ -115,6 +126,10 @@ class AnswerEngine:
                 for piece in self.llm.stream(messages, max_tokens=MAX_TOKENS):
                     text += piece
                     yield Event("token", piece)
+                cleaned = strip_markup(text)
+                if cleaned != text:
+                    meta["markup_removed"] = True
+                    text = cleaned
             except GenerationError as error:
                 logger.warning("generation failed, answering extractively: %s", error)
                 meta["fallback"] = f"generation failed: {error}"

@@ -31,6 +31,8 @@ W_SIMILARITY = 0.5
 W_OVERLAP = 0.5
 #: Calibrated on example_book/qa.jsonl (benchmarks/calibrate_grounding.py).
 SUPPORT_THRESHOLD = 0.65
+#: How much less a selection's twin passage may support a claim and be cited.
+TWIN_MARGIN = 0.02
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,23 @@ class Verified:
     removed: list[dict[str, Any]] = field(default_factory=list)
     reattributed: list[dict[str, Any]] = field(default_factory=list)
     unknown_markers: list[str] = field(default_factory=list)
+
+
+def _selection_twins(
+    source: int, supports: list[Support], evidence: list[Evidence]
+) -> list[int]:
+    """A claim from the reader's selection also cites the book passage holding
+    it (and the other way round), when that supports it as well."""
+    if not any(e.is_selection for e in evidence):
+        return []
+    best = supports[source].score
+    return [
+        j
+        for j, item in enumerate(evidence)
+        if j != source
+        and item.is_selection != evidence[source].is_selection
+        and supports[j].score >= best - TWIN_MARGIN
+    ][:1]
 
 
 def verify(
@@ -121,5 +140,6 @@ def verify(
                 }
             )
         sources = confirmed or [ranked[0]]
+        sources += _selection_twins(sources[0], supports, evidence)
         result.claims.append(Claim(claim, sources, supports, vector))
     return result

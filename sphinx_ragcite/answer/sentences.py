@@ -85,6 +85,23 @@ def split_claims(text: str) -> list[str]:
     return claims
 
 
+_TAG = re.compile(r"<[^<>]{0,500}>")
+_MD_LINK = re.compile(r"\]\([^()\s]{0,500}\)")
+_SCHEME_URL = re.compile(r"\b(?:javascript|data|vbscript|file):\S*", re.IGNORECASE)
+
+
+def strip_markup(text: str) -> str:
+    """Answers are plain text: drop HTML tags, link targets and script URLs.
+
+    The widget shows text with textContent anyway; this keeps markup a model
+    wrote from reaching verification (and the answer) as if it were prose.
+    """
+    text = _TAG.sub(" ", text)
+    text = _MD_LINK.sub("]", text)
+    text = _SCHEME_URL.sub(" ", text)
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
 @lru_cache(maxsize=4096)
 def content_words(text: str) -> frozenset[str]:
     """Stems that carry meaning: what a claim and its evidence must share."""
