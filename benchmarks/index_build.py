@@ -73,8 +73,6 @@ TARGET_INDEX_BYTES = 1536
 
 #: Other processes on the machine skew every timing: recorded with the results.
 LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
-#: A 1-minute load above this when the benchmark starts means others are busy.
-BUSY = 1.0
 
 
 class BuildFailed(RuntimeError):
@@ -467,12 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     if LOADAVG and end_load:
         print(
             f"\nload average (1 min) at start {LOADAVG[0]:.2f}, at end "
-            f"{end_load[0]:.2f}, on {os.cpu_count()} cores"
-            + (
-                ": the CPU was busy before the start, timings may be skewed"
-                if LOADAVG[0] > BUSY
-                else ""
-            )
+            f"{end_load[0]:.2f}, on {os.cpu_count()} cores (other processes "
+            "running at the same time skew the timings)"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")

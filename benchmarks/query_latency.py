@@ -17,7 +17,8 @@ Two indexes are measured:
     queries are embedded by the real all-MiniLM-L6-v2. Embedding 50k passages
     with the model would take far too long, and the vectors' values do not
     change the cost of a search. The index is cached in
-    ``benchmarks/results/.synthetic50k/`` (``--rebuild`` regenerates it).
+    ``benchmarks/results/.synthetic50k/`` and rewritten when this script or
+    the index-writing modules change (``--rebuild`` forces it).
 
 Each index is measured in a fresh child process, so load time and memory are
 not polluted by the benchmark itself: ``Site.load`` time, peak RSS after the
@@ -74,8 +75,6 @@ TARGET_P50_MS = 10.0
 TARGET_P99_MS = 30.0
 #: Other processes on the machine skew every timing: recorded with the results.
 LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
-#: A 1-minute load above this when the benchmark starts means others are busy.
-BUSY = 1.0
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -97,12 +96,25 @@ def build_example(dest: Path) -> Path:
     return out
 
 
+def _synthetic_key(passages: int) -> dict[str, Any]:
+    """What the cached index depends on: size, seed and the code writing it."""
+    import hashlib
+
+    import sphinx_ragcite
+
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    package = Path(sphinx_ragcite.__file__).parent
+    for module in ("bm25", "embed", "static", "tokenize", "writer"):
+        digest.update((package / "index" / f"{module}.py").read_bytes())
+    return {"passages": passages, "seed": SEED, "code": digest.hexdigest()[:16]}
+
+
 def _synthetic_ok(directory: Path, passages: int) -> bool:
     try:
         manifest = json.loads((directory / "_ragcite" / "manifest.json").read_text())
     except (OSError, ValueError):
         return False
-    return manifest.get("synthetic") == {"passages": passages, "seed": SEED}
+    return bool(manifest.get("synthetic") == _synthetic_key(passages))
 
 
 def write_synthetic(source: Path, directory: Path, passages: int) -> float:
@@ -201,7 +213,7 @@ def write_synthetic(source: Path, directory: Path, passages: int) -> float:
                 "normalized": True,
                 "embedded": passages,
             },
-            "synthetic": {"passages": passages, "seed": SEED},
+            "synthetic": _synthetic_key(passages),
         }
     )
     return time.perf_counter() - started
@@ -550,12 +562,8 @@ def main(argv: list[str] | None = None) -> int:
     if LOADAVG and end_load:
         print(
             f"\nload average (1 min) at start {LOADAVG[0]:.2f}, at end "
-            f"{end_load[0]:.2f}, on {os.cpu_count()} cores"
-            + (
-                ": the CPU was busy before the start, timings may be skewed"
-                if LOADAVG[0] > BUSY
-                else ""
-            )
+            f"{end_load[0]:.2f}, on {os.cpu_count()} cores (other processes "
+            "running at the same time skew the timings)"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
