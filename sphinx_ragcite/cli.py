@@ -25,6 +25,10 @@ def _site_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="BUILD_DIR",
         help="HTML output of a Sphinx build with sphinx_ragcite (holds _ragcite/)",
     )
+    _embedding_argument(parser)
+
+
+def _embedding_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedding-model",
         metavar="DIR",
@@ -189,11 +193,7 @@ def _serve_parser(commands: Any) -> None:
     )
     add_arguments(serve)
     _llm_arguments(serve)
-    serve.add_argument(
-        "--embedding-model",
-        metavar="DIR",
-        help="folder with model.onnx + tokenizer.json, if the site used its own",
-    )
+    _embedding_argument(serve)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -165,71 +165,46 @@ def validate(app: Sphinx, config: Config) -> None:
             problems.append(f"ragcite_{name} must be a list of strings")
         else:
             setattr(config, f"ragcite_{name}", value)
-    _check_citation_options(config)
-    _check_widget_options(config)
+    _check_cosmetic_options(config)
     if problems:
         raise ConfigError("sphinx-ragcite: " + "; ".join(problems))
 
 
-def _check_citation_options(config: Config) -> None:
-    """Cosmetic options: a bad value warns and falls back to the default."""
-    defaults = {f.name: f.default for f in fields()}
-    checks: dict[str, tuple[Any, str]] = {
-        "citation_style": (
-            lambda v: v in STYLES,
-            "one of " + ", ".join(STYLES),
+_BOOL = (lambda v: isinstance(v, bool), "True or False")
+
+#: Cosmetic options: a bad value warns and falls back to the default.
+_COSMETIC: dict[str, tuple[Any, str]] = {
+    "citation_style": (lambda v: v in STYLES, "one of " + ", ".join(STYLES)),
+    "show_page": _BOOL,
+    "link_to_source": _BOOL,
+    "max_quote_length": (
+        lambda v: _int_in(v, 20, 100_000),
+        "an integer from 20 to 100000",
+    ),
+    "widget": _BOOL,
+    "server_url": (
+        lambda v: (
+            isinstance(v, str)
+            and (v in ("", "none") or v.startswith(("http://", "https://", "/")))
         ),
-        "show_page": (lambda v: isinstance(v, bool), "True or False"),
-        "link_to_source": (lambda v: isinstance(v, bool), "True or False"),
-        "max_quote_length": (
-            lambda v: _int_in(v, 20, 100_000),
-            "an integer from 20 to 100000",
-        ),
-    }
-    for name, (valid, expected) in checks.items():
-        key = f"ragcite_{name}"
-        value = getattr(config, key)
-        if isinstance(value, str) and name == "citation_style":
-            value = value.strip().lower()
-            setattr(config, key, value)
-        if not valid(value):
-            logger.warning(
-                "%s must be %s, got %r; using %r",
-                key,
-                expected,
-                value,
-                defaults[name],
-                type="ragcite",
-                subtype="config",
-            )
-            setattr(config, key, defaults[name])
+        'an http(s) URL, a path starting with "/", "none" or ""',
+    ),
+    "shortcut": (
+        lambda v: isinstance(v, str) and len(v) <= 40 and "\n" not in v,
+        'a key combination such as "Mod+/" or ""',
+    ),
+}
 
 
-def _check_widget_options(config: Config) -> None:
-    """Widget options are cosmetic: a bad value warns and falls back."""
+def _check_cosmetic_options(config: Config) -> None:
     defaults = {f.name: f.default for f in fields()}
-    checks: dict[str, tuple[Any, str]] = {
-        "widget": (lambda v: isinstance(v, bool), "True or False"),
-        "server_url": (
-            lambda v: (
-                isinstance(v, str)
-                and (
-                    v.strip() in ("", "none")
-                    or v.strip().startswith(("http://", "https://", "/"))
-                )
-            ),
-            'an http(s) URL, a path starting with "/", "none" or ""',
-        ),
-        "shortcut": (
-            lambda v: isinstance(v, str) and len(v) <= 40 and "\n" not in v,
-            'a key combination such as "Mod+/" or ""',
-        ),
-    }
-    for name, (valid, expected) in checks.items():
+    for name, (valid, expected) in _COSMETIC.items():
         key = f"ragcite_{name}"
         value = getattr(config, key)
         if isinstance(value, str):
             value = value.strip()
+            if name == "citation_style":
+                value = value.lower()
             setattr(config, key, value)
         if not valid(value):
             logger.warning(
