@@ -9,7 +9,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -100,7 +100,10 @@ class Site:
         manifest = _read_manifest(directory)
         files = manifest.get("files", {})
         data: dict[str, bytes] = {}
+        # The static index is the browser's: not read (31 MB at 50k passages).
         for role, name in sorted(files.items()):
+            if role == "static":
+                continue
             file = directory / name
             try:
                 data[role] = file.read_bytes()
@@ -189,10 +192,7 @@ class Site:
             )
         if query_vector is None:
             query_vector = self.embedder.embed([query])[0]
-        # One BLAS thread: the product is memory-bound, and idle OpenBLAS
-        # threads spin on the cores ONNX Runtime needs for the next query.
-        with _blas_controller().limit(limits=1, user_api="blas"):
-            return query_vector @ self.vectors.T
+        return query_vector @ self.vectors.T
 
     def mask(self, filters: Filters | None) -> np.ndarray | None:
         if not filters:
@@ -267,11 +267,10 @@ def _top(
     scores: np.ndarray, k: int, keep: np.ndarray | None, *, positive: bool = False
 ) -> list[int]:
     """Rows of the *k* best scores, best first, ties by row (deterministic)."""
-    candidates = np.arange(len(scores))
+    wanted = scores > 0 if positive else None
     if keep is not None:
-        candidates = candidates[keep]
-    if positive:
-        candidates = candidates[scores[candidates] > 0]
+        wanted = keep if wanted is None else wanted & keep
+    candidates = np.arange(len(scores)) if wanted is None else np.flatnonzero(wanted)
     if len(candidates) > k:
         part = np.argpartition(-scores[candidates], k - 1)[:k]
         candidates = candidates[part]
@@ -304,13 +303,6 @@ def _linear(
 
     mixed = alpha * normalised(bm25) + (1 - alpha) * normalised(dense)
     return {row: float(v) for row, v in zip(rows, mixed, strict=True)}
-
-
-@lru_cache(maxsize=1)
-def _blas_controller() -> Any:
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:

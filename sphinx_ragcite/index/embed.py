@@ -108,6 +108,9 @@ class Embedder:
         options.intra_op_num_threads = threads or default_threads()
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # Idle ORT threads otherwise spin on the cores the next NumPy product
+        # needs; on 2 cores that doubled hybrid query latency.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session: onnxruntime.InferenceSession = onnxruntime.InferenceSession(
             str(files.model), options, providers=["CPUExecutionProvider"]
         )
