@@ -213,7 +213,9 @@ def index_bytes(out: Path) -> dict[str, Any]:
     }
     embedding = sum(sizes.get(r, 0) for r in ("embeddings", "embedding_scales"))
     without_passages = sum(s for r, s in sizes.items() if r != "passages")
-    static = json.loads((out / "_ragcite" / manifest["files"]["static"]).read_bytes())
+    from sphinx_ragcite.index.static import read_static
+
+    static = read_static((out / "_ragcite" / manifest["files"]["static"]).read_bytes())
     static_parts = {
         key: len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
         for key, value in static.items()

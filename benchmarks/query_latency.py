@@ -126,11 +126,11 @@ def write_synthetic(source: Path, directory: Path, passages: int) -> float:
         DEFAULT_MODEL_ID,
         quantize,
     )
-    from sphinx_ragcite.index.static import static_index
+    from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
+    from sphinx_ragcite.index.static import static_file, static_index
     from sphinx_ragcite.index.tokenize import SPEC
     from sphinx_ragcite.index.writer import (
         IndexWriter,
-        json_bytes,
         npy_bytes,
         passages_jsonl,
     )
@@ -181,7 +181,7 @@ def write_synthetic(source: Path, directory: Path, passages: int) -> float:
     retriever = build_bm25(records)
     for name, data in bm25_files(retriever).items():
         writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
-    writer.add("static", "search.json", json_bytes(static_index(retriever, records)))
+    writer.add("static", STATIC_FILE, static_file(static_index(retriever, records)))
     vectors = np.random.default_rng(SEED).standard_normal((passages, DIM))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     codes, scales = quantize(vectors.astype(np.float32))

@@ -384,6 +384,58 @@
     }
   }
 
+  /** The static index file: `globalThis.ragcite_static_index=<JSON>;`. */
+  const STATIC_FILE = "search.js";
+  const STATIC_PREFIX = "globalThis.ragcite_static_index=";
+
+  /** Over HTTP: the manifest names the file; it is fetched and parsed as JSON. */
+  async function fetchIndex() {
+    const manifest = await fetchJson(/** @type {URL} */ (indexUrl).href);
+    const name = manifest && manifest.files && manifest.files.static;
+    const staticUrl =
+      typeof name === "string" ? C.resolveUrl(name, asFolder(new URL("./", /** @type {URL} */ (indexUrl)))) : null;
+    if (staticUrl === null) {
+      throw new WidgetError(
+        "This book's index has no static search file; rebuild it with a newer sphinx-ragcite.",
+        "static",
+      );
+    }
+    let text;
+    try {
+      const response = await fetch(staticUrl, { credentials: "same-origin" });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      text = await response.text();
+    } catch (error) {
+      throw new WidgetError(
+        `Could not load the book's search index (${/** @type {Error} */ (error).message}).`,
+        "static",
+      );
+    }
+    const body = text.trimEnd();
+    if (!body.startsWith(STATIC_PREFIX) || !body.endsWith(";")) {
+      throw new WidgetError("The book's search index is damaged; rebuild the documentation.", "static");
+    }
+    try {
+      return JSON.parse(body.slice(STATIC_PREFIX.length, -1));
+    } catch {
+      throw new WidgetError("The book's search index is not valid JSON; rebuild the documentation.", "static");
+    }
+  }
+
+  /**
+   * From disk (file://) fetch is blocked, but a script next to the manifest
+   * still loads: the file assigns the index to a global, nothing else.
+   */
+  async function loadIndexScript() {
+    const src = new URL(STATIC_FILE, /** @type {URL} */ (indexUrl)).href;
+    await loadScript(src);
+    const index = g.ragcite_static_index;
+    if (!index || typeof index !== "object") {
+      throw new WidgetError("The book's search index did not load; rebuild the documentation.", "static");
+    }
+    return index;
+  }
+
   /** @type {Promise<import("./search.js").StaticSearch> | null} */
   let staticSearch = null;
 
@@ -400,16 +452,7 @@
         if (!ready()) await loadScript(new URL(/** @type {string} */ (name), assetBase).href);
       }
       if (indexUrl === null) throw new WidgetError("No search index is configured.", "static");
-      const manifest = await fetchJson(indexUrl.href);
-      const name = manifest && manifest.files && manifest.files.static;
-      const staticUrl = typeof name === "string" ? C.resolveUrl(name, asFolder(new URL("./", indexUrl))) : null;
-      if (staticUrl === null) {
-        throw new WidgetError(
-          "This book's index has no static search file; rebuild it with a newer sphinx-ragcite.",
-          "static",
-        );
-      }
-      const index = await fetchJson(staticUrl);
+      const index = location.protocol === "file:" ? await loadIndexScript() : await fetchIndex();
       try {
         return lib.createStaticSearch(index);
       } catch (error) {

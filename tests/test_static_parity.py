@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import Stemmer
 
-from sphinx_ragcite.index.static import search_static, static_passage
+from sphinx_ragcite.index.static import read_static, search_static, static_passage
 from sphinx_ragcite.index.tokenize import SPEC, tokenize, words
 
 from conftest import EXAMPLE_BOOK, REPO, ROOTS, read_manifest, read_passages
@@ -187,7 +187,7 @@ def book(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
 def static_index(book: Path) -> dict:
     files = read_manifest(book)["files"]
     if "static" in files:
-        return json.loads((book / "_ragcite" / files["static"]).read_text("utf-8"))  # type: ignore[no-any-return]
+        return read_static((book / "_ragcite" / files["static"]).read_bytes())
     # The build does not ship the static index yet: make it from the passages.
     from sphinx_ragcite.index.bm25 import build_bm25
     from sphinx_ragcite.index.static import static_index as make_static

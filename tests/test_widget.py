@@ -378,11 +378,16 @@ def test_static_mode_without_a_server_lists_passages(page, plain_server: str) ->
     wait_highlighted(page, first["passage_id"])
 
 
-def test_static_mode_from_disk_explains_itself(page, site: Path) -> None:  # type: ignore[no-untyped-def]
-    page.goto((site / "index.html").as_uri())
-    with pytest.raises(sync_api.Error, match="opened from disk"):
-        ask(page, QUESTION)
-    assert "file://" in page.locator(".ragcite-error").text_content()
+def test_static_mode_works_from_disk(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+    """file:// blocks fetch, but the static index also loads as a script."""
+    page.goto((site / "brewing" / "espresso.html").as_uri())
+    result = ask(page, QUESTION)
+    assert result["mode"] == "static"
+    assert result["hits"]
+    first = page.locator(".ragcite-results a.ragcite-link").first
+    href = first.get_attribute("href")
+    assert href.startswith("file://")
+    assert href.endswith("#" + result["hits"][0]["passage_id"])
 
 
 # -- states ------------------------------------------------------------------

@@ -16,13 +16,13 @@ from sphinx_ragcite.errors import ModelNotFoundError
 from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
 from sphinx_ragcite.index.cache import EmbeddingCache, text_key
 from sphinx_ragcite.index.embed import Embedder, model_files, quantize
-from sphinx_ragcite.index.static import static_index
+from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
+from sphinx_ragcite.index.static import static_file, static_index
 from sphinx_ragcite.index.tokenize import SPEC
 from sphinx_ragcite.index.writer import (
     INDEX_DIR,
     IndexWriter,
     build_time,
-    json_bytes,
     npy_bytes,
     passages_jsonl,
 )
@@ -49,7 +49,7 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
     retriever = build_bm25(records)
     for name, data in bm25_files(retriever).items():
         writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
-    writer.add("static", "search.json", json_bytes(static_index(retriever, records)))
+    writer.add("static", STATIC_FILE, static_file(static_index(retriever, records)))
 
     embedding = None
     if config.embeddings and records:

@@ -1,6 +1,11 @@
-"""BM25 weights -> one JSON file the browser searches without a server.
+"""BM25 weights -> one file the browser searches without a server.
 
-Format (``format_version`` 1)::
+The file is ``_ragcite/search.js``: one JSON object behind a fixed prefix,
+``globalThis.ragcite_static_index=<JSON>;``. Over HTTP the widget fetches it,
+strips the prefix and parses JSON; from disk (``file://``, where fetch is
+blocked) it loads it as a script. Either way it is data, never code to run.
+
+The JSON (``format_version`` 1)::
 
     {"format_version": 1,
      "tokenizer": {... index.tokenize.SPEC ...},
@@ -20,11 +25,13 @@ bm25s score up to the rounding of the weights.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sphinx_ragcite.index.tokenize import SPEC
+from sphinx_ragcite.index.writer import dumps
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,6 +41,9 @@ if TYPE_CHECKING:
     from sphinx_ragcite.passages.records import Record
 
 FORMAT_VERSION = 1
+FILE_NAME = "search.js"
+PREFIX = b"globalThis.ragcite_static_index="
+SUFFIX = b";\n"
 #: Two decimals of BM25 weight: rankings match bm25s on the example book's QA
 #: set (benchmarks/index_build.py), one digit less per posting than 1000.
 WEIGHT_SCALE = 100
@@ -89,6 +99,17 @@ def static_index(retriever: bm25s.BM25, records: Sequence[Record]) -> dict[str, 
             for r in records
         ],
     }
+
+
+def static_file(index: dict[str, Any]) -> bytes:
+    return PREFIX + dumps(index).encode("utf-8") + SUFFIX
+
+
+def read_static(data: bytes) -> dict[str, Any]:
+    """The JSON inside a static index file."""
+    if not (data.startswith(PREFIX) and data.endswith(SUFFIX)):
+        raise ValueError("not a sphinx-ragcite static index file")
+    return json.loads(data[len(PREFIX) : -len(SUFFIX)])  # type: ignore[no-any-return]
 
 
 def static_passage(index: dict[str, Any], doc: int) -> dict[str, str]:

@@ -33,10 +33,6 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def json_bytes(obj: Any) -> bytes:
-    return dumps(obj).encode("utf-8")
-
-
 def passages_jsonl(records: list[Record]) -> bytes:
     return "".join(dumps(r) + "\n" for r in records).encode("utf-8")
 
