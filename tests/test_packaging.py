@@ -1,0 +1,164 @@
+"""``python -m build``: what the sdist and the wheel hold, and that the wheel works.
+
+The wheel is installed (``--no-deps``) into a fresh venv whose only other
+entry on ``sys.path`` is this venv's site-packages (for the dependencies),
+so ``sphinx_ragcite`` and its widget, tokenizer and data come from the wheel,
+never from the checkout. About 20 s; deselect with ``-m "not packaging"``.
+The build is isolated, as a release build is, so pip fetches hatchling.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import sphinx_ragcite
+from sphinx_ragcite.assets import WIDGET_FILES
+
+from conftest import REPO, ROOTS, read_manifest
+
+pytestmark = pytest.mark.packaging
+
+#: Every file a wheel must carry besides the Python modules.
+WHEEL_DATA = [
+    *(f"sphinx_ragcite/static/{name}" for name in WIDGET_FILES),
+    "sphinx_ragcite/static/types.d.ts",
+    "sphinx_ragcite/models/minilm/tokenizer.json",
+    "sphinx_ragcite/py.typed",
+]
+#: A sample of what the sdist must carry: enough to run the tests and build
+#: the example book and the docs from it.
+SDIST_FILES = [
+    "pyproject.toml",
+    "README.md",
+    "CHANGELOG.md",
+    "RELEASING.md",
+    "LICENSE",
+    "NOTICE",
+    "sphinx_ragcite/__init__.py",
+    "sphinx_ragcite/py.typed",
+    "sphinx_ragcite/models/minilm/tokenizer.json",
+    *(f"js/{name}" for name in WIDGET_FILES),
+    "js/types.d.ts",
+    "tests/conftest.py",
+    "tests/test_packaging.py",
+    "tests/roots/test-basic/conf.py",
+    "example_book/conf.py",
+    "example_book/qa.jsonl",
+]
+SDIST_FOLDERS = ["js", "tests", "tests/roots", "example_book", "docs", "benchmarks"]
+
+
+def run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    result = subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, check=False, **kwargs
+    )
+    assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``python -m build``: the sdist, then the wheel built from that sdist."""
+    pytest.importorskip("build", reason="`pip install build` (in the test extra)")
+    outdir = tmp_path_factory.mktemp("dist")
+    run(sys.executable, "-m", "build", "--outdir", outdir, REPO)
+    version = sphinx_ragcite.__version__
+    wheel = outdir / f"sphinx_ragcite-{version}-py3-none-any.whl"
+    sdist = outdir / f"sphinx_ragcite-{version}.tar.gz"
+    assert {p.name for p in outdir.iterdir()} == {sdist.name, wheel.name}
+    return {"wheel": wheel, "sdist": sdist}
+
+
+def test_the_wheel_carries_the_widget_tokenizer_and_licences(
+    dist: dict[str, Path],
+) -> None:
+    version = sphinx_ragcite.__version__
+    info = f"sphinx_ragcite-{version}.dist-info"
+    with zipfile.ZipFile(dist["wheel"]) as wheel:
+        names = set(wheel.namelist())
+        for name in WIDGET_FILES:  # the very bytes of js/
+            data = wheel.read(f"sphinx_ragcite/static/{name}")
+            assert data == (REPO / "js" / name).read_bytes(), name
+        metadata = wheel.read(f"{info}/METADATA").decode()
+        entry_points = wheel.read(f"{info}/entry_points.txt").decode()
+    missing = [n for n in WHEEL_DATA if n not in names]
+    assert missing == []
+    assert {f"{info}/licenses/LICENSE", f"{info}/licenses/NOTICE"} <= names
+    # only the package and its metadata; no tests, caches or source folders
+    assert {n.split("/")[0] for n in names} == {"sphinx_ragcite", info}
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert f"Version: {version}" in metadata
+    assert "License-Expression: MIT" in metadata
+    assert "Provides-Extra: llm" in metadata
+    assert "ragcite = sphinx_ragcite.cli:main" in entry_points
+
+
+def test_the_sdist_carries_sources_tests_book_and_docs(dist: dict[str, Path]) -> None:
+    top = f"sphinx_ragcite-{sphinx_ragcite.__version__}"
+    with tarfile.open(dist["sdist"]) as sdist:
+        names = {name.removeprefix(f"{top}/") for name in sdist.getnames()}
+    assert [n for n in SDIST_FILES if n not in names] == []
+    for folder in SDIST_FOLDERS:
+        assert any(n.startswith(f"{folder}/") for n in names), folder
+    assert not [
+        n
+        for n in names
+        if "__pycache__" in n or "/_build/" in n or n.startswith((".venv", "dist/"))
+    ]
+
+
+def test_the_wheel_works_in_a_fresh_venv(dist: dict[str, Path], tmp_path: Path) -> None:
+    """Install the wheel alone, then build a project and search it."""
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", venv)
+    python = venv / "bin" / "python"
+    run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps",
+        "--no-index", dist["wheel"])  # fmt: skip
+    # Dependencies from this venv, *after* the new venv's own site-packages (a
+    # plain path line: .pth files there, such as the editable install's, stay
+    # unread, so the checkout never reaches sys.path).
+    fresh_site = Path(
+        run(
+            python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"
+        ).stdout.strip()
+    )
+    (fresh_site / "zz_test_deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+
+    where = run(
+        python, "-I", "-c",
+        "import json, sphinx_ragcite as p, sphinx_ragcite.assets as a, "
+        "sphinx_ragcite.index.embed as e; "
+        "print(json.dumps([p.__file__, str(a.widget_dir()), "
+        "str(e.default_model_files().tokenizer)]))",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    for path in json.loads(where.stdout):
+        assert Path(path).resolve().is_relative_to(fresh_site.resolve()), path
+
+    srcdir, outdir = tmp_path / "src", tmp_path / "html"
+    shutil.copytree(ROOTS / "test-basic", srcdir)
+    result = run(python, "-I", "-m", "sphinx", "-q", "-b", "html", srcdir, outdir,
+                 "-d", tmp_path / "doctrees", cwd=tmp_path, env=env)  # fmt: skip
+    assert result.stderr == ""
+    manifest = read_manifest(outdir)
+    assert manifest["embedding"] is not None  # the wheel's tokenizer was used
+    assert manifest["counts"]["passages"] > 0
+    for name in WIDGET_FILES:
+        copied = outdir / "_static" / "ragcite" / name
+        assert copied.read_bytes() == (REPO / "js" / name).read_bytes(), name
+    assert "_static/ragcite/widget.js" in (outdir / "index.html").read_text("utf-8")
+
+    # the console script, as installed from the wheel
+    hits = run(venv / "bin" / "ragcite", "search", "alpha paragraph", "--site",
+               outdir, "--json", cwd=tmp_path, env=env)  # fmt: skip
+    assert json.loads(hits.stdout)["hits"]
