@@ -159,8 +159,14 @@ class Site:
 
     @cached_property
     def embedder(self) -> Embedder:
-        """The model the passages were embedded with, loaded on first use."""
-        embedding = self.manifest["embedding"]
+        """The model the passages were embedded with, loaded on first use.
+
+        A BM25-only index still gets one (``--embedding-model`` or the
+        default): answers are verified sentence by sentence with it.
+        """
+        embedding = self.manifest.get("embedding")
+        if not embedding:
+            return Embedder(model_files(self.model_dir))
         model = embedding["model"]
         if self.model_dir is None and model != DEFAULT_MODEL_ID:
             raise RagciteIndexError(

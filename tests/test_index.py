@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.errors import ModelNotFoundError
 from sphinx_ragcite.index.embed import (
     DEFAULT_MODEL_ID,
@@ -163,6 +164,10 @@ def test_custom_model_folder_and_bm25_only(book: Path, tmp_path: Path) -> None:
     assert "embeddings" not in manifest["files"]
     site = Site.load(out)
     assert site.search("bloom", 3)  # hybrid falls back to BM25
+    # answers are still verified, with the default encoder
+    answer = AnswerEngine(site).answer("How long should the bloom take?")
+    assert answer.grounded
+    assert answer.citations
 
 
 def test_missing_model_folder_warns_and_keeps_bm25(book: Path, tmp_path: Path) -> None:
