@@ -165,7 +165,7 @@ def test_custom_model_folder_and_bm25_only(book: Path, tmp_path: Path) -> None:
     site = Site.load(out)
     assert site.search("bloom", 3)  # hybrid falls back to BM25
     # answers are still verified, with the default encoder
-    answer = AnswerEngine(site).answer("How long should the bloom take?")
+    answer = AnswerEngine(site).answer("What pressure does espresso use?")
     assert answer.grounded
     assert answer.citations
 

@@ -106,11 +106,12 @@ def build_evidence(
         sentences, vectors = cache.get(
             f"{site.version}:{record['passage_id']}", record["text"]
         )
-        relevance = (
-            float(site.vectors[row] @ question_vector)
-            if site.vectors is not None
-            else 0.0
-        )
+        if site.vectors is not None:
+            relevance = float(site.vectors[row] @ question_vector)
+        else:  # a BM25-only index: its best sentence stands in for the passage
+            relevance = (
+                float((vectors @ question_vector).max()) if len(vectors) else 0.0
+            )
         items.append(
             Evidence(
                 record["passage_id"],
