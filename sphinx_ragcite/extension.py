@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from docutils import nodes
 from sphinx.builders.html import StandaloneHTMLBuilder
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 from sphinx_ragcite import __version__, assets, config
@@ -20,6 +21,7 @@ from sphinx_ragcite.passages.ids import passage_id
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
     from sphinx.builders import Builder
+    from sphinx.environment import BuildEnvironment
     from sphinx.util.typing import ExtensionMetadata
 
 logger = logging.getLogger(__name__)
@@ -35,11 +37,9 @@ def is_site_builder(builder: Builder) -> bool:
     )
 
 
-def add_anchors(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+def add_anchors(env: BuildEnvironment, doctree: nodes.document) -> None:
     """Give each passage's first block its ``chC-secS-pP`` id."""
-    if not is_site_builder(app.builder):
-        return
-    chapters = passages_of(app.env).chapters
+    chapters = passages_of(env).chapters
     for node in doctree.findall(nodes.Element):
         mark = node.get(MARK)
         if mark is None:
@@ -50,6 +50,26 @@ def add_anchors(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         pid = passage_id(chapters[owner], section, position)
         if pid not in node["ids"]:
             node["ids"].insert(0, pid)
+
+
+class AnchorPassages(SphinxPostTransform):
+    """Adds the anchors before any other post-transform runs.
+
+    Extensions that rebuild nodes for HTML (sphinx-design's tabs and
+    dropdowns) carry ``ids`` over to the new nodes, but not other attributes:
+    by ``doctree-resolved`` the passage mark would be gone with the old node.
+    """
+
+    default_priority = 1
+
+    def run(self, **kwargs: object) -> None:
+        add_anchors(self.env, self.document)
+
+
+def register_anchors(app: Sphinx) -> None:
+    """Anchors on site builds only: LaTeX, text or EPUB output keeps its ids."""
+    if is_site_builder(app.builder):
+        app.add_post_transform(AnchorPassages)
 
 
 def add_widget(app: Sphinx) -> None:
@@ -70,8 +90,8 @@ def setup(app: Sphinx) -> ExtensionMetadata:
     config.register(app)
     app.add_domain(RagciteDomain)
     app.add_env_collector(PassageCollector)
+    app.connect("builder-inited", register_anchors)
     app.connect("builder-inited", add_widget)
-    app.connect("doctree-resolved", add_anchors)
     app.connect("build-finished", write_index)
     return {
         "version": __version__,

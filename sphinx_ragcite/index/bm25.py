@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -9,6 +10,12 @@ from typing import TYPE_CHECKING
 import bm25s
 
 from sphinx_ragcite.index.tokenize import tokenize
+
+# bm25s sets its own logger to DEBUG when imported. Once any package adds a
+# root handler (accessible-pygments, which furo and pydata-sphinx-theme pull
+# in, calls logging.basicConfig() on import), its debug lines would reach the
+# build's stderr; Sphinx reports problems itself.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -25,6 +25,8 @@ class _Open:
     first: nodes.Element
     texts: list[str] = field(default_factory=list)
     words: int = 0
+    #: Holds only an API signature, which the next block joins whatever its size.
+    sticky: bool = False
 
 
 class _Chunker:
@@ -62,6 +64,8 @@ class _Chunker:
             elif isinstance(child, addnodes.only):
                 if self.keep_only(child["expr"]):
                     self.walk(child, section, path)
+            elif isinstance(child, addnodes.desc):
+                self.add_description(child, section, path)
             elif _is_wrapper(child):
                 self.walk(child, section, path)
             else:
@@ -80,6 +84,33 @@ class _Chunker:
         self.sections.append(Section(index, title, anchor, (*path, title)))
         self.walk(node, index, (*path, title))
 
+    def add_description(
+        self, node: addnodes.desc, section: int, path: tuple[str, ...]
+    ) -> None:
+        """An API object (autodoc, ``.. function::``) is a passage of its own.
+
+        It starts at the object's ``<dl>`` with its signature, followed by its
+        content's blocks; nested objects (a class's methods) start their own.
+        """
+        self.flush()
+        signature = "\n".join(
+            text
+            for child in node.children
+            if isinstance(child, addnodes.desc_signature)
+            and not is_ignored(child, self.ignore)
+            and (text := block_text(child, self.ignore, self.docname))
+        )
+        if signature:
+            self.open = _Open(
+                section, node, [signature], count_words(signature), sticky=True
+            )
+        for child in node.children:
+            if isinstance(child, addnodes.desc_content) and not is_ignored(
+                child, self.ignore
+            ):
+                self.walk(child, section, path)
+        self.flush()
+
     def add_block(self, node: nodes.Element, section: int) -> None:
         text = block_text(node, self.ignore, self.docname)
         if not text:
@@ -89,12 +120,13 @@ class _Chunker:
         if (
             current is None
             or current.section != section
-            or current.words + words > self.max_words
+            or (current.words + words > self.max_words and not current.sticky)
         ):
             self.flush()
             current = self.open = _Open(section, node)
         current.texts.append(text)
         current.words += words
+        current.sticky = False
 
     def flush(self) -> None:
         current, self.open = self.open, None
@@ -112,10 +144,20 @@ class _Chunker:
 
 
 def _is_wrapper(node: nodes.Element) -> bool:
-    """Containers whose children are the blocks (MyST-NB code cells are not)."""
+    """Containers whose children are the blocks (MyST-NB code cells are not).
+
+    A container of inline text only is a block itself: its children need not
+    render an element of their own (sphinx-design's card titles do not).
+    """
     if isinstance(node, nodes.compound):
         return True
-    return type(node) is nodes.container and node.get("nb_element") != "cell_code"
+    if type(node) is not nodes.container or node.get("nb_element") == "cell_code":
+        return False
+    children = [c for c in node.children if isinstance(c, nodes.Element)]
+    return not children or any(
+        isinstance(c, nodes.Body) or not isinstance(c, nodes.TextElement)
+        for c in children
+    )
 
 
 def chunk_doctree(

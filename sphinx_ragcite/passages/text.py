@@ -34,7 +34,20 @@ _XREF = re.compile("\ue000(ref|doc)\ue001([^\ue001]*)\ue001([^\ue002]*)\ue002")
 _SPACES = re.compile(r"[ \t\r\f\v\n]+")
 _BLANKS = re.compile(r"\n{3,}")
 
-_LINE_BREAKING = (nodes.Body, nodes.list_item, nodes.term, nodes.definition)
+_LINE_BREAKING = (
+    nodes.Body,
+    nodes.list_item,
+    nodes.term,
+    nodes.definition,
+    addnodes.desc_signature,
+    addnodes.desc_signature_line,
+)
+#: Signature parts whose brackets and commas only the HTML writer adds; their
+#: ``astext()`` adds them too (the return arrow is added below).
+_SIGNATURE_PUNCTUATED = (
+    addnodes.desc_parameterlist,
+    addnodes.desc_type_parameter_list,
+)
 
 
 def is_ignored(node: nodes.Node, ignore_classes: frozenset[str]) -> bool:
@@ -64,7 +77,7 @@ class _Collector:
     def children(self, node: nodes.Element, *, preformatted: bool) -> None:
         for child in node.children:
             if isinstance(child, nodes.Text):
-                text = str(child)
+                text = child.astext()  # drops the NULs of backslash escapes
                 self.out.append(text if preformatted else _SPACES.sub(" ", text))
             elif isinstance(child, nodes.Element) and not is_ignored(
                 child, self.ignore
@@ -85,6 +98,11 @@ class _Collector:
             out.append(" | ".join(cells) + "\n")
         elif isinstance(node, addnodes.pending_xref) and _is_implicit(node):
             out.append(_placeholder(node, self.docname))
+        elif isinstance(node, _SIGNATURE_PUNCTUATED):
+            out.append(_SPACES.sub(" ", node.astext()))
+        elif isinstance(node, addnodes.desc_returns):
+            out.append(" → ")
+            self.children(node, preformatted=preformatted)
         elif node.get("nb_element") == "mime_bundle":
             # MyST-NB keeps every MIME type of an output until the write phase;
             # the plain-text one is what a reader of any format can see.
