@@ -88,11 +88,13 @@ def serve(args: argparse.Namespace) -> int:
     # Load everything now: a broken index or a missing model stops here with
     # its message, before any port is opened.
     state = load_state(settings)
-    print(
-        f"Serving {settings.build_dir} at http://{settings.host}:{settings.port}/ "
-        f"({len(state.site.passages)} passages; generator: "
-        f"{state.llm.name if state.llm else 'extractive'})",
-        flush=True,
+    logging.getLogger("sphinx_ragcite.server").info(
+        "serving %s at http://%s:%d/ (%d passages; generator: %s)",
+        settings.build_dir,
+        settings.host,
+        settings.port,
+        len(state.site.passages),
+        state.llm.name if state.llm else "extractive",
     )
     if settings.workers == 1:
         uvicorn.run(
