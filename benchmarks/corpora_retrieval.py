@@ -40,6 +40,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _corpora  # noqa: E402
+from _report import table  # noqa: E402
 
 CORPUS = "click-docs"
 DEFAULT_QA = HERE / "click_qa.jsonl"
@@ -92,18 +93,6 @@ def evaluate(site_dir: Path, qa: Path) -> tuple[dict[str, Any], list[dict[str, A
                 }
             )
     return results, misses
-
-
-def table(head: list[str], body: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-
-    def fmt(row: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-
-    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
 
 
 def main(argv: list[str] | None = None) -> int:

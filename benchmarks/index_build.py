@@ -53,6 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _corpora
+from _report import table
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "index_build.json"
@@ -306,18 +307,6 @@ def max_tokens_sweep(work: Path, limits: list[int]) -> dict[str, Any]:
 
 
 # -- output --------------------------------------------------------------------
-
-
-def table(head: list[str], body: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-
-    def fmt(row: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-
-    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
 
 
 def check(ok: bool) -> str:

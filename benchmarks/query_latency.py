@@ -60,6 +60,8 @@ from typing import Any
 
 import numpy as np
 
+from _report import table
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 EXAMPLE_BOOK = REPO / "example_book"
@@ -390,18 +392,6 @@ def measure_in_child(path: Path, total: int, profile: bool) -> dict[str, Any]:
 
 
 # -- output ----------------------------------------------------------------------
-
-
-def table(head: list[str], body: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-
-    def fmt(row: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-
-    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
 
 
 def report(sites: dict[str, dict[str, Any]], synthetic_label: str) -> None:

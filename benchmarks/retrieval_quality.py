@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _report import table
+
 HERE = Path(__file__).resolve().parent
 EXAMPLE_BOOK = HERE.parent / "example_book"
 DEFAULT_OUT = HERE / "results" / "retrieval_quality.json"
@@ -65,18 +67,6 @@ def evaluate(site_dir: Path, qa: Path) -> dict[str, dict[str, Any]]:
         "hybrid (rrf)": rrf["hybrid"],
         "hybrid (linear)": linear["hybrid"],
     }
-
-
-def table(head: list[str], body: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-
-    def fmt(row: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-
-    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,6 +93,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 
+from _report import table
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -417,18 +419,6 @@ def summarise(
 
 
 # -- report ------------------------------------------------------------------------
-
-
-def table(head: list[str], body: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-
-    def fmt(row: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-
-    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
 
 
 def _f(value: float | None, digits: int = 1) -> str:
