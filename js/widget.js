@@ -563,15 +563,148 @@
     return true;
   }
 
-  function highlightFromHash() {
-    if (!C.isPassageHash(location.hash)) return;
-    let id = location.hash.slice(1);
+  // -- links made before an edit -----------------------------------------
+  //
+  // Passage IDs are positions, so after an edit an old link's ID may name
+  // other text or nothing. `_ragcite/moved.js` (written by the build from its
+  // link history) maps such IDs to where their text is now.
+
+  const MOVED_FILE = "moved.js";
+  /** The URL the widget itself opened: current, never redirected. */
+  const DIRECT_KEY = "ragcite:direct";
+  /** `{from, to}` of a redirect, explained on the page it lands on. */
+  const MOVED_KEY = "ragcite:moved";
+
+  /** @type {Promise<Record<string, string>> | null} */
+  let movedMap = null;
+
+  /** The moved-passage map; empty when the build wrote none. */
+  function loadMoved() {
+    if (!movedMap) {
+      movedMap = (async () => {
+        if (indexUrl === null) return {};
+        try {
+          await loadScript(new URL(MOVED_FILE, indexUrl).href);
+        } catch {
+          return {}; // built without a link history, or by an older version
+        }
+        const map = g.ragcite_moved;
+        return map && typeof map === "object" && !Array.isArray(map) ? map : {};
+      })();
+    }
+    return movedMap;
+  }
+
+  /** @param {string} key */
+  function takeStored(key) {
     try {
-      id = decodeURIComponent(id);
+      const value = sessionStorage.getItem(key);
+      sessionStorage.removeItem(key);
+      return value;
     } catch {
+      return null;
+    }
+  }
+
+  /** @param {string} key @param {string} value */
+  function store(key, value) {
+    try {
+      sessionStorage.setItem(key, value);
+    } catch {
+      // storage off: the next page just does not explain itself
+    }
+  }
+
+  /** @param {string} href */
+  function idOf(href) {
+    try {
+      return decodeURIComponent(new URL(href).hash.slice(1));
+    } catch {
+      return "";
+    }
+  }
+
+  /** Where an old link to *id* should go now, or null to stay. */
+  async function movedTarget(/** @type {string} */ id) {
+    const moved = await loadMoved();
+    const to = Object.prototype.hasOwnProperty.call(moved, id) ? moved[id] : null;
+    const target = typeof to === "string" ? C.resolveUrl(to, root) : null;
+    return target && C.isPassageHash(new URL(target).hash) ? target : null;
+  }
+
+  /**
+   * Whether the page was opened from another page of this site: its links are
+   * this build's, so their anchors already name the right text.
+   */
+  function openedFromSite() {
+    try {
+      return document.referrer !== "" && document.referrer.startsWith(root);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Highlight the passage the address names. On page load, a link from
+   * outside the site (bookmark, another site) may predate an edit: follow the
+   * moved map. A hash changed within the page is this build's: no redirect.
+   * @param {Event} [event]
+   */
+  async function highlightFromHash(event) {
+    if (!C.isPassageHash(location.hash)) return;
+    const here = location.href;
+    const id = idOf(here);
+    if (!id) return;
+    const direct = takeStored(DIRECT_KEY) === here;
+    let note = null;
+    try {
+      note = JSON.parse(takeStored(MOVED_KEY) || "null");
+    } catch {
+      // a damaged note is no note
+    }
+    if (note && note.to === here && typeof note.from === "string") {
+      if (highlight(id)) showMoved(note.from);
+      return;
+    }
+    const current = direct || (event && event.type === "hashchange") || openedFromSite();
+    const target = current ? null : await movedTarget(id);
+    if (target && C.samePage(target, here)) {
+      history.replaceState(history.state, "", new URL(target).hash);
+      if (highlight(idOf(target))) showMoved(here);
+      return;
+    }
+    if (target) {
+      store(MOVED_KEY, JSON.stringify({ from: here, to: target }));
+      location.replace(target);
       return;
     }
     highlight(id);
+  }
+
+  /** @type {HTMLDivElement | null} */
+  let movedNote = null;
+
+  /**
+   * Say that the link was followed to moved text, with a way back to what the
+   * old anchor names now (the link may have been made after the edit).
+   * @param {string} from the URL the reader opened
+   */
+  function showMoved(from) {
+    if (movedNote) movedNote.remove();
+    const old = idOf(from);
+    const back = el("a", { href: from, class: "ragcite-moved-back", text: `what #${old} shows now` });
+    const dismiss = el("button", { type: "button", class: "ragcite-moved-close", "aria-label": "Dismiss", text: "×" });
+    const note = el(
+      "div",
+      { class: "ragcite-moved", role: "status" },
+      el("span", { text: "This page has changed since the link was made: you are at the passage it pointed to. See " }),
+      back,
+      el("span", { text: "." }),
+      dismiss,
+    );
+    dismiss.addEventListener("click", () => note.remove());
+    ensure().root.append(note);
+    movedNote = note;
   }
 
   /**
@@ -585,6 +718,7 @@
     if (event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
     if (!C.samePage(href, location.href)) {
       remember(); // the answer is there again when the next page opens
+      store(DIRECT_KEY, href); // a citation of this build: no redirect there
       return; // a normal navigation
     }
     const hash = new URL(href).hash;

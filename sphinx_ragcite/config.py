@@ -64,6 +64,15 @@ class RagciteConfig:
         "Word pieces per passage the encoder sees; longer passages are truncated.",
     )
 
+    link_history: str = _opt(
+        "",
+        "",
+        "File that remembers which text each passage ID named, so deep links made "
+        "before an edit still reach their text (relative to conf.py). Empty: kept "
+        "with the doctrees, so a clean build forgets it; a site built from a fresh "
+        'clone on CI sets a path and commits the file. "none": no redirects.',
+    )
+
     citation_style: str = _opt(
         "plain",
         "",
@@ -159,6 +168,8 @@ def validate(app: Sphinx, config: Config) -> None:
         problems.append("ragcite_embeddings must be True or False")
     if not isinstance(config.ragcite_embedding_model, str):
         problems.append("ragcite_embedding_model must be a folder path (a string)")
+    if not isinstance(config.ragcite_link_history, str):
+        problems.append('ragcite_link_history must be a file path, "none" or ""')
     for name in ("exclude", "ignore_classes"):
         value = _as_str_tuple(getattr(config, f"ragcite_{name}"))
         if value is None:

@@ -304,6 +304,71 @@ def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:  #
     assert page.evaluate("scrollY") > 0
 
 
+# -- old links after an edit ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def edited_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """test-links built, then a paragraph inserted and one moved to another page."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("edited")
+    src, out, doctrees = root / "src", root / "html", root / "doctrees"
+    shutil.copytree(ROOTS / "test-links", src)
+    sphinx_build(src, out, "-d", str(doctrees))
+    before = {r["url"]: r["text"] for r in read_passages(out)}
+    kettles = (src / "kettles.rst").read_text("utf-8")
+    scale = kettles[kettles.index("Scale builds up") :]
+    kettles = kettles.replace(scale, "").replace(
+        "Heating\n-------\n\n",
+        "Heating\n-------\n\nBefore any numbers: use a thermometer once, so you "
+        "know what your kettle\nreally does when it clicks off, and write the "
+        "reading down.\n\n",
+    )
+    (src / "kettles.rst").write_text(kettles, "utf-8")
+    with (src / "grinders.rst").open("a", encoding="utf-8") as f:
+        f.write("\n" + scale)
+    sphinx_build(src, out, "-d", str(doctrees))
+    with static_server(out) as url:
+        yield url, before
+
+
+def shown_text(page, passage_id: str) -> str:  # type: ignore[no-untyped-def]
+    wait_highlighted(page, passage_id)
+    return " ".join(page.locator(f"#{passage_id}").inner_text().split())
+
+
+def test_old_link_follows_text_moved_down_the_page(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+    base, before = edited_site
+    old = "kettles.html#ch1-sec1-p1"
+    page.goto(f"{base}/{old}")  # as from a bookmark: no referrer
+    page.wait_for_url(f"{base}/kettles.html#ch1-sec1-p2")
+    assert shown_text(page, "ch1-sec1-p2") == " ".join(before[old].split())
+    note = page.locator(".ragcite-moved")
+    assert note.is_visible()
+    page.screenshot(path=str(SHOTS / "moved-link.png"))
+    # the link may have been made after the edit: one click shows the anchor now
+    note.locator("a").click()
+    assert shown_text(page, "ch1-sec1-p1").startswith("Before any numbers")
+
+
+def test_old_link_follows_text_to_another_page(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+    base, before = edited_site
+    old = "kettles.html#ch1-sec2-p1"
+    page.goto(f"{base}/{old}")
+    page.wait_for_url(f"{base}/grinders.html#ch2-sec1-p3")
+    assert shown_text(page, "ch2-sec1-p3") == " ".join(before[old].split())
+    assert page.locator(".ragcite-moved").is_visible()
+
+
+def test_links_from_the_site_itself_are_not_redirected(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+    base, _ = edited_site
+    page.goto(f"{base}/kettles.html#ch1-sec1-p1", referer=f"{base}/index.html")
+    assert shown_text(page, "ch1-sec1-p1").startswith("Before any numbers")
+    assert page.url.endswith("#ch1-sec1-p1")
+    assert page.locator(".ragcite-moved").count() == 0
+
+
 # -- selected text --------------------------------------------------------------
 
 

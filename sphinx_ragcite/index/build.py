@@ -16,6 +16,8 @@ from sphinx_ragcite.errors import ModelNotFoundError
 from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
 from sphinx_ragcite.index.cache import EmbeddingCache, text_key
 from sphinx_ragcite.index.embed import Embedder, model_files, quantize
+from sphinx_ragcite.index.links import FILE_NAME as MOVED_FILE
+from sphinx_ragcite.index.links import LinkHistory, moved_file, update
 from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.index.static import static_file, static_index
 from sphinx_ragcite.index.tokenize import SPEC
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CACHE_FILE = "ragcite-embeddings.npz"
+HISTORY_FILE = "ragcite-links.json"
 #: Texts handed to the encoder per progress step.
 STEP = 32
 
@@ -50,6 +53,9 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
     for name, data in bm25_files(retriever).items():
         writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
     writer.add("static", STATIC_FILE, static_file(static_index(retriever, records)))
+    moved = _follow_links(app, config, records)
+    if moved is not None:
+        writer.add("moved", MOVED_FILE, moved_file(moved))
 
     embedding = None
     if config.embeddings and records:
@@ -71,6 +77,7 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
             "counts": {
                 "passages": len(records),
                 "documents": len({r["docname"] for r in records}),
+                "moved": len(moved or ()),
             },
             "tokenizer": SPEC,
             "bm25": PARAMS,
@@ -94,6 +101,24 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
         sizes["static"] / 1024,
     )
     return manifest
+
+
+def _follow_links(
+    app: Sphinx, config: RagciteConfig, records: list[Record]
+) -> dict[str, str] | None:
+    """Old passage ID -> URL of the text it named, from the link history."""
+    if config.link_history.lower() == "none":
+        return None
+    if config.link_history:
+        path = Path(app.confdir, config.link_history)
+    else:
+        path = Path(app.doctreedir) / HISTORY_FILE
+    history = LinkHistory.load(path)
+    moved = update(history, records)
+    history.save(path)
+    if moved:
+        logger.info("ragcite: %d old passage links follow their moved text", len(moved))
+    return moved
 
 
 def _write_embeddings(

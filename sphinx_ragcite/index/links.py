@@ -1,0 +1,200 @@
+"""Deep links that survive edits: where the text an old passage ID named is now.
+
+Passage IDs are positions (``ch3-sec2-p4``), so inserting a paragraph gives the
+next paragraph's ID to the new one. A link means the text its ID named when the
+ID was first published; the history file remembers that text by content hash
+across builds, and ``_ragcite/moved.js`` tells the widget where each such text
+is now. Text edited in place (or moved and edited) is followed by similarity
+within its document.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sphinx.util import logging
+
+from sphinx_ragcite.index.writer import atomic_write
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sphinx_ragcite.passages.records import Record
+
+logger = logging.getLogger(__name__)
+
+HISTORY_FORMAT = 1
+FILE_NAME = "moved.js"
+PREFIX = "globalThis.ragcite_moved="
+#: Word hashes kept per passage: enough to tell an edit from a new paragraph.
+SKETCH_SIZE = 16
+#: Estimated word-set Jaccard above which changed text counts as the same passage.
+SAME_DOC_SIMILARITY = 0.5
+OTHER_DOC_SIMILARITY = 0.7
+#: Sketch values this common (a frequent word) do not propose candidates.
+MAX_POSTING = 64
+
+_WORD = re.compile(r"\w+")
+
+
+def sketch(text: str) -> list[int]:
+    """Bottom-k sketch of the passage's word set (Broder's MinHash variant)."""
+    words = {w.lower() for w in _WORD.findall(text)}
+    return sorted(heapq.nsmallest(SKETCH_SIZE, {zlib.crc32(w.encode()) for w in words}))
+
+
+def similarity(a: list[int], b: list[int]) -> float:
+    """Jaccard estimate of the two word sets from their bottom-k sketches."""
+    if not a or not b:
+        return 0.0
+    union = sorted(set(a) | set(b))[:SKETCH_SIZE]
+    both = set(a) & set(b)
+    return sum(1 for h in union if h in both) / len(union)
+
+
+@dataclass
+class LinkHistory:
+    """What each published ID first named, and what became of changed text."""
+
+    #: passage ID -> content hash of the text it named when first published
+    first: dict[str, str] = field(default_factory=dict)
+    #: content hash that left the book -> hash of its edited successor
+    alias: dict[str, str] = field(default_factory=dict)
+    #: the previous build: passage ID -> [hash, docname, sketch]
+    passages: dict[str, list[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> LinkHistory:
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            return cls()
+        except (OSError, ValueError) as error:
+            logger.warning(
+                "ragcite: the link history %s is unreadable (%s); old deep links "
+                "are followed from this build on only.",
+                path,
+                error,
+                type="ragcite",
+                subtype="links",
+            )
+            return cls()
+        if not isinstance(data, dict) or data.get("format") != HISTORY_FORMAT:
+            return cls()
+        history = cls()
+        for name in ("first", "alias", "passages"):
+            value = data.get(name)
+            if isinstance(value, dict):
+                setattr(history, name, value)
+        return history
+
+    def save(self, path: Path) -> None:
+        data = {
+            "format": HISTORY_FORMAT,
+            "first": self.first,
+            "alias": self.alias,
+            "passages": self.passages,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        atomic_write(path, (text + "\n").encode("utf-8"))
+
+
+def _match_edits(
+    history: LinkHistory, current: dict[str, list[Any]]
+) -> dict[str, str]:
+    """Pair text that left the book with new text that looks like its edit."""
+    now = {v[0] for v in current.values()}
+    before = {v[0] for v in history.passages.values()}
+    gone = {v[0]: v for v in history.passages.values() if v[0] not in now}
+    new = {v[0]: v for v in current.values() if v[0] not in before}
+    # Candidates share sketch values (an inverted index), so a build that
+    # rewrites thousands of passages does not compare every pair.
+    postings: dict[int, list[str]] = {}
+    for fresh, (_, _, fresh_sketch) in new.items():
+        for value in fresh_sketch:
+            postings.setdefault(value, []).append(fresh)
+    pairs: list[tuple[float, str, str]] = []
+    for old, (_, old_doc, old_sketch) in gone.items():
+        shared: Counter[str] = Counter()
+        for value in old_sketch:
+            hits = postings.get(value, ())
+            if len(hits) <= MAX_POSTING:
+                shared.update(hits)
+        # a Jaccard of 0.5 leaves about half the sketch shared; a quarter
+        # allows for the values too common to be counted
+        least = max(2, len(old_sketch) // 4)
+        for fresh, count in shared.items():
+            if count < least:
+                continue
+            _, doc, fresh_sketch = new[fresh]
+            score = similarity(old_sketch, fresh_sketch)
+            floor = SAME_DOC_SIMILARITY if doc == old_doc else OTHER_DOC_SIMILARITY
+            if score >= floor:
+                pairs.append((score, old, fresh))
+    matched: dict[str, str] = {}
+    taken: set[str] = set()
+    for _, old, fresh in sorted(pairs, key=lambda p: (-p[0], p[1], p[2])):
+        if old not in matched and fresh not in taken:
+            matched[old] = fresh
+            taken.add(fresh)
+    return matched
+
+
+def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
+    """Advance *history* to this build; return old ID -> URL of its text now."""
+    known = {v[0]: v[2] for v in history.passages.values()}
+    current = {
+        r["passage_id"]: [
+            r["content_hash"],
+            r["docname"],
+            known.get(r["content_hash"]) or sketch(r["text"]),
+        ]
+        for r in records
+    }
+    history.alias.update(_match_edits(history, current))
+    where: dict[str, list[str]] = {}
+    for r in records:
+        where.setdefault(r["content_hash"], []).append(r["passage_id"])
+    urls = {r["passage_id"]: r["url"] for r in records}
+
+    def resolve(digest: str) -> str | None:
+        seen = set()
+        while digest not in where and digest in history.alias and digest not in seen:
+            seen.add(digest)
+            digest = history.alias[digest]
+        return digest if digest in where else None
+
+    moved: dict[str, str] = {}
+    for pid, digest in sorted(history.first.items()):
+        found = resolve(digest)
+        if found is None:
+            # The text is gone: the ID now means whatever it names today.
+            if pid in current:
+                history.first[pid] = current[pid][0]
+            else:
+                del history.first[pid]
+            continue
+        holders = where[found]
+        if pid not in holders:
+            moved[pid] = urls[holders[0]]
+    for pid, (digest, _, _) in current.items():
+        history.first.setdefault(pid, digest)
+    live = set(where)
+    history.alias = {
+        old: new for old, new in history.alias.items() if resolve(old) in live
+    }
+    history.passages = current
+    return moved
+
+
+def moved_file(moved: dict[str, str]) -> bytes:
+    """A script, like the static index, so pages opened from disk can load it."""
+    body = json.dumps(moved, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return f"{PREFIX}{body};\n".encode()

@@ -1,0 +1,232 @@
+"""Old deep links after edits: the link history and ``_ragcite/moved.js``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sphinx_ragcite.index.links import (
+    PREFIX,
+    LinkHistory,
+    similarity,
+    sketch,
+    update,
+)
+from sphinx_ragcite.passages.records import content_hash
+
+from conftest import ROOTS, read_manifest, read_passages, sphinx_build
+
+PARAS = {
+    "a": "The gooseneck kettle pours a thin steady stream onto the coffee bed.",
+    "b": "An electric kettle with a dial holds the water at the chosen degree.",
+    "c": "A stovetop kettle is cheap and lasts for decades without a display.",
+    "new": "Before any numbers, use a thermometer once to learn your kettle.",
+}
+
+
+def records(*layout: tuple[str, str, str]) -> list[dict]:
+    """(passage ID, docname, text) -> the record fields the history reads."""
+    return [
+        {
+            "passage_id": pid,
+            "docname": doc,
+            "url": f"{doc}.html#{pid}",
+            "text": text,
+            "content_hash": content_hash(text),
+        }
+        for pid, doc, text in layout
+    ]
+
+
+def lands(moved: dict[str, str], now: list[dict], pid: str, doc: str) -> str | None:
+    """The text an old ``doc.html#pid`` link shows, following the moved map."""
+    url = moved.get(pid, f"{doc}.html#{pid}")
+    return next((r["text"] for r in now if r["url"] == url), None)
+
+
+def test_inserted_paragraph_sends_old_ids_to_their_text() -> None:
+    history = LinkHistory()
+    old = records(
+        ("ch1-sec1-p1", "k", PARAS["a"]),
+        ("ch1-sec1-p2", "k", PARAS["b"]),
+        ("ch1-sec1-p3", "k", PARAS["c"]),
+    )
+    assert update(history, old) == {}
+    new = records(
+        ("ch1-sec1-p1", "k", PARAS["new"]),
+        ("ch1-sec1-p2", "k", PARAS["a"]),
+        ("ch1-sec1-p3", "k", PARAS["b"]),
+        ("ch1-sec1-p4", "k", PARAS["c"]),
+    )
+    moved = update(history, new)
+    assert moved == {
+        "ch1-sec1-p1": "k.html#ch1-sec1-p2",
+        "ch1-sec1-p2": "k.html#ch1-sec1-p3",
+        "ch1-sec1-p3": "k.html#ch1-sec1-p4",
+    }
+    for r in old:
+        assert lands(moved, new, r["passage_id"], "k") == r["text"]
+
+
+def test_original_links_survive_a_series_of_builds() -> None:
+    history = LinkHistory()
+    v0 = records(("ch1-sec1-p1", "k", PARAS["a"]), ("ch1-sec1-p2", "k", PARAS["b"]))
+    update(history, v0)
+    update(history, records(
+        ("ch1-sec1-p1", "k", PARAS["new"]),
+        ("ch1-sec1-p2", "k", PARAS["a"]),
+        ("ch1-sec1-p3", "k", PARAS["b"]),
+    ))  # fmt: skip
+    v2 = records(  # a chapter inserted before: every ID moves again
+        ("ch1-sec1-p1", "intro", PARAS["c"]),
+        ("ch2-sec1-p1", "k", PARAS["new"]),
+        ("ch2-sec1-p2", "k", PARAS["a"]),
+        ("ch2-sec1-p3", "k", PARAS["b"]),
+    )
+    moved = update(history, v2)
+    for r in v0:
+        assert lands(moved, v2, r["passage_id"], "k") == r["text"]
+
+
+def test_text_edited_in_place_keeps_its_id_and_no_redirect() -> None:
+    history = LinkHistory()
+    update(history, records(("ch1-sec1-p1", "k", PARAS["a"])))
+    edited = PARAS["a"].replace("thin steady", "thin, very steady")
+    assert update(history, records(("ch1-sec1-p1", "k", edited))) == {}
+
+
+def test_edited_and_shifted_text_is_followed_by_similarity() -> None:
+    history = LinkHistory()
+    update(
+        history,
+        records(("ch1-sec1-p1", "k", PARAS["a"]), ("ch1-sec1-p2", "k", PARAS["b"])),
+    )
+    edited = PARAS["a"].replace("thin steady", "thin and steady")
+    now = records(
+        ("ch1-sec1-p1", "k", PARAS["new"]),
+        ("ch1-sec1-p2", "k", edited),
+        ("ch1-sec1-p3", "k", PARAS["b"]),
+    )
+    moved = update(history, now)
+    assert lands(moved, now, "ch1-sec1-p1", "k") == edited
+    # the alias is kept while the edited text lives, so later builds follow it
+    assert content_hash(PARAS["a"]) in history.alias
+
+
+def test_moved_to_another_page_and_deleted_text() -> None:
+    history = LinkHistory()
+    update(history, records(
+        ("ch1-sec1-p1", "k", PARAS["a"]),
+        ("ch1-sec1-p2", "k", PARAS["b"]),
+        ("ch2-sec1-p1", "g", PARAS["c"]),
+    ))  # fmt: skip
+    now = records(("ch1-sec1-p1", "k", PARAS["b"]), ("ch2-sec1-p1", "g", PARAS["a"]))
+    moved = update(history, now)
+    assert moved["ch1-sec1-p1"] == "g.html#ch2-sec1-p1"  # a went to the other page
+    assert moved["ch1-sec1-p2"] == "k.html#ch1-sec1-p1"  # b moved up one
+    # c was deleted: its ID now means what it names today, no redirect
+    assert "ch2-sec1-p1" not in moved
+    assert history.first["ch2-sec1-p1"] == content_hash(PARAS["a"])
+
+
+def test_unchanged_rebuild_keeps_the_map_and_empty_history_none() -> None:
+    history = LinkHistory()
+    v0 = records(("ch1-sec1-p1", "k", PARAS["a"]))
+    v1 = records(("ch1-sec1-p1", "k", PARAS["new"]), ("ch1-sec1-p2", "k", PARAS["a"]))
+    update(history, v0)
+    first = update(history, v1)
+    assert update(history, v1) == first == {"ch1-sec1-p1": "k.html#ch1-sec1-p2"}
+
+
+def test_sketch_similarity_tells_edits_from_new_text() -> None:
+    a = sketch(PARAS["a"])
+    assert similarity(a, sketch(PARAS["a"].replace("thin", "fine"))) >= 0.5
+    assert similarity(a, sketch(PARAS["b"])) < 0.5
+    assert similarity([], a) == 0.0
+
+
+def test_history_round_trip_and_damaged_file(tmp_path: Path) -> None:
+    path = tmp_path / "links.json"
+    history = LinkHistory()
+    update(history, records(("ch1-sec1-p1", "k", PARAS["a"])))
+    history.save(path)
+    again = LinkHistory.load(path)
+    assert again.first == history.first
+    assert again.passages == history.passages
+    path.write_text("{not json", "utf-8")
+    assert LinkHistory.load(path).first == {}  # warns, starts over, loses nothing else
+    assert LinkHistory.load(tmp_path / "missing.json").first == {}
+
+
+# -- real builds ---------------------------------------------------------------
+
+
+def moved_map(outdir: Path) -> dict[str, str]:
+    body = (outdir / "_ragcite" / "moved.js").read_text("utf-8").strip()
+    assert body.startswith(PREFIX)
+    assert body.endswith(";")
+    return json.loads(body[len(PREFIX) : -1])
+
+
+INSERT = (
+    "Heating\n-------\n\n",
+    "Heating\n-------\n\n"
+    "Before any numbers: use a thermometer once, so you know what your kettle\n"
+    "really does when it clicks off, and write the reading on a sticky note.\n\n",
+)
+
+
+@pytest.fixture
+def links_src(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    shutil.copytree(ROOTS / "test-links", src)
+    return src
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text("utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), "utf-8")
+
+
+def test_incremental_build_maps_shifted_passages(
+    links_src: Path, tmp_path: Path
+) -> None:
+    out, doctrees = tmp_path / "html", tmp_path / "doctrees"
+    sphinx_build(links_src, out, "-d", str(doctrees))
+    before = read_passages(out)
+    assert moved_map(out) == {}
+    assert read_manifest(out)["files"]["moved"] == "moved.js"
+
+    edit(links_src / "kettles.rst", *INSERT)
+    assert sphinx_build(links_src, out, "-d", str(doctrees)) == ""
+    after = {r["url"]: r["text"] for r in read_passages(out)}
+    moved = moved_map(out)
+    assert set(moved) == {"ch1-sec1-p1", "ch1-sec1-p2", "ch1-sec1-p3"}
+    for record in before:
+        url = record["url"]
+        if record["passage_id"] in moved:
+            url = moved[record["passage_id"]]
+        assert after[url] == record["text"], record["passage_id"]
+    assert (doctrees / "ragcite-links.json").is_file()
+
+
+def test_link_history_in_the_source_tree_survives_a_clean_build(
+    links_src: Path, tmp_path: Path
+) -> None:
+    option = ("-D", "ragcite_link_history=_links.json")
+    sphinx_build(links_src, tmp_path / "a", *option)
+    assert (links_src / "_links.json").is_file()
+    edit(links_src / "kettles.rst", *INSERT)
+    sphinx_build(links_src, tmp_path / "b", *option)  # fresh output, fresh doctrees
+    assert moved_map(tmp_path / "b")["ch1-sec1-p1"] == "kettles.html#ch1-sec1-p2"
+
+
+def test_link_history_none_writes_no_map(links_src: Path, tmp_path: Path) -> None:
+    out = tmp_path / "html"
+    sphinx_build(links_src, out, "-D", "ragcite_link_history=none")
+    assert "moved" not in read_manifest(out)["files"]
+    assert not (out / "_ragcite" / "moved.js").exists()
