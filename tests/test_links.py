@@ -230,3 +230,15 @@ def test_link_history_none_writes_no_map(links_src: Path, tmp_path: Path) -> Non
     sphinx_build(links_src, out, "-D", "ragcite_link_history=none")
     assert "moved" not in read_manifest(out)["files"]
     assert not (out / "_ragcite" / "moved.js").exists()
+
+
+def test_unwritable_history_warns_and_the_build_goes_on(
+    links_src: Path, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", "utf-8")
+    out = tmp_path / "html"
+    option = f"ragcite_link_history={blocker}/links.json"
+    warnings = sphinx_build(links_src, out, "-D", option)
+    assert "could not write the link history" in warnings
+    assert moved_map(out) == {}

@@ -113,9 +113,23 @@ def _follow_links(
         path = Path(app.confdir, config.link_history)
     else:
         path = Path(app.doctreedir) / HISTORY_FILE
+    if app.builder.name == "singlehtml":
+        # One page without the orphans: its own history, so an html build
+        # sharing the doctrees does not see the orphans' passages vanish.
+        path = path.with_name(f"{path.stem}-singlehtml{path.suffix}")
     history = LinkHistory.load(path)
     moved = update(history, records)
-    history.save(path)
+    try:
+        history.save(path)
+    except OSError as error:
+        logger.warning(
+            "ragcite: could not write the link history %s (%s); this build's "
+            "passages will not be recognised after the next edit.",
+            path,
+            error,
+            type="ragcite",
+            subtype="links",
+        )
     if moved:
         logger.info("ragcite: %d old passage links follow their moved text", len(moved))
     return moved

@@ -73,7 +73,7 @@ class LinkHistory:
     def load(cls, path: Path) -> LinkHistory:
         try:
             data = json.loads(path.read_text("utf-8"))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return cls()
         except (OSError, ValueError) as error:
             logger.warning(
