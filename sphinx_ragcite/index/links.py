@@ -106,9 +106,7 @@ class LinkHistory:
         atomic_write(path, (text + "\n").encode("utf-8"))
 
 
-def _match_edits(
-    history: LinkHistory, current: dict[str, list[Any]]
-) -> dict[str, str]:
+def _match_edits(history: LinkHistory, current: dict[str, list[Any]]) -> dict[str, str]:
     """Pair text that left the book with new text that looks like its edit."""
     now = {v[0] for v in current.values()}
     before = {v[0] for v in history.passages.values()}
