@@ -23,6 +23,7 @@ from sphinx_ragcite.index.embed import (
     dequantize,
     model_files,
 )
+from sphinx_ragcite.index.links import PREFIX as MOVED_PREFIX
 from sphinx_ragcite.index.tokenize import tokenize
 from sphinx_ragcite.index.writer import FORMAT_VERSION, INDEX_DIR, MANIFEST
 from sphinx_ragcite.passages.ids import parse_passage_id
@@ -76,6 +77,22 @@ class Hit:
         }
 
 
+def _moved(data: bytes | None, directory: Path) -> dict[str, str]:
+    """The widget's ``moved.js`` map: a JSON object behind a script prefix."""
+    if data is None:
+        return {}
+    body = data.decode("utf-8", "replace").strip()
+    if not (body.startswith(MOVED_PREFIX) and body.endswith(";")):
+        raise RagciteIndexError(f"{directory}/moved.js is damaged. {REBUILD}")
+    try:
+        moved = json.loads(body[len(MOVED_PREFIX) : -1])
+    except ValueError:
+        raise RagciteIndexError(f"{directory}/moved.js is damaged. {REBUILD}") from None
+    if not isinstance(moved, dict):
+        raise RagciteIndexError(f"{directory}/moved.js is damaged. {REBUILD}")
+    return {str(k): str(v) for k, v in moved.items()}
+
+
 def _index_dir(path: Path) -> Path:
     return path if (path / MANIFEST).is_file() else path / INDEX_DIR
 
@@ -90,6 +107,8 @@ class Site:
     bm25: bm25s.BM25
     vectors: np.ndarray | None
     model_dir: str | None = None
+    #: passage IDs of earlier builds -> URL of their text now (``moved.js``)
+    moved: dict[str, str] = field(default_factory=dict, repr=False)
     _rows: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -144,6 +163,7 @@ class Site:
                 f"{directory} is inconsistent: file sizes disagree. {REBUILD}"
             )
         site = cls(directory, manifest, passages, retriever, vectors, model_dir)
+        site.moved = _moved(data.get("moved"), directory)
         site._rows = {p["passage_id"]: i for i, p in enumerate(passages)}
         return site
 
@@ -155,6 +175,13 @@ class Site:
     def passage(self, passage_id: str) -> Record | None:
         row = self._rows.get(passage_id)
         return None if row is None else self.passages[row]
+
+    def moved_hint(self, passage_id: str) -> str:
+        """Where an ID of an earlier build went, as a clause for error messages."""
+        url = self.moved.get(passage_id)
+        if url is None or passage_id in self._rows:
+            return ""
+        return f"its text is now {url.rpartition('#')[2]} ({url})"
 
     @cached_property
     def embedder(self) -> Embedder:

@@ -242,3 +242,35 @@ def test_unwritable_history_warns_and_the_build_goes_on(
     warnings = sphinx_build(links_src, out, "-D", option)
     assert "could not write the link history" in warnings
     assert moved_map(out) == {}
+
+
+def test_tools_name_the_new_place_of_a_vanished_id(
+    links_src: Path, tmp_path: Path
+) -> None:
+    """``ragcite cite`` and ``/api/passages`` say where an old ID's text went."""
+    from fastapi.testclient import TestClient
+
+    from sphinx_ragcite.cite.records import Book, lookup
+    from sphinx_ragcite.errors import RagciteError
+    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.server.app import create_app
+    from sphinx_ragcite.server.settings import ServerSettings
+
+    out, doctrees = tmp_path / "html", tmp_path / "doctrees"
+    sphinx_build(links_src, out, "-d", str(doctrees))
+    kettles = (links_src / "kettles.rst").read_text("utf-8")
+    scale = kettles[kettles.index("Scale builds up") :]
+    (links_src / "kettles.rst").write_text(kettles.replace(scale, ""), "utf-8")
+    with (links_src / "grinders.rst").open("a", encoding="utf-8") as f:
+        f.write("\n" + scale)
+    sphinx_build(links_src, out, "-d", str(doctrees))
+
+    site = Site.load(out)
+    assert site.moved == {"ch1-sec2-p1": "grinders.html#ch2-sec1-p3"}
+    with pytest.raises(RagciteError, match="its text is now ch2-sec1-p3"):
+        lookup(site, ["ch1-sec2-p1"], Book.from_manifest(site.manifest))
+    settings = ServerSettings(build_dir=out, generator="extractive", rate_limit=0)
+    with TestClient(create_app(settings)) as client:
+        response = client.get("/api/passages/ch1-sec2-p1")
+    assert response.status_code == 404
+    assert "its text is now ch2-sec1-p3" in response.json()["error"]["message"]

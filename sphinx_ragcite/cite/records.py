@@ -318,11 +318,18 @@ def lookup(
         else:
             found.append(from_passage(record, book, today))
     if unknown:
+        moved = [
+            f"{pid}: {site.moved_hint(pid)}" for pid in unknown if site.moved_hint(pid)
+        ]
         raise RagciteError(
             "unknown passage id"
             + ("s" if len(unknown) > 1 else "")
             + ": "
             + ", ".join(unknown)
-            + " (IDs look like ch3-sec2-p1; `ragcite search` shows them)"
+            + (
+                " (an edit moved them; " + "; ".join(moved) + ")"
+                if moved
+                else " (IDs look like ch3-sec2-p1; `ragcite search` shows them)"
+            )
         )
     return found

@@ -347,9 +347,14 @@ def create_app(
         tags=["answers"],
     )
     async def passage(passage_id: str) -> Any:
-        record = current().site.passage(passage_id)
+        site = current().site
+        record = site.passage(passage_id)
         if record is None:
-            return _error(404, "not_found", f"No passage {passage_id!r} in this index.")
+            hint = site.moved_hint(passage_id)
+            message = f"No passage {passage_id!r} in this index"
+            return _error(
+                404, "not_found", f"{message}: {hint}." if hint else f"{message}."
+            )
         return record
 
     def prepare(body: AskRequest) -> tuple[dict[str, Any], str]:
