@@ -15,8 +15,9 @@ moved map, else the anchor itself) and checks the text it lands on:
 - unchanged text: the old passage's text is still in the book verbatim;
   the link must land on exactly that text (target: 100%);
 - changed text: the passage was edited or re-chunked; the link counts as
-  landing when it reaches the current passage sharing the most words with
-  the old text.
+  landing when it reaches a passage that now holds the old passage's first
+  block (what the link showed at the top), or, when that block is gone too,
+  the passage sharing the most words with the old text.
 
 It also follows the links of the *current* build as if opened from outside
 the site: an ID that changed meaning is ambiguous there (the widget sends it
@@ -177,6 +178,14 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
+def blocks_of(text: str) -> list[str]:
+    return [" ".join(b.split()) for b in text.split("\n\n") if b.strip()]
+
+
+def first_block(text: str) -> str:
+    return (blocks_of(text) or [""])[0]
+
+
 def follow(url: str, site: dict[str, dict[str, str]], redirects: dict[str, str]) -> str:
     """The URL the widget ends on for an old link (see highlightFromHash)."""
     pid = url.split("#", 1)[1]
@@ -197,6 +206,11 @@ def score(
             counts["same_ok"] += bool(landed and landed["text"] == record["text"])
             continue
         counts["changed"] += 1
+        head = first_block(record["text"])
+        holders = [r for r in site.values() if head in blocks_of(r["text"])]
+        if holders:
+            counts["changed_ok"] += bool(landed and landed in holders)
+            continue
         mine = words(record["text"])
         best = max(site.values(), key=lambda r: len(mine & words(r["text"])))
         counts["changed_ok"] += bool(landed and landed["url"] == best["url"])

@@ -116,6 +116,21 @@ def test_edited_and_shifted_text_is_followed_by_similarity() -> None:
     assert content_hash(PARAS["a"]) in history.alias
 
 
+def test_rechunked_passage_goes_to_the_passage_holding_its_first_block() -> None:
+    """An insertion changes how blocks merge: [a b] [c] becomes [new a] [b c]."""
+    history = LinkHistory()
+    a_b = PARAS["a"] + "\n\n" + PARAS["b"]
+    update(
+        history, records(("ch1-sec1-p1", "k", a_b), ("ch1-sec1-p2", "k", PARAS["c"]))
+    )
+    new_a = PARAS["new"] + "\n\n" + PARAS["a"]
+    b_c = PARAS["b"] + "\n\n" + PARAS["c"]
+    now = records(("ch1-sec1-p1", "k", new_a), ("ch1-sec1-p2", "k", b_c))
+    moved = update(history, now)
+    assert "ch1-sec1-p1" not in moved  # a is still in p1: the link stays
+    assert lands(moved, now, "ch1-sec1-p2", "k") == b_c
+
+
 def test_moved_to_another_page_and_deleted_text() -> None:
     history = LinkHistory()
     update(history, records(

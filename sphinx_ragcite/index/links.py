@@ -4,8 +4,8 @@ Passage IDs are positions (``ch3-sec2-p4``), so inserting a paragraph gives the
 next paragraph's ID to the new one. A link means the text its ID named when the
 ID was first published; the history file remembers that text by content hash
 across builds, and ``_ragcite/moved.js`` tells the widget where each such text
-is now. Text edited in place (or moved and edited) is followed by similarity
-within its document.
+is now. Text that was re-chunked is followed to the passage holding its first
+block; text edited in place (or moved and edited), by word overlap.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sphinx.util import logging
 
 from sphinx_ragcite.index.writer import atomic_write
+from sphinx_ragcite.passages.records import content_hash
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -66,7 +67,7 @@ class LinkHistory:
     first: dict[str, str] = field(default_factory=dict)
     #: content hash that left the book -> hash of its edited successor
     alias: dict[str, str] = field(default_factory=dict)
-    #: the previous build: passage ID -> [hash, docname, sketch]
+    #: the previous build: passage ID -> [hash, docname, sketch, first block's hash]
     passages: dict[str, list[Any]] = field(default_factory=dict)
 
     @classmethod
@@ -106,20 +107,49 @@ class LinkHistory:
         atomic_write(path, (text + "\n").encode("utf-8"))
 
 
-def _match_edits(history: LinkHistory, current: dict[str, list[Any]]) -> dict[str, str]:
-    """Pair text that left the book with new text that looks like its edit."""
+def blocks(text: str) -> list[str]:
+    """Fingerprints of a passage's blocks (its text joins them by blank lines)."""
+    return [
+        content_hash(" ".join(block.split()))
+        for block in text.split("\n\n")
+        if block.strip()
+    ]
+
+
+def _match_edits(
+    history: LinkHistory, current: dict[str, list[Any]], records: list[Record]
+) -> dict[str, str]:
+    """Pair text that left the book with the current text that continues it.
+
+    A link showed its passage from the first block on, so a passage that was
+    re-chunked (a paragraph inserted before it changes how blocks merge) goes
+    to the passage now holding its first block. Otherwise, an edited passage
+    goes to the new passage whose words overlap it most.
+    """
     now = {v[0] for v in current.values()}
     before = {v[0] for v in history.passages.values()}
     gone = {v[0]: v for v in history.passages.values() if v[0] not in now}
     new = {v[0]: v for v in current.values() if v[0] not in before}
+    holding: dict[str, list[tuple[str, str]]] = {}
+    for r in records:
+        for block in blocks(r["text"]):
+            holding.setdefault(block, []).append((r["docname"], r["content_hash"]))
+    matched: dict[str, str] = {}
+    for old, entry in gone.items():
+        places = holding.get(entry[3], []) if len(entry) > 3 else []
+        if places:
+            same_doc = [h for doc, h in places if doc == entry[1]]
+            matched[old] = (same_doc or [h for _, h in places])[0]
     # Candidates share sketch values (an inverted index), so a build that
     # rewrites thousands of passages does not compare every pair.
     postings: dict[int, list[str]] = {}
-    for fresh, (_, _, fresh_sketch) in new.items():
-        for value in fresh_sketch:
+    for fresh, fresh_entry in new.items():
+        for value in fresh_entry[2]:
             postings.setdefault(value, []).append(fresh)
     pairs: list[tuple[float, str, str]] = []
-    for old, (_, old_doc, old_sketch) in gone.items():
+    for old, (_, old_doc, old_sketch, *_) in gone.items():
+        if old in matched:
+            continue
         shared: Counter[str] = Counter()
         for value in old_sketch:
             hits = postings.get(value, ())
@@ -131,12 +161,11 @@ def _match_edits(history: LinkHistory, current: dict[str, list[Any]]) -> dict[st
         for fresh, count in shared.items():
             if count < least:
                 continue
-            _, doc, fresh_sketch = new[fresh]
+            _, doc, fresh_sketch, *_ = new[fresh]
             score = similarity(old_sketch, fresh_sketch)
             floor = SAME_DOC_SIMILARITY if doc == old_doc else OTHER_DOC_SIMILARITY
             if score >= floor:
                 pairs.append((score, old, fresh))
-    matched: dict[str, str] = {}
     taken: set[str] = set()
     for _, old, fresh in sorted(pairs, key=lambda p: (-p[0], p[1], p[2])):
         if old not in matched and fresh not in taken:
@@ -153,10 +182,11 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
             r["content_hash"],
             r["docname"],
             known.get(r["content_hash"]) or sketch(r["text"]),
+            (blocks(r["text"]) or [r["content_hash"]])[0],
         ]
         for r in records
     }
-    history.alias.update(_match_edits(history, current))
+    history.alias.update(_match_edits(history, current, records))
     where: dict[str, list[str]] = {}
     for r in records:
         where.setdefault(r["content_hash"], []).append(r["passage_id"])
@@ -182,7 +212,7 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
         holders = where[found]
         if pid not in holders:
             moved[pid] = urls[holders[0]]
-    for pid, (digest, _, _) in current.items():
+    for pid, (digest, *_) in current.items():
         history.first.setdefault(pid, digest)
     live = set(where)
     history.alias = {
