@@ -130,6 +130,8 @@ def _match_edits(
     before = {v[0] for v in history.passages.values()}
     gone = {v[0]: v for v in history.passages.values() if v[0] not in now}
     new = {v[0]: v for v in current.values() if v[0] not in before}
+    if not gone:
+        return {}
     holding: dict[str, list[tuple[str, str]]] = {}
     for r in records:
         for block in blocks(r["text"]):
@@ -176,16 +178,16 @@ def _match_edits(
 
 def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
     """Advance *history* to this build; return old ID -> URL of its text now."""
-    known = {v[0]: v[2] for v in history.passages.values()}
-    current = {
-        r["passage_id"]: [
-            r["content_hash"],
-            r["docname"],
-            known.get(r["content_hash"]) or sketch(r["text"]),
-            (blocks(r["text"]) or [r["content_hash"]])[0],
-        ]
-        for r in records
-    }
+    known = {v[0]: v[2:] for v in history.passages.values() if len(v) > 3}
+
+    def entry(r: Record) -> list[Any]:
+        digest = r["content_hash"]
+        if digest not in known:
+            head = (blocks(r["text"]) or [digest])[0]
+            known[digest] = [sketch(r["text"]), head]
+        return [digest, r["docname"], *known[digest]]
+
+    current = {r["passage_id"]: entry(r) for r in records}
     history.alias.update(_match_edits(history, current, records))
     where: dict[str, list[str]] = {}
     for r in records:
