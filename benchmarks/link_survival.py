@@ -167,11 +167,13 @@ def passages(out: Path) -> dict[str, dict[str, str]]:
 
 
 def moved(out: Path) -> dict[str, str]:
+    """Old ID -> passage URL (a value may also name a block inside it)."""
     path = out / "_ragcite" / "moved.js"
     if not path.exists():
         return {}
     body = path.read_text("utf-8").strip()
-    return dict(json.loads(body[len(PREFIX) : -1]))
+    entries = json.loads(body[len(PREFIX) : -1])
+    return {k: v[0] if isinstance(v, list) else v for k, v in entries.items()}
 
 
 def words(text: str) -> set[str]:

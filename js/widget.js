@@ -541,7 +541,14 @@
    * @returns {boolean} false when the page has no such passage
    */
   function highlight(id, options = {}) {
-    const target = id ? document.getElementById(id) : null;
+    return highlightElement(id ? document.getElementById(id) : null, options);
+  }
+
+  /**
+   * @param {Element | null} target
+   * @param {{smooth?: boolean, focus?: boolean}} [options]
+   */
+  function highlightElement(target, options = {}) {
     if (!target || (widget && widget.root.contains(target))) return false;
     if (highlighted) highlighted.classList.remove(HIGHLIGHT);
     window.clearTimeout(highlightTimer);
@@ -624,12 +631,55 @@
     }
   }
 
-  /** Where an old link to *id* should go now, or null to stay. */
-  async function movedTarget(/** @type {string} */ id) {
+  /**
+   * Where an old link to *id* should go now, or null to stay. `start` is the
+   * opening of the text's first block when that block is inside the passage.
+   * @param {string} id
+   * @returns {Promise<{url: string, start: string} | null>}
+   */
+  async function movedTarget(id) {
     const moved = await loadMoved();
-    const to = Object.prototype.hasOwnProperty.call(moved, id) ? moved[id] : null;
-    const target = typeof to === "string" ? C.resolveUrl(to, root) : null;
-    return target && C.isPassageHash(new URL(target).hash) ? target : null;
+    const entry = Object.prototype.hasOwnProperty.call(moved, id) ? moved[id] : null;
+    const [to, start] = Array.isArray(entry) ? entry : [entry, ""];
+    const url = typeof to === "string" ? C.resolveUrl(to, root) : null;
+    if (!url || !C.isPassageHash(new URL(url).hash)) return null;
+    return { url, start: typeof start === "string" ? start : "" };
+  }
+
+  /** @param {string} text */
+  const squash = (text) => text.replace(/\s+/g, " ").trim().toLowerCase();
+
+  /**
+   * The element of a passage whose text begins with *start*: walks from the
+   * passage's anchor in document order and stops at the next passage.
+   * @param {string} id
+   * @param {string} start
+   * @returns {Element | null}
+   */
+  function blockIn(id, start) {
+    const anchor = document.getElementById(id);
+    const want = squash(start);
+    if (!anchor || !want) return null;
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_ELEMENT);
+    walker.currentNode = anchor;
+    for (let n = 0, node = walker.nextNode(); node && n < 500; n++, node = walker.nextNode()) {
+      const el = /** @type {Element} */ (node);
+      if (el.id && C.isPassageHash(`#${el.id}`)) break; // the next passage
+      if (widget && widget.root.contains(el)) break;
+      if (squash(el.textContent || "").startsWith(want)) return el;
+    }
+    return null;
+  }
+
+  /**
+   * Highlight where an old link's text is on this page: the block it began
+   * with when that is inside the passage, else the passage.
+   * @param {string} id
+   * @param {string} start
+   */
+  function highlightMoved(id, start) {
+    const block = start ? blockIn(id, start) : null;
+    return block ? highlightElement(block) : highlight(id);
   }
 
   /**
@@ -663,19 +713,19 @@
       // a damaged note is no note
     }
     if (note && note.to === here && typeof note.from === "string") {
-      if (highlight(id)) showMoved(note.from);
+      if (highlightMoved(id, typeof note.start === "string" ? note.start : "")) showMoved(note.from);
       return;
     }
     const current = direct || (event && event.type === "hashchange") || openedFromSite();
     const target = current ? null : await movedTarget(id);
-    if (target && C.samePage(target, here)) {
-      history.replaceState(history.state, "", new URL(target).hash);
-      if (highlight(idOf(target))) showMoved(here);
+    if (target && C.samePage(target.url, here)) {
+      if (target.url !== here) history.replaceState(history.state, "", new URL(target.url).hash);
+      if (highlightMoved(idOf(target.url), target.start)) showMoved(here);
       return;
     }
     if (target) {
-      store(MOVED_KEY, JSON.stringify({ from: here, to: target }));
-      location.replace(target);
+      store(MOVED_KEY, JSON.stringify({ from: here, to: target.url, start: target.start }));
+      location.replace(target.url);
       return;
     }
     highlight(id);
@@ -693,6 +743,11 @@
     if (movedNote) movedNote.remove();
     const old = idOf(from);
     const back = el("a", { href: from, class: "ragcite-moved-back", text: `what #${old} shows now` });
+    back.addEventListener("click", (event) => {
+      if (back.href !== location.href) return; // another anchor: hashchange highlights it
+      event.preventDefault();
+      highlight(old, { smooth: true });
+    });
     const dismiss = el("button", { type: "button", class: "ragcite-moved-close", "aria-label": "Dismiss", text: "×" });
     const note = el(
       "div",

@@ -90,7 +90,8 @@ def _moved(data: bytes | None, directory: Path) -> dict[str, str]:
         raise RagciteIndexError(f"{directory}/moved.js is damaged. {REBUILD}") from None
     if not isinstance(moved, dict):
         raise RagciteIndexError(f"{directory}/moved.js is damaged. {REBUILD}")
-    return {str(k): str(v) for k, v in moved.items()}
+    # a value is a URL, or [URL, opening words of a block inside that passage]
+    return {str(k): str(v[0] if isinstance(v, list) else v) for k, v in moved.items()}
 
 
 def _index_dir(path: Path) -> Path:

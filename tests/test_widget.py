@@ -369,6 +369,45 @@ def test_links_from_the_site_itself_are_not_redirected(page, edited_site) -> Non
     assert page.locator(".ragcite-moved").count() == 0
 
 
+@pytest.fixture(scope="module")
+def rechunked_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """test-links with two paragraphs per passage, then one inserted at the top."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("rechunked")
+    src, out, doctrees = root / "src", root / "html", root / "doctrees"
+    shutil.copytree(ROOTS / "test-links", src)
+    words = ("-D", "ragcite_passage_words=60", "-d", str(doctrees))
+    sphinx_build(src, out, *words)
+    kettles = (src / "kettles.rst").read_text("utf-8")
+    (src / "kettles.rst").write_text(
+        kettles.replace(
+            "Heating\n-------\n\n",
+            "Heating\n-------\n\nMeasure the water once with a thermometer.\n\n",
+        ),
+        "utf-8",
+    )
+    sphinx_build(src, out, *words)
+    with static_server(out) as url:
+        yield url
+
+
+def test_old_link_to_a_rechunked_passage_highlights_its_first_block(
+    page, rechunked_site: str
+) -> None:  # type: ignore[no-untyped-def]
+    """[a b] [c] became [new a] [b c]: the old p1 link shows a, inside p1."""
+    page.goto(f"{rechunked_site}/kettles.html#ch1-sec1-p1")
+    page.wait_for_selector(".ragcite-highlight")
+    shown = page.locator(".ragcite-highlight").inner_text()
+    assert shown.startswith("The gooseneck kettle pours")
+    assert page.url.endswith("#ch1-sec1-p1")
+    page.locator(".ragcite-moved a").click()  # what the anchor holds now
+    page.wait_for_function(
+        "() => document.querySelector('.ragcite-highlight')?.id === 'ch1-sec1-p1'"
+    )
+    assert page.locator("#ch1-sec1-p1").inner_text().startswith("Measure the water")
+
+
 # -- selected text --------------------------------------------------------------
 
 

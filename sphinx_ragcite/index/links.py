@@ -42,6 +42,11 @@ OTHER_DOC_SIMILARITY = 0.7
 MAX_POSTING = 64
 
 _WORD = re.compile(r"\w+")
+#: Words of a block's start the widget matches against the page's text.
+OPENING_WORDS = 8
+
+#: A passage URL, or [URL, opening words of the block inside it].
+Moved = str | list[str]
 
 
 def sketch(text: str) -> list[int]:
@@ -67,7 +72,10 @@ class LinkHistory:
     first: dict[str, str] = field(default_factory=dict)
     #: content hash that left the book -> hash of its edited successor
     alias: dict[str, str] = field(default_factory=dict)
-    #: the previous build: passage ID -> [hash, docname, sketch, first block's hash]
+    #: hash of a text in ``first`` -> [its first block's hash, that block's start]
+    heads: dict[str, list[str]] = field(default_factory=dict)
+    #: the previous build: passage ID -> [hash, docname, sketch, first block's
+    #: hash, first block's start]
     passages: dict[str, list[Any]] = field(default_factory=dict)
 
     @classmethod
@@ -89,7 +97,7 @@ class LinkHistory:
         if not isinstance(data, dict) or data.get("format") != HISTORY_FORMAT:
             return cls()
         history = cls()
-        for name in ("first", "alias", "passages"):
+        for name in ("first", "alias", "heads", "passages"):
             value = data.get(name)
             if isinstance(value, dict):
                 setattr(history, name, value)
@@ -99,12 +107,19 @@ class LinkHistory:
         data = {
             "format": HISTORY_FORMAT,
             "first": self.first,
+            "heads": self.heads,
             "alias": self.alias,
             "passages": self.passages,
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         atomic_write(path, (text + "\n").encode("utf-8"))
+
+
+def opening(text: str) -> str:
+    """The first words of the first block, as the page shows them."""
+    first = text.split("\n\n", 1)[0]
+    return " ".join(first.split()[:OPENING_WORDS])
 
 
 def blocks(text: str) -> list[str]:
@@ -176,15 +191,20 @@ def _match_edits(
     return matched
 
 
-def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
-    """Advance *history* to this build; return old ID -> URL of its text now."""
-    known = {v[0]: v[2:] for v in history.passages.values() if len(v) > 3}
+def update(history: LinkHistory, records: list[Record]) -> dict[str, Moved]:
+    """Advance *history* to this build; return old ID -> where its text is now.
+
+    The value is the passage URL, or ``[url, start]`` when the text's first
+    block now sits inside that passage, *start* being that block's opening
+    words, for the widget to find it.
+    """
+    known = {v[0]: v[2:] for v in history.passages.values() if len(v) > 4}
 
     def entry(r: Record) -> list[Any]:
         digest = r["content_hash"]
         if digest not in known:
             head = (blocks(r["text"]) or [digest])[0]
-            known[digest] = [sketch(r["text"]), head]
+            known[digest] = [sketch(r["text"]), head, opening(r["text"])]
         return [digest, r["docname"], *known[digest]]
 
     current = {r["passage_id"]: entry(r) for r in records}
@@ -193,6 +213,7 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
     for r in records:
         where.setdefault(r["content_hash"], []).append(r["passage_id"])
     urls = {r["passage_id"]: r["url"] for r in records}
+    texts = {r["passage_id"]: r["text"] for r in records}
 
     def resolve(digest: str) -> str | None:
         seen = set()
@@ -201,7 +222,17 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
             digest = history.alias[digest]
         return digest if digest in where else None
 
-    moved: dict[str, str] = {}
+    earlier = {v[0]: v[3:5] for v in history.passages.values() if len(v) > 4}
+
+    def head_of(digest: str) -> list[str] | None:
+        """First block's hash and start of a text, wherever it was last seen."""
+        if digest in history.heads:
+            return history.heads[digest]
+        if digest in where:
+            return list(current[where[digest][0]][3:5])
+        return earlier.get(digest)
+
+    moved: dict[str, Moved] = {}
     for pid, digest in sorted(history.first.items()):
         found = resolve(digest)
         if found is None:
@@ -212,10 +243,24 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
                 del history.first[pid]
             continue
         holders = where[found]
-        if pid not in holders:
-            moved[pid] = urls[holders[0]]
+        target = pid if pid in holders else holders[0]
+        head = head_of(digest)
+        if (
+            head is not None
+            and head[0] != current[target][3]
+            and head[0] in blocks(texts[target])
+        ):
+            # Its first block now sits inside the passage: say where.
+            moved[pid] = [urls[target], head[1]]
+        elif target != pid:
+            moved[pid] = urls[target]
     for pid, (digest, *_) in current.items():
         history.first.setdefault(pid, digest)
+    history.heads = {
+        digest: head
+        for digest in sorted(set(history.first.values()))
+        if (head := head_of(digest)) is not None
+    }
     live = set(where)
     history.alias = {
         old: new for old, new in history.alias.items() if resolve(old) in live
@@ -224,7 +269,7 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, str]:
     return moved
 
 
-def moved_file(moved: dict[str, str]) -> bytes:
+def moved_file(moved: dict[str, Moved]) -> bytes:
     """A script, like the static index, so pages opened from disk can load it."""
     body = json.dumps(moved, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return f"{PREFIX}{body};\n".encode()
