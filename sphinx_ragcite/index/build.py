@@ -17,7 +17,7 @@ from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25, indexed_te
 from sphinx_ragcite.index.cache import EmbeddingCache, text_key
 from sphinx_ragcite.index.embed import Embedder, model_files, quantize
 from sphinx_ragcite.index.links import FILE_NAME as MOVED_FILE
-from sphinx_ragcite.index.links import LinkHistory, moved_file, update
+from sphinx_ragcite.index.links import LinkHistory, Moved, moved_file, update
 from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.index.static import static_file, static_index
 from sphinx_ragcite.index.tokenize import SPEC
@@ -105,8 +105,8 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
 
 def _follow_links(
     app: Sphinx, config: RagciteConfig, records: list[Record]
-) -> dict[str, str] | None:
-    """Old passage ID -> URL of the text it named, from the link history."""
+) -> dict[str, Moved] | None:
+    """Old passage ID -> where the text it named is now, from the link history."""
     if config.link_history.lower() == "none":
         return None
     if config.link_history:
