@@ -186,7 +186,13 @@ def test_history_round_trip_and_damaged_file(tmp_path: Path) -> None:
     assert again.first == history.first
     assert again.passages == history.passages
     path.write_text("{not json", "utf-8")
-    assert LinkHistory.load(path).first == {}  # warns, starts over, loses nothing else
+    assert LinkHistory.load(path).first == {}  # warns and starts over...
+    kept = tmp_path / "links.json.unreadable"
+    assert kept.read_text("utf-8") == "{not json"  # ...keeping the damaged file
+    assert not path.exists()
+    path.write_text('{"format": 99}', "utf-8")  # a future version's file
+    assert LinkHistory.load(path).first == {}
+    assert kept.read_text("utf-8") == '{"format": 99}'
     assert LinkHistory.load(tmp_path / "missing.json").first == {}
 
 

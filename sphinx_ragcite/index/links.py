@@ -85,16 +85,10 @@ class LinkHistory:
         except (FileNotFoundError, NotADirectoryError):
             return cls()
         except (OSError, ValueError) as error:
-            logger.warning(
-                "ragcite: the link history %s is unreadable (%s); old deep links "
-                "are followed from this build on only.",
-                path,
-                error,
-                type="ragcite",
-                subtype="links",
-            )
+            cls._set_aside(path, str(error))
             return cls()
         if not isinstance(data, dict) or data.get("format") != HISTORY_FORMAT:
+            cls._set_aside(path, "not a link history of this version")
             return cls()
         history = cls()
         for name in ("first", "alias", "heads", "passages"):
@@ -102,6 +96,24 @@ class LinkHistory:
             if isinstance(value, dict):
                 setattr(history, name, value)
         return history
+
+    @staticmethod
+    def _set_aside(path: Path, why: str) -> None:
+        """Keep an unusable history beside the new one instead of overwriting it."""
+        kept = path.with_name(path.name + ".unreadable")
+        try:
+            path.replace(kept)
+        except OSError:
+            kept = path
+        logger.warning(
+            "ragcite: the link history %s is unreadable (%s), kept as %s; old "
+            "deep links are followed from this build on only.",
+            path,
+            why,
+            kept,
+            type="ragcite",
+            subtype="links",
+        )
 
     def save(self, path: Path) -> None:
         data = {
