@@ -11,7 +11,10 @@ left out of the metrics). It runs ``sphinx_ragcite.evaluate.evaluate_retrieval``
 (the code behind ``ragcite eval``) for bm25, dense and hybrid, once with
 reciprocal rank fusion and once with linear fusion (bm25 and dense do not
 depend on the fusion), and lists the questions hybrid (rrf) misses in its
-top 5.
+top 5. It then runs the extractive answer engine on the same questions
+(``evaluate_answers``, the code behind ``ragcite eval --answers``): a held-out
+check of the abstention and support thresholds, which were calibrated on the
+example book.
 
 Run from the repository root (a clean build of click-docs takes about a
 minute on 2 cores; the evaluation a few seconds)::
@@ -95,6 +98,17 @@ def evaluate(site_dir: Path, qa: Path) -> tuple[dict[str, Any], list[dict[str, A
     return results, misses
 
 
+def evaluate_extractive_answers(site_dir: Path, qa: Path) -> dict[str, Any]:
+    """The extractive answer engine on the same questions: a held-out check of
+    the thresholds calibrated on the example book."""
+    from sphinx_ragcite.answer.engine import AnswerEngine
+    from sphinx_ragcite.evaluate import evaluate_answers, load_qa
+    from sphinx_ragcite.retrieval import Site
+
+    engine = AnswerEngine(Site.load(site_dir))
+    return evaluate_answers(engine, load_qa(qa), "extractive")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -125,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             (site_dir / "_ragcite" / "manifest.json").read_text("utf-8")
         )
         results, misses = evaluate(site_dir, args.qa)
+        answers = evaluate_extractive_answers(site_dir, args.qa)
 
     rows = {
         "bm25": results["rrf"]["bm25"],
@@ -155,6 +170,21 @@ def main(argv: list[str] | None = None) -> int:
         rank = miss["rank"] or ">10"
         print(f"  rank {rank}: {miss['question']}")
 
+    answer_metrics = (
+        "grounded_rate",
+        "answered_with_supporting_citation",
+        "citation_precision",
+        "citation_validity",
+        "latency_p50_ms",
+    )
+    print(f"\nExtractive answers on the same {questions} questions:")
+    print(
+        table(
+            ["metric", "value"],
+            [[m, f"{answers[m]:.3f}"] for m in answer_metrics],
+        )
+    )
+
     payload = {
         "benchmark": "corpora_retrieval",
         "corpus": CORPUS,
@@ -173,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": {"rrf": results["rrf"], "linear": results["linear"]},
         "table": rows,
         "hybrid_rrf_misses_at_5": misses,
+        "answers_extractive": answers,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
