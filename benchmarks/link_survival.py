@@ -52,6 +52,8 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sphinx_ragcite.index.links import link_key
+
 from _report import table
 
 HERE = Path(__file__).resolve().parent
@@ -190,8 +192,8 @@ def first_block(text: str) -> str:
 
 def follow(url: str, site: dict[str, dict[str, str]], redirects: dict[str, str]) -> str:
     """The URL the widget ends on for an old link (see highlightFromHash)."""
-    pid = url.split("#", 1)[1]
-    return urljoin("/", redirects[pid]).lstrip("/") if pid in redirects else url
+    key = link_key(url)
+    return urljoin("/", redirects[key]).lstrip("/") if key in redirects else url
 
 
 def score(

@@ -639,11 +639,33 @@
    */
   async function movedTarget(id) {
     const moved = await loadMoved();
-    const entry = Object.prototype.hasOwnProperty.call(moved, id) ? moved[id] : null;
+    const key = linkKey(location.href, id);
+    const entry = key !== null && Object.prototype.hasOwnProperty.call(moved, key) ? moved[key] : null;
     const [to, start] = Array.isArray(entry) ? entry : [entry, ""];
     const url = typeof to === "string" ? C.resolveUrl(to, root) : null;
     if (!url || !C.isPassageHash(new URL(url).hash)) return null;
     return { url, start: typeof start === "string" ? start : "" };
+  }
+
+  /**
+   * This page's link to *id* as the build keys the moved map: the page's path
+   * below the site root, `dir/index.html` written `dir/` (see links.py).
+   * @param {string} href
+   * @param {string} id
+   * @returns {string | null} null when the page is not below the root
+   */
+  function linkKey(href, id) {
+    let path;
+    try {
+      path = decodeURI(new URL(href).pathname);
+    } catch {
+      return null;
+    }
+    const base = decodeURI(new URL(root).pathname);
+    if (!path.startsWith(base)) return null;
+    let page = path.slice(base.length);
+    if (page === "index.html" || page.endsWith("/index.html")) page = page.slice(0, -"index.html".length);
+    return `${page}#${id}`;
   }
 
   /** @param {string} text */

@@ -108,7 +108,7 @@ class Site:
     bm25: bm25s.BM25
     vectors: np.ndarray | None
     model_dir: str | None = None
-    #: passage IDs of earlier builds -> URL of their text now (``moved.js``)
+    #: links of earlier builds (page#ID) -> URL of their text now (``moved.js``)
     moved: dict[str, str] = field(default_factory=dict, repr=False)
     _rows: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -179,10 +179,21 @@ class Site:
 
     def moved_hint(self, passage_id: str) -> str:
         """Where an ID of an earlier build went, as a clause for error messages."""
-        url = self.moved.get(passage_id)
-        if url is None or passage_id in self._rows:
+        if passage_id in self._rows:
             return ""
-        return f"its text is now {url.rpartition('#')[2]} ({url})"
+        found = sorted(
+            (old.partition("#")[0], url)
+            for old, url in self.moved.items()
+            if old.partition("#")[2] == passage_id
+        )
+        if len(found) == 1:
+            url = found[0][1]
+            return f"its text is now {url.rpartition('#')[2]} ({url})"
+        return "; ".join(
+            f"its text on {page or 'the root page'} is now "
+            f"{url.rpartition('#')[2]} ({url})"
+            for page, url in found
+        )
 
     @cached_property
     def embedder(self) -> Embedder:

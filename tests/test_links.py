@@ -43,7 +43,7 @@ def records(*layout: tuple[str, str, str]) -> list[dict]:
 
 def lands(moved: dict, now: list[dict], pid: str, doc: str) -> str | None:
     """The text an old ``doc.html#pid`` link shows, following the moved map."""
-    url = moved.get(pid, f"{doc}.html#{pid}")
+    url = moved.get(f"{doc}.html#{pid}", f"{doc}.html#{pid}")
     if isinstance(url, list):
         url = url[0]
     return next((r["text"] for r in now if r["url"] == url), None)
@@ -65,9 +65,9 @@ def test_inserted_paragraph_sends_old_ids_to_their_text() -> None:
     )
     moved = update(history, new)
     assert moved == {
-        "ch1-sec1-p1": "k.html#ch1-sec1-p2",
-        "ch1-sec1-p2": "k.html#ch1-sec1-p3",
-        "ch1-sec1-p3": "k.html#ch1-sec1-p4",
+        "k.html#ch1-sec1-p1": "k.html#ch1-sec1-p2",
+        "k.html#ch1-sec1-p2": "k.html#ch1-sec1-p3",
+        "k.html#ch1-sec1-p3": "k.html#ch1-sec1-p4",
     }
     for r in old:
         assert lands(moved, new, r["passage_id"], "k") == r["text"]
@@ -91,6 +91,40 @@ def test_original_links_survive_a_series_of_builds() -> None:
     moved = update(history, v2)
     for r in v0:
         assert lands(moved, v2, r["passage_id"], "k") == r["text"]
+
+
+def test_a_renumbered_chapter_is_not_ambiguous() -> None:
+    """Inserting a chapter hands ch2 to another page: the page tells them apart."""
+    history = LinkHistory()
+    update(
+        history,
+        records(("ch1-sec1-p1", "k", PARAS["a"]), ("ch2-sec1-p1", "g", PARAS["b"])),
+    )
+    moved = update(
+        history,
+        records(
+            ("ch1-sec1-p1", "new", PARAS["new"]),
+            ("ch2-sec1-p1", "k", PARAS["a"]),
+            ("ch3-sec1-p1", "g", PARAS["b"]),
+        ),
+    )
+    assert moved == {
+        "k.html#ch1-sec1-p1": "k.html#ch2-sec1-p1",
+        "g.html#ch2-sec1-p1": "g.html#ch3-sec1-p1",
+    }
+    # this build's k.html#ch2-sec1-p1 is not in the map: it is never redirected
+
+
+def test_root_page_links_match_with_or_without_index_html() -> None:
+    history = LinkHistory()
+    update(history, records(("ch0-sec0-p1", "index", PARAS["a"])))
+    moved = update(
+        history,
+        records(
+            ("ch0-sec0-p1", "index", PARAS["new"]), ("ch0-sec0-p2", "index", PARAS["a"])
+        ),
+    )
+    assert moved == {"#ch0-sec0-p1": "index.html#ch0-sec0-p2"}
 
 
 def test_text_edited_in_place_keeps_its_id_and_no_redirect() -> None:
@@ -132,11 +166,11 @@ def test_rechunked_passage_goes_to_the_passage_holding_its_first_block() -> None
     # each old passage's first block now sits second in a passage: the map
     # names the passage and the block's opening words for the widget
     assert moved == {
-        "ch1-sec1-p1": [
+        "k.html#ch1-sec1-p1": [
             "k.html#ch1-sec1-p1",
             "The gooseneck kettle pours a thin steady stream",
         ],
-        "ch1-sec1-p2": [
+        "k.html#ch1-sec1-p2": [
             "k.html#ch1-sec1-p2",
             "A stovetop kettle is cheap and lasts for",
         ],
@@ -154,11 +188,11 @@ def test_moved_to_another_page_and_deleted_text() -> None:
     ))  # fmt: skip
     now = records(("ch1-sec1-p1", "k", PARAS["b"]), ("ch2-sec1-p1", "g", PARAS["a"]))
     moved = update(history, now)
-    assert moved["ch1-sec1-p1"] == "g.html#ch2-sec1-p1"  # a went to the other page
-    assert moved["ch1-sec1-p2"] == "k.html#ch1-sec1-p1"  # b moved up one
-    # c was deleted: its ID now means what it names today, no redirect
-    assert "ch2-sec1-p1" not in moved
-    assert history.first["ch2-sec1-p1"] == content_hash(PARAS["a"])
+    assert moved["k.html#ch1-sec1-p1"] == "g.html#ch2-sec1-p1"  # a: other page
+    assert moved["k.html#ch1-sec1-p2"] == "k.html#ch1-sec1-p1"  # b moved up one
+    # c was deleted: its anchor now means what it names today, no redirect
+    assert "g.html#ch2-sec1-p1" not in moved
+    assert history.first["g#ch2-sec1-p1"] == content_hash(PARAS["a"])
 
 
 def test_unchanged_rebuild_keeps_the_map_and_empty_history_none() -> None:
@@ -167,7 +201,7 @@ def test_unchanged_rebuild_keeps_the_map_and_empty_history_none() -> None:
     v1 = records(("ch1-sec1-p1", "k", PARAS["new"]), ("ch1-sec1-p2", "k", PARAS["a"]))
     update(history, v0)
     first = update(history, v1)
-    assert update(history, v1) == first == {"ch1-sec1-p1": "k.html#ch1-sec1-p2"}
+    assert update(history, v1) == first == {"k.html#ch1-sec1-p1": "k.html#ch1-sec1-p2"}
 
 
 def test_sketch_similarity_tells_edits_from_new_text() -> None:
@@ -240,11 +274,9 @@ def test_incremental_build_maps_shifted_passages(
     assert sphinx_build(links_src, out, "-d", str(doctrees)) == ""
     after = {r["url"]: r["text"] for r in read_passages(out)}
     moved = moved_map(out)
-    assert set(moved) == {"ch1-sec1-p1", "ch1-sec1-p2", "ch1-sec1-p3"}
+    assert set(moved) == {f"kettles.html#ch1-sec1-p{p}" for p in (1, 2, 3)}
     for record in before:
-        url = record["url"]
-        if record["passage_id"] in moved:
-            url = moved[record["passage_id"]]
+        url = moved.get(record["url"], record["url"])
         assert after[url] == record["text"], record["passage_id"]
     assert (doctrees / "ragcite-links.json").is_file()
 
@@ -257,7 +289,8 @@ def test_link_history_in_the_source_tree_survives_a_clean_build(
     assert (links_src / "_links.json").is_file()
     edit(links_src / "kettles.rst", *INSERT)
     sphinx_build(links_src, tmp_path / "b", *option)  # fresh output, fresh doctrees
-    assert moved_map(tmp_path / "b")["ch1-sec1-p1"] == "kettles.html#ch1-sec1-p2"
+    moved = moved_map(tmp_path / "b")
+    assert moved["kettles.html#ch1-sec1-p1"] == "kettles.html#ch1-sec1-p2"
 
 
 def test_link_history_none_writes_no_map(links_src: Path, tmp_path: Path) -> None:
@@ -301,7 +334,7 @@ def test_tools_name_the_new_place_of_a_vanished_id(
     sphinx_build(links_src, out, "-d", str(doctrees))
 
     site = Site.load(out)
-    assert site.moved == {"ch1-sec2-p1": "grinders.html#ch2-sec1-p3"}
+    assert site.moved == {"kettles.html#ch1-sec2-p1": "grinders.html#ch2-sec1-p3"}
     with pytest.raises(RagciteError, match="its text is now ch2-sec1-p3"):
         lookup(site, ["ch1-sec2-p1"], Book.from_manifest(site.manifest))
     settings = ServerSettings(build_dir=out, generator="extractive", rate_limit=0)

@@ -118,7 +118,7 @@ def _follow_links(
         # sharing the doctrees does not see the orphans' passages vanish.
         path = path.with_name(f"{path.stem}-singlehtml{path.suffix}")
     history = LinkHistory.load(path)
-    moved = update(history, records)
+    moved = update(history, records, lambda docname: page_url(app.builder, docname))
     try:
         history.save(path)
     except OSError as error:

@@ -1,10 +1,10 @@
 """Deep links that survive edits: where the text an old passage ID named is now.
 
 Passage IDs are positions (``ch3-sec2-p4``), so inserting a paragraph gives the
-next paragraph's ID to the new one. A link means the text its ID named when the
-ID was first published; the history file remembers that text by content hash
-across builds, and ``_ragcite/moved.js`` tells the widget where each such text
-is now. Text that was re-chunked is followed to the passage holding its first
+next paragraph's ID to the new one. A link (page and ID) means the text it
+named when it was first published; the history file remembers that text by
+content hash across builds, and ``_ragcite/moved.js`` tells the widget where
+each such text is now. Text that was re-chunked is followed to the passage holding its first
 block; text edited in place (or moved and edited), by word overlap.
 """
 
@@ -24,13 +24,14 @@ from sphinx_ragcite.index.writer import atomic_write
 from sphinx_ragcite.passages.records import content_hash
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from sphinx_ragcite.passages.records import Record
 
 logger = logging.getLogger(__name__)
 
-HISTORY_FORMAT = 1
+HISTORY_FORMAT = 2
 FILE_NAME = "moved.js"
 PREFIX = "globalThis.ragcite_moved="
 #: Word hashes kept per passage: enough to tell an edit from a new paragraph.
@@ -68,7 +69,9 @@ def similarity(a: list[int], b: list[int]) -> float:
 class LinkHistory:
     """What each published ID first named, and what became of changed text."""
 
-    #: passage ID -> content hash of the text it named when first published
+    #: "docname#passage ID" -> content hash of the text that anchor named when
+    #: first published. A link names its page too, so an ID that moved to
+    #: another page (a chapter inserted before it) is not ambiguous.
     first: dict[str, str] = field(default_factory=dict)
     #: content hash that left the book -> hash of its edited successor
     alias: dict[str, str] = field(default_factory=dict)
@@ -203,13 +206,28 @@ def _match_edits(
     return matched
 
 
-def update(history: LinkHistory, records: list[Record]) -> dict[str, Moved]:
-    """Advance *history* to this build; return old ID -> where its text is now.
+def link_key(url: str) -> str:
+    """A passage URL as the widget compares it: ``dir/index.html`` is ``dir/``."""
+    page, _, anchor = url.partition("#")
+    if page == "index.html" or page.endswith("/index.html"):
+        page = page[: -len("index.html")]
+    return f"{page}#{anchor}"
 
-    The value is the passage URL, or ``[url, start]`` when the text's first
-    block now sits inside that passage, *start* being that block's opening
-    words, for the widget to find it.
+
+def update(
+    history: LinkHistory,
+    records: list[Record],
+    page_url: Callable[[str], str] | None = None,
+) -> dict[str, Moved]:
+    """Advance *history* to this build; return old link -> where its text is now.
+
+    Keys are the old links (page URL and anchor, through :func:`link_key`);
+    *page_url* gives a docname's page URL in this build, also for pages that
+    are gone. A value is the passage URL, or ``[url, start]`` when the text's
+    first block now sits inside that passage, *start* being that block's
+    opening words, for the widget to find it.
     """
+    page_url = page_url or (lambda docname: f"{docname}.html")
     known = {v[0]: v[2:] for v in history.passages.values() if len(v) > 4}
 
     def entry(r: Record) -> list[Any]:
@@ -226,6 +244,7 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, Moved]:
         where.setdefault(r["content_hash"], []).append(r["passage_id"])
     urls = {r["passage_id"]: r["url"] for r in records}
     texts = {r["passage_id"]: r["text"] for r in records}
+    anchors = {f"{r['docname']}#{r['passage_id']}": r["passage_id"] for r in records}
 
     def resolve(digest: str) -> str | None:
         seen = set()
@@ -245,29 +264,32 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, Moved]:
         return earlier.get(digest)
 
     moved: dict[str, Moved] = {}
-    for pid, digest in sorted(history.first.items()):
+    for key, digest in sorted(history.first.items()):
+        here = anchors.get(key)  # the passage at that anchor today, if any
         found = resolve(digest)
         if found is None:
-            # The text is gone: the ID now means whatever it names today.
-            if pid in current:
-                history.first[pid] = current[pid][0]
+            # The text is gone: the anchor now means whatever it names today.
+            if here is not None:
+                history.first[key] = current[here][0]
             else:
-                del history.first[pid]
+                del history.first[key]
             continue
         holders = where[found]
-        target = pid if pid in holders else holders[0]
+        target = here if here in holders else holders[0]
         head = head_of(digest)
+        docname, _, pid = key.rpartition("#")
+        old_link = link_key(f"{page_url(docname)}#{pid}")
         if (
             head is not None
             and head[0] != current[target][3]
             and head[0] in blocks(texts[target])
         ):
             # Its first block now sits inside the passage: say where.
-            moved[pid] = [urls[target], head[1]]
-        elif target != pid:
-            moved[pid] = urls[target]
-    for pid, (digest, *_) in current.items():
-        history.first.setdefault(pid, digest)
+            moved[old_link] = [urls[target], head[1]]
+        elif target != here:
+            moved[old_link] = urls[target]
+    for key, pid in anchors.items():
+        history.first.setdefault(key, current[pid][0])
     history.heads = {
         digest: head
         for digest in sorted(set(history.first.values()))
@@ -278,7 +300,7 @@ def update(history: LinkHistory, records: list[Record]) -> dict[str, Moved]:
         old: new for old, new in history.alias.items() if resolve(old) in live
     }
     history.passages = current
-    return moved
+    return dict(sorted(moved.items()))
 
 
 def moved_file(moved: dict[str, Moved]) -> bytes:
