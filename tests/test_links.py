@@ -342,3 +342,15 @@ def test_tools_name_the_new_place_of_a_vanished_id(
         response = client.get("/api/passages/ch1-sec2-p1")
     assert response.status_code == 404
     assert "its text is now ch2-sec1-p3" in response.json()["error"]["message"]
+
+
+def test_dirhtml_keys_are_the_pages_folder_urls(
+    links_src: Path, tmp_path: Path
+) -> None:
+    out, doctrees = tmp_path / "html", tmp_path / "doctrees"
+    options = ("-b", "dirhtml", "-d", str(doctrees))
+    sphinx_build(links_src, out, *options)
+    edit(links_src / "kettles.rst", *INSERT)
+    sphinx_build(links_src, out, *options)
+    moved = moved_map(out)
+    assert moved["kettles/#ch1-sec1-p1"] == "kettles/#ch1-sec1-p2"

@@ -408,6 +408,26 @@ def test_old_link_to_a_rechunked_passage_highlights_its_first_block(
     assert page.locator("#ch1-sec1-p1").inner_text().startswith("Measure the water")
 
 
+def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Pages are folders there (kettles/): the widget keys links the same way."""
+    import shutil
+
+    src, out = tmp_path / "src", tmp_path / "html"
+    shutil.copytree(ROOTS / "test-links", src)
+    options = ("-b", "dirhtml", "-d", str(tmp_path / "doctrees"))
+    sphinx_build(src, out, *options)
+    kettles = (src / "kettles.rst").read_text("utf-8")
+    (src / "kettles.rst").write_text(
+        kettles.replace("Heating\n-------\n\n", "Heating\n-------\n\nA new one.\n\n"),
+        "utf-8",
+    )
+    sphinx_build(src, out, *options)
+    with static_server(out) as base:
+        page.goto(f"{base}/kettles/#ch1-sec1-p2")
+        page.wait_for_url(f"{base}/kettles/#ch1-sec1-p3")
+        assert shown_text(page, "ch1-sec1-p3").startswith("An electric kettle")
+
+
 # -- selected text --------------------------------------------------------------
 
 
