@@ -574,7 +574,7 @@
   //
   // Passage IDs are positions, so after an edit an old link's ID may name
   // other text or nothing. `_ragcite/moved.js` (written by the build from its
-  // link history) maps such IDs to where their text is now.
+  // link history) maps such links (page and ID) to where their text is now.
 
   const MOVED_FILE = "moved.js";
   /** The URL the widget itself opened: current, never redirected. */
@@ -655,13 +655,14 @@
    * @returns {string | null} null when the page is not below the root
    */
   function linkKey(href, id) {
+    // Both sides stay percent-encoded, as Sphinx writes page URLs.
     let path;
     try {
-      path = decodeURI(new URL(href).pathname);
+      path = new URL(href).pathname;
     } catch {
       return null;
     }
-    const base = decodeURI(new URL(root).pathname);
+    const base = new URL(root).pathname;
     if (!path.startsWith(base)) return null;
     let page = path.slice(base.length);
     if (page === "index.html" || page.endsWith("/index.html")) page = page.slice(0, -"index.html".length);
