@@ -11,9 +11,9 @@
  * - `data-ragcite-server`: base URL of the answer server; "" means this
  *   site's own origin (`/api/...`), "none" means static mode only.
  * - `data-ragcite-index`: `_ragcite/manifest.json`, relative to the site root.
- * - `data-ragcite-root`: the site root; by default the page's
- *   `<html data-content_root>` (set by Sphinx), else two folders above this
- *   script (`_static/ragcite/widget.js`).
+ * - `data-ragcite-root`: the site root; by default two folders above this
+ *   script when the build copied it to `_static/ragcite/`, else the page's
+ *   `<html data-content_root>` (set by Sphinx).
  * - `data-ragcite-shortcut`: e.g. "Mod+/" (Mod: Cmd on macOS, Ctrl elsewhere),
  *   "Alt+A", "/"; "" turns the shortcut off.
  *
@@ -100,10 +100,16 @@
   const root = (() => {
     const explicit = attr("root");
     const content = document.documentElement.getAttribute("data-content_root");
+    const src = script && script.src ? script.src : "";
+    // Copied by the build to <root>/_static/ragcite/: right on every page,
+    // also a 404 page served at any depth (sphinx-notfound-page), whose
+    // data-content_root is "./" wherever it is served.
+    const copied = /\/_static\/ragcite\/widget\.js([?#]|$)/.test(src);
     const found =
       (explicit && toUrl(explicit, location.href)) ||
+      (copied && toUrl("../../", src)) ||
       (content !== null && toUrl(content || "./", location.href)) ||
-      (script && script.src && toUrl("../../", script.src)) ||
+      (src && toUrl("../../", src)) ||
       new URL("./", location.href);
     return asFolder(found).href;
   })();

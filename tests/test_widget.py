@@ -428,6 +428,33 @@ def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-
         assert shown_text(page, "ch1-sec1-p3").startswith("An electric kettle")
 
 
+def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """grinders.rst became mills.rst: the old page is gone, so the server's
+    404 page (sphinx-notfound-page) runs the widget, which follows the map."""
+    pytest.importorskip("notfound", reason="pip install sphinx-notfound-page")
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(ROOTS / "test-links", src)
+    options = (
+        *("-D", "extensions=sphinx_ragcite,notfound.extension"),
+        *("-D", "notfound_urls_prefix=/", "-d", str(tmp_path / "doctrees")),
+    )
+    sphinx_build(src, tmp_path / "before", *options)
+    before = {r["url"]: r["text"] for r in read_passages(tmp_path / "before")}
+    (src / "grinders.rst").rename(src / "mills.rst")
+    index = (src / "index.rst").read_text("utf-8")
+    (src / "index.rst").write_text(index.replace("   grinders", "   mills"), "utf-8")
+    out = tmp_path / "after"  # a fresh output folder, as a deploy would have
+    sphinx_build(src, out, *options)
+    assert not (out / "grinders.html").exists()
+    with answer_server(out, generator="extractive") as base:
+        page.goto(f"{base}/grinders.html#ch2-sec1-p2")
+        page.wait_for_url(f"{base}/mills.html#ch2-sec1-p2")
+        shown = shown_text(page, "ch2-sec1-p2")
+    assert shown == " ".join(before["grinders.html#ch2-sec1-p2"].split())
+
+
 # -- selected text --------------------------------------------------------------
 
 
