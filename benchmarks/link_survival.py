@@ -7,7 +7,9 @@ history and writes ``_ragcite/moved.js``; the widget follows it (see
 
 It copies the example book, builds it, then applies a scripted series of
 edits (paragraph inserted, section added, chapter inserted before the others,
-paragraph edited, paragraph moved to another page, paragraph deleted), with an
+paragraph edited, paragraph moved to another page, paragraph deleted, page
+renamed; the widget follows links to a renamed page from the site's 404
+page, see docs/explanation/passage-ids.md), with an
 incremental build after each. After every build it follows every link of the
 *original* build and of the *previous* build the way the widget does (the
 moved map, else the anchor itself) and checks the text it lands on:
@@ -99,6 +101,15 @@ def new_chapter(src: Path) -> None:
     replace("index.rst", "   beans\n", "   history\n   beans\n")(src)
 
 
+def rename_page(src: Path) -> None:
+    """brewing/immersion.md becomes brewing/steeping.md: every old URL is gone."""
+    (src / "brewing" / "immersion.md").rename(src / "brewing" / "steeping.md")
+    index = src / "brewing" / "index.rst"
+    text = index.read_text("utf-8")
+    text = text.replace("   immersion\n", "   steeping\n")
+    index.write_text(text.replace(":doc:`immersion`", ":doc:`steeping`"), "utf-8")
+
+
 EDITS: list[Edit] = [
     (
         "paragraph inserted",
@@ -147,6 +158,7 @@ EDITS: list[Edit] = [
             "Tasters pay attention to *body*",
         ),
     ),
+    ("page renamed", "brewing/immersion.md -> brewing/steeping.md", rename_page),
 ]
 
 
