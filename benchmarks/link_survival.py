@@ -54,7 +54,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sphinx_ragcite.index.links import link_key
+from sphinx_ragcite.index.links import blocks, link_key
 
 from _report import table
 
@@ -194,14 +194,6 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-def blocks_of(text: str) -> list[str]:
-    return [" ".join(b.split()) for b in text.split("\n\n") if b.strip()]
-
-
-def first_block(text: str) -> str:
-    return (blocks_of(text) or [""])[0]
-
-
 def follow(url: str, site: dict[str, dict[str, str]], redirects: dict[str, str]) -> str:
     """The URL the widget ends on for an old link (see highlightFromHash)."""
     key = link_key(url)
@@ -222,8 +214,8 @@ def score(
             counts["same_ok"] += bool(landed and landed["text"] == record["text"])
             continue
         counts["changed"] += 1
-        head = first_block(record["text"])
-        holders = [r for r in site.values() if head in blocks_of(r["text"])]
+        head = blocks(record["text"])[0]
+        holders = [r for r in site.values() if head in blocks(r["text"])]
         if holders:
             counts["changed_ok"] += bool(landed and landed in holders)
             continue

@@ -195,7 +195,7 @@ def test_moved_to_another_page_and_deleted_text() -> None:
     assert history.first["g#ch2-sec1-p1"] == content_hash(PARAS["a"])
 
 
-def test_unchanged_rebuild_keeps_the_map_and_empty_history_none() -> None:
+def test_an_unchanged_rebuild_keeps_the_map() -> None:
     history = LinkHistory()
     v0 = records(("ch1-sec1-p1", "k", PARAS["a"]))
     v1 = records(("ch1-sec1-p1", "k", PARAS["new"]), ("ch1-sec1-p2", "k", PARAS["a"]))

@@ -318,9 +318,8 @@ def lookup(
         else:
             found.append(from_passage(record, book, today))
     if unknown:
-        moved = [
-            f"{pid}: {site.moved_hint(pid)}" for pid in unknown if site.moved_hint(pid)
-        ]
+        hints = {pid: site.moved_hint(pid) for pid in unknown}
+        moved = [f"{pid}: {hint}" for pid, hint in hints.items() if hint]
         raise RagciteError(
             "unknown passage id"
             + ("s" if len(unknown) > 1 else "")

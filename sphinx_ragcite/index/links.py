@@ -4,8 +4,9 @@ Passage IDs are positions (``ch3-sec2-p4``), so inserting a paragraph gives the
 next paragraph's ID to the new one. A link (page and ID) means the text it
 named when it was first published; the history file remembers that text by
 content hash across builds, and ``_ragcite/moved.js`` tells the widget where
-each such text is now. Text that was re-chunked is followed to the passage holding its first
-block; text edited in place (or moved and edited), by word overlap.
+each such text is now. Text that was re-chunked is followed to the passage
+holding its first block; text edited in place (or moved and edited), by word
+overlap.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def _match_edits(
             holding.setdefault(block, []).append((r["docname"], r["content_hash"]))
     matched: dict[str, str] = {}
     for old, entry in gone.items():
-        places = holding.get(entry[3], []) if len(entry) > 3 else []
+        places = holding.get(entry[3], [])
         if places:
             same_doc = [h for doc, h in places if doc == entry[1]]
             matched[old] = (same_doc or [h for _, h in places])[0]
@@ -228,7 +229,9 @@ def update(
     opening words, for the widget to find it.
     """
     page_url = page_url or (lambda docname: f"{docname}.html")
-    known = {v[0]: v[2:] for v in history.passages.values() if len(v) > 4}
+    # content hash -> [sketch, first block's hash, its opening words], for the
+    # previous build's texts and (as they are met) this build's
+    known = {v[0]: v[2:] for v in history.passages.values()}
 
     def entry(r: Record) -> list[Any]:
         digest = r["content_hash"]
@@ -253,15 +256,11 @@ def update(
             digest = history.alias[digest]
         return digest if digest in where else None
 
-    earlier = {v[0]: v[3:5] for v in history.passages.values() if len(v) > 4}
-
     def head_of(digest: str) -> list[str] | None:
         """First block's hash and start of a text, wherever it was last seen."""
         if digest in history.heads:
             return history.heads[digest]
-        if digest in where:
-            return list(current[where[digest][0]][3:5])
-        return earlier.get(digest)
+        return known[digest][1:3] if digest in known else None
 
     moved: dict[str, Moved] = {}
     for key, digest in sorted(history.first.items()):
@@ -295,9 +294,8 @@ def update(
         for digest in sorted(set(history.first.values()))
         if (head := head_of(digest)) is not None
     }
-    live = set(where)
     history.alias = {
-        old: new for old, new in history.alias.items() if resolve(old) in live
+        old: new for old, new in history.alias.items() if resolve(old) is not None
     }
     history.passages = current
     return dict(sorted(moved.items()))
