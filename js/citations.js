@@ -260,7 +260,46 @@
     return key(x) === key(y);
   }
 
+  /**
+   * "Chapter › Section" of a source or link (the section alone when it
+   * repeats the chapter).
+   * @param {{chapter: string, section: string}} s
+   * @returns {string[]} one or two non-empty parts
+   */
+  function titleParts(s) {
+    const chapter = str(s.chapter).trim();
+    const section = str(s.section).trim();
+    const parts = section && section !== chapter ? [chapter, section] : [chapter || section];
+    const kept = parts.filter(Boolean);
+    return kept.length ? kept : ["Untitled passage"];
+  }
+
+  /**
+   * @param {{chapter: string, section: string}} s
+   * @returns {string}
+   */
+  function sourceTitle(s) {
+    return titleParts(s).join(" › ");
+  }
+
+  /** A sentence end and the spaces after it. */
+  const SENTENCE_END = /(?<=[.!?…。！？:;])(\s+)/u;
+
+  /**
+   * Book or model text cut into its sentences and the spaces between them,
+   * so that each sentence can be isolated for the bidi algorithm: an
+   * unclosed override (U+202E) then reverses no other sentence.
+   * Joined, the pieces are the text.
+   * @param {unknown} text
+   * @returns {string[]} sentences at even positions, spaces at odd ones
+   */
+  function bidiPieces(text) {
+    const s = str(text);
+    return s ? s.split(SENTENCE_END) : [];
+  }
+
   const api = {
+    bidiPieces,
     buildLinks,
     buildSeeAlso,
     buildSources,
@@ -270,6 +309,8 @@
     parseAnswer,
     resolveUrl,
     samePage,
+    sourceTitle,
+    titleParts,
   };
   lib.citations = api;
   if (typeof module === "object" && module.exports) {

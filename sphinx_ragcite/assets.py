@@ -8,19 +8,30 @@ from typing import TYPE_CHECKING
 
 from sphinx.errors import ExtensionError
 
+from sphinx_ragcite import __version__
+
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
-#: Shipped to every HTML site; the search modules load only in static mode.
-WIDGET_FILES = (
+#: The widget's classic scripts, in the order every page loads them (each
+#: registers on ``globalThis.ragcite_lib``; ``widget.js``, last, starts it).
+#: Not ES modules: Chromium refuses module scripts on ``file://`` pages.
+WIDGET_SCRIPTS = (
     "citations.js",
     "sse.js",
+    "settings.js",
+    "dom.js",
+    "client.js",
+    "static.js",
+    "deeplinks.js",
+    "selection.js",
+    "panel.js",
     "widget.js",
-    "widget.css",
-    "stemmer.js",
-    "tokenize.js",
-    "search.js",
 )
+#: Loaded by the widget itself, only in static mode.
+STATIC_MODE_SCRIPTS = ("stemmer.js", "tokenize.js", "search.js")
+#: Shipped to every HTML site.
+WIDGET_FILES = (*WIDGET_SCRIPTS, "widget.css", *STATIC_MODE_SCRIPTS)
 #: Folder under ``_static`` of the built site.
 STATIC_FOLDER = "ragcite"
 #: The index manifest, relative to the site root (the widget resolves it
@@ -65,20 +76,23 @@ def copy_widget(outdir: Path) -> None:
 def add_widget(app: Sphinx) -> None:
     """Copy the files and add the stylesheet and scripts to every page.
 
-    Settings reach the script through ``data-ragcite-*`` attributes on its
-    tag; the site root comes from the page's ``data-content_root``.
+    Settings and the version reach the entry script through
+    ``data-ragcite-*`` attributes on its tag; the site root comes from the
+    script's own URL, else the page's ``data-content_root``.
     """
     copy_widget(Path(app.outdir))
     config = app.config
     app.add_css_file(f"{STATIC_FOLDER}/widget.css")
-    app.add_js_file(f"{STATIC_FOLDER}/citations.js", loading_method="defer")
-    app.add_js_file(f"{STATIC_FOLDER}/sse.js", loading_method="defer")
+    *parts, entry = WIDGET_SCRIPTS
+    for name in parts:
+        app.add_js_file(f"{STATIC_FOLDER}/{name}", loading_method="defer")
     app.add_js_file(
-        f"{STATIC_FOLDER}/widget.js",
+        f"{STATIC_FOLDER}/{entry}",
         loading_method="defer",
         **{
             "data-ragcite-server": config.ragcite_server_url,
             "data-ragcite-index": MANIFEST_PATH,
             "data-ragcite-shortcut": config.ragcite_shortcut,
+            "data-ragcite-version": __version__,
         },
     )

@@ -10,12 +10,23 @@ import pytest
 from bs4 import BeautifulSoup
 from sphinx.errors import ExtensionError
 
-from sphinx_ragcite import assets
+from sphinx_ragcite import __version__, assets
 
 from conftest import REPO, build
 
 FAST = {"ragcite_embeddings": False}
-SCRIPTS = ("citations.js", "sse.js", "widget.js")
+SCRIPTS = (
+    "citations.js",
+    "sse.js",
+    "settings.js",
+    "dom.js",
+    "client.js",
+    "static.js",
+    "deeplinks.js",
+    "selection.js",
+    "panel.js",
+    "widget.js",
+)
 
 
 @pytest.fixture
@@ -49,6 +60,7 @@ def check_page(html: str, root: str) -> None:
     assert widget["data-ragcite-index"] == "_ragcite/manifest.json"
     assert widget["data-ragcite-server"] == ""
     assert widget["data-ragcite-shortcut"] == "Mod+/"
+    assert widget["data-ragcite-version"] == __version__
     for other in tags["scripts"][:-1]:
         assert not any(a.startswith("data-ragcite") for a in other.attrs)
     assert len(tags["css"]) == 1
@@ -188,7 +200,19 @@ FORBIDDEN = re.compile(
 )
 
 
-@pytest.mark.parametrize("name", ["widget.js", "citations.js", "sse.js"])
+def test_every_script_is_on_the_page_or_loaded_by_the_widget() -> None:
+    """A new js/ file must be shipped; nothing shipped is left unused."""
+    scripts = {p.name for p in (REPO / "js").glob("*.js")}
+    assert scripts == set(assets.WIDGET_SCRIPTS) | set(assets.STATIC_MODE_SCRIPTS)
+    assert assets.WIDGET_SCRIPTS == SCRIPTS
+
+
+def test_the_version_comes_from_the_page_not_a_literal() -> None:
+    for name in assets.WIDGET_SCRIPTS:
+        assert __version__ not in (REPO / "js" / name).read_text("utf-8"), name
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "js").glob("*.js")))
 def test_widget_code_builds_dom_without_html_strings(name: str) -> None:
     source = (REPO / "js" / name).read_text("utf-8")
     assert source.startswith("// @ts-check")

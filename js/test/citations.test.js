@@ -5,6 +5,7 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 
 const {
+  bidiPieces,
   buildLinks,
   buildSeeAlso,
   buildSources,
@@ -14,6 +15,8 @@ const {
   parseAnswer,
   resolveUrl,
   samePage,
+  sourceTitle,
+  titleParts,
 } = require("../citations.js");
 
 const ROOT = "http://127.0.0.1:8000/book/";
@@ -239,4 +242,31 @@ test("samePage ignores the hash and index.html", () => {
   assert.ok(!samePage("http://h/a/b.html", "http://h/a/c.html"));
   assert.ok(!samePage("http://h/a/b.html", "http://other/a/b.html"));
   assert.ok(!samePage("nope", "http://h/"));
+});
+
+test("titleParts: chapter and section, the section alone when it repeats", () => {
+  assert.deepEqual(titleParts({ chapter: "5. Brewing", section: "5.3. Espresso" }), ["5. Brewing", "5.3. Espresso"]);
+  assert.deepEqual(titleParts({ chapter: " 5. Brewing ", section: "5. Brewing" }), ["5. Brewing"]);
+  assert.deepEqual(titleParts({ chapter: "", section: "Espresso" }), ["Espresso"]);
+  assert.deepEqual(titleParts({ chapter: "", section: "" }), ["Untitled passage"]);
+  assert.deepEqual(titleParts(/** @type {any} */ ({ chapter: null, section: 3 })), ["Untitled passage"]);
+  assert.equal(sourceTitle({ chapter: "5. Brewing", section: "5.3. Espresso" }), "5. Brewing › 5.3. Espresso");
+});
+
+test("bidiPieces: sentences at even places, the spaces between at odd ones", () => {
+  const text = "The bloom takes 30 s. Then pour!  Why? Because: gas.\nDone";
+  const pieces = bidiPieces(text);
+  assert.equal(pieces.join(""), text);
+  assert.deepEqual(pieces, ["The bloom takes 30 s.", " ", "Then pour!", "  ", "Why?", " ", "Because:", " ", "gas.", "\n", "Done"]);
+  pieces.forEach((p, i) => assert.equal(/^\s+$/.test(p), i % 2 === 1, JSON.stringify(p)));
+});
+
+test("bidiPieces keeps an unclosed override inside its own sentence", () => {
+  const rlo = "\u202e";
+  const pieces = bidiPieces(`Grind fine ${rlo}for espresso. Pour at 93 degrees [1].`);
+  assert.deepEqual(pieces, [`Grind fine ${rlo}for espresso.`, " ", "Pour at 93 degrees [1]."]);
+  assert.deepEqual(bidiPieces("3.5 bars, v1.2 and e.g.x stay whole"), ["3.5 bars, v1.2 and e.g.x stay whole"]);
+  assert.deepEqual(bidiPieces("末尾。次の文"), ["末尾。次の文"]);
+  assert.deepEqual(bidiPieces(""), []);
+  assert.deepEqual(bidiPieces(/** @type {any} */ (null)), []);
 });

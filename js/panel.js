@@ -1,0 +1,753 @@
+// @ts-check
+/**
+ * The widget's DOM: the launcher, the ask panel, the answer with its `[n]`
+ * markers and source list, previews of a marker's quote, static results,
+ * errors and status.
+ *
+ * Every model, document and user string enters the page through
+ * `textContent` (book and model text sentence by sentence in `<bdi>`); the
+ * only `href`s are index URLs that passed `citations.resolveUrl`.
+ *
+ * Classic script, after `dom.js`: registers on `globalThis.ragcite_lib.panel`
+ * (and on `module.exports` under Node, for types; it needs a document).
+ */
+
+/** @typedef {import("./types").Answer} Answer */
+/** @typedef {import("./types").StaticResult} StaticResult */
+/** @typedef {import("./citations.js").SourceModel} SourceModel */
+/** @typedef {import("./citations.js").LinkModel} LinkModel */
+/** @typedef {import("./settings.js").Shortcut} Shortcut */
+/** @typedef {import("./client.js").WidgetError} WidgetError */
+
+/**
+ * @typedef {object} Widget
+ * @property {HTMLDivElement} root
+ * @property {HTMLButtonElement} launcher
+ * @property {HTMLDivElement} panel
+ * @property {HTMLDivElement} modeNote
+ * @property {HTMLDivElement} selectionBox
+ * @property {HTMLElement} selectionText
+ * @property {HTMLFormElement} form
+ * @property {HTMLTextAreaElement} question
+ * @property {HTMLSpanElement} counter
+ * @property {HTMLButtonElement} submit
+ * @property {HTMLDivElement} body
+ * @property {HTMLDivElement} status
+ * @property {HTMLDivElement} error
+ * @property {HTMLDivElement} output
+ * @property {HTMLDivElement} preview
+ * @property {HTMLButtonElement} askSelection
+ */
+
+/**
+ * What the panel hands to the rest of the widget.
+ * @typedef {object} PanelHooks
+ * @property {(question: string) => void} submit the form was sent
+ * @property {(event: MouseEvent | KeyboardEvent, anchor: HTMLAnchorElement) => void} follow
+ *   a citation or result link was chosen
+ * @property {() => void} clearSelection "Ask the whole book instead"
+ * @property {() => void} askSelection "Ask about this"
+ * @property {() => void} opened the panel opened
+ */
+
+/**
+ * @typedef {object} Panel
+ * @property {() => Widget} widget the DOM, built on first use
+ * @property {() => boolean} isOpen
+ * @property {() => void} open open the panel and focus the question
+ * @property {(restoreFocus?: boolean) => void} close
+ * @property {(node: Node) => boolean} contains whether a node is the widget's
+ * @property {(target: Element) => boolean} covers whether the open panel shares columns with an element
+ * @property {(up: boolean) => void} showMode say whether answers or only search results are possible
+ * @property {(text: string) => void} setStatus
+ * @property {(question: string) => void} setQuestion
+ * @property {(busy: boolean) => void} setBusy
+ * @property {(text: string) => void} streamText append streamed answer text
+ * @property {(answer: Answer) => void} renderAnswer
+ * @property {(result: StaticResult, why?: string) => void} renderStatic
+ * @property {(error: WidgetError, retry: () => void) => void} showError
+ * @property {() => void} resetOutput
+ * @property {() => boolean} previewShown
+ * @property {() => void} hidePreview
+ */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+
+  const MAX_QUESTION = 2000;
+  const PLACEHOLDER = "Ask a question about this book…";
+
+  /**
+   * @param {{root: string, shortcut: Shortcut | null, version: string}} settings
+   * @param {PanelHooks} hooks
+   * @returns {Panel}
+   */
+  function createPanel(settings, hooks) {
+    /** @type {typeof import("./citations.js")} */
+    const C = lib.citations;
+    const { capital, el, icon, isolated, link, reducedMotion, title } = lib.dom;
+    const { shortcut } = settings;
+
+    /** @type {Widget | null} */
+    let widget = null;
+    /** @type {Element | null} */
+    let returnFocus = null;
+    /** @type {Map<number, SourceModel>} */
+    let sources = new Map();
+    /** @type {Text | null} */
+    let streamed = null;
+    /** @type {number | undefined} */
+    let retryTimer;
+
+    // -- building ---------------------------------------------------------
+
+    /** @returns {Widget} */
+    function build() {
+      const launcher = el(
+        "button",
+        {
+          type: "button",
+          class: "ragcite-launcher",
+          "aria-haspopup": "dialog",
+          "aria-expanded": "false",
+          "aria-controls": "ragcite-panel",
+          "aria-keyshortcuts": shortcut ? shortcut.aria : null,
+          title: shortcut ? `Ask the book (${shortcut.label})` : "Ask the book",
+        },
+        icon(),
+        el("span", { class: "ragcite-launcher-label", text: "Ask the book" }),
+      );
+
+      const closeButton = el("button", {
+        type: "button",
+        class: "ragcite-close",
+        "aria-label": "Close",
+        title: "Close (Esc)",
+        text: "×",
+      });
+      const header = el(
+        "div",
+        { class: "ragcite-header" },
+        el("h2", { class: "ragcite-title", id: "ragcite-title", text: "Ask this book" }),
+        shortcut ? el("kbd", { class: "ragcite-kbd", text: shortcut.label, title: "Keyboard shortcut" }) : null,
+        closeButton,
+      );
+
+      const modeNote = el("div", { class: "ragcite-mode-note", hidden: true });
+      const selectionText = el("q", { class: "ragcite-selection-text" });
+      const selectionClear = el("button", {
+        type: "button",
+        class: "ragcite-selection-clear",
+        text: "Ask the whole book instead",
+      });
+      const selectionBox = el(
+        "div",
+        { class: "ragcite-selection", hidden: true },
+        el("span", { class: "ragcite-selection-label", text: "About your selection: " }),
+        selectionText,
+        selectionClear,
+      );
+
+      const question = el("textarea", {
+        id: "ragcite-question",
+        class: "ragcite-question",
+        rows: 3,
+        maxlength: MAX_QUESTION,
+        placeholder: PLACEHOLDER,
+        "aria-describedby": "ragcite-count ragcite-hint",
+        autocomplete: "off",
+        spellcheck: "true",
+      });
+      const counter = el("span", { id: "ragcite-count", class: "ragcite-count", text: `0 / ${MAX_QUESTION}` });
+      const submit = el("button", { type: "submit", class: "ragcite-submit", text: "Ask" });
+      const form = el(
+        "form",
+        { class: "ragcite-form", novalidate: true },
+        el("label", { for: "ragcite-question", class: "ragcite-visually-hidden", text: "Your question" }),
+        question,
+        el(
+          "div",
+          { class: "ragcite-form-row" },
+          el("span", { id: "ragcite-hint", class: "ragcite-hint", text: "Enter to ask · Shift+Enter for a new line" }),
+          counter,
+          submit,
+        ),
+      );
+
+      const status = el("div", { class: "ragcite-status", role: "status", "aria-live": "polite" });
+      const error = el("div", { class: "ragcite-error", role: "alert", hidden: true });
+      const output = el("div", { class: "ragcite-output", "aria-live": "polite", "aria-busy": "false" });
+      const body = el("div", { class: "ragcite-body" }, status, error, output);
+
+      const panel = el(
+        "div",
+        {
+          id: "ragcite-panel",
+          class: "ragcite-panel",
+          role: "dialog",
+          "aria-modal": "false",
+          "aria-labelledby": "ragcite-title",
+          hidden: true,
+        },
+        header,
+        modeNote,
+        selectionBox,
+        form,
+        body,
+      );
+      const preview = el("div", { id: "ragcite-preview", class: "ragcite-preview", role: "tooltip", hidden: true });
+      const askSelection = el(
+        "button",
+        { type: "button", class: "ragcite-ask-selection", hidden: true },
+        icon(),
+        el("span", { text: "Ask about this" }),
+      );
+      const root = el(
+        "div",
+        { id: "ragcite-root", class: "ragcite-root", "data-ragcite-version": settings.version },
+        launcher,
+        panel,
+        preview,
+        askSelection,
+      );
+
+      launcher.addEventListener("click", () => (isOpen() ? close() : open()));
+      closeButton.addEventListener("click", () => close());
+      selectionClear.addEventListener("click", () => {
+        hooks.clearSelection();
+        question.focus();
+      });
+      question.addEventListener("input", updateCounter);
+      question.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+          event.preventDefault();
+          form.requestSubmit();
+        }
+      });
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        hooks.submit(question.value);
+      });
+      output.addEventListener("click", onOutputClick);
+      output.addEventListener("pointerdown", (event) => {
+        if (event.pointerType === "touch") lastTouch = Date.now();
+      });
+      output.addEventListener("touchstart", () => (lastTouch = Date.now()), { passive: true });
+      output.addEventListener("mouseover", onMarkerEnter);
+      output.addEventListener("mouseout", onMarkerLeave);
+      output.addEventListener("focusin", onMarkerEnter);
+      output.addEventListener("focusout", onMarkerLeave);
+      output.addEventListener("keydown", (event) => {
+        const marker = markerOf(event.target);
+        if (marker && !marker.hasAttribute("href") && (event.key === "Enter" || event.key === " ")) {
+          event.preventDefault();
+          showSource(marker);
+        }
+      });
+      preview.addEventListener("mouseenter", () => window.clearTimeout(previewTimer));
+      preview.addEventListener("mouseleave", () => hidePreviewSoon());
+      askSelection.addEventListener("mousedown", (event) => event.preventDefault()); // keep the selection
+      askSelection.addEventListener("click", () => hooks.askSelection());
+      document.body.append(root);
+      return {
+        root,
+        launcher,
+        panel,
+        modeNote,
+        selectionBox,
+        selectionText,
+        form,
+        question,
+        counter,
+        submit,
+        body,
+        status,
+        error,
+        output,
+        preview,
+        askSelection,
+      };
+    }
+
+    /** @returns {Widget} */
+    function ensure() {
+      if (!widget) {
+        if (!document.body) throw new Error("ragcite: the page has no body yet");
+        widget = build();
+      }
+      return widget;
+    }
+
+    // -- opening and closing ------------------------------------------------
+
+    function updateCounter() {
+      if (!widget) return;
+      const n = widget.question.value.length;
+      widget.counter.textContent = `${n} / ${MAX_QUESTION}`;
+      widget.counter.classList.toggle("ragcite-count-near", n >= MAX_QUESTION * 0.9);
+    }
+
+    function isOpen() {
+      return Boolean(widget && !widget.panel.hidden);
+    }
+
+    function open() {
+      const w = ensure();
+      if (!isOpen()) {
+        const active = document.activeElement;
+        returnFocus = active && !w.root.contains(active) ? active : null;
+        w.panel.hidden = false;
+        w.launcher.setAttribute("aria-expanded", "true");
+        w.root.classList.add("ragcite-open");
+        hooks.opened();
+      }
+      w.question.focus();
+    }
+
+    /** @param {boolean} [restoreFocus] */
+    function close(restoreFocus = true) {
+      if (!widget || !isOpen()) return;
+      hidePreview();
+      widget.panel.hidden = true;
+      widget.launcher.setAttribute("aria-expanded", "false");
+      widget.root.classList.remove("ragcite-open");
+      if (!restoreFocus) return;
+      const back = returnFocus;
+      returnFocus = null;
+      if (back && back.isConnected && typeof (/** @type {HTMLElement} */ (back).focus) === "function" && back !== document.body) {
+        /** @type {HTMLElement} */ (back).focus();
+      } else {
+        widget.launcher.focus();
+      }
+    }
+
+    /** @param {Element} target */
+    function covers(target) {
+      if (!widget || !isOpen()) return false;
+      const p = widget.panel.getBoundingClientRect();
+      const t = target.getBoundingClientRect();
+      return t.left < p.right && t.right > p.left;
+    }
+
+    /** @param {boolean} up */
+    function showMode(up) {
+      if (!widget) return;
+      widget.modeNote.hidden = up;
+      widget.root.classList.toggle("ragcite-static", !up);
+      if (!up) {
+        widget.modeNote.textContent =
+          "No answer server is reachable: questions search the book's passages. " +
+          "Generated answers with citations need the answer server (ragcite serve).";
+      }
+    }
+
+    // -- previews -----------------------------------------------------------
+
+    /** @type {HTMLElement | null} */
+    let previewFor = null;
+    /** @type {number | undefined} */
+    let previewTimer;
+    /** When the last touch began: touches preview first, then follow. */
+    let lastTouch = 0;
+    /** @type {HTMLElement | null} the marker a tap has previewed */
+    let tapped = null;
+    const touching = () => Date.now() - lastTouch < 1500;
+
+    /**
+     * @param {EventTarget | null} target
+     * @returns {HTMLElement | null}
+     */
+    function markerOf(target) {
+      const node = target instanceof Element ? target : null;
+      const marker = node && node.closest("[data-ragcite-n]");
+      return marker && widget && widget.output.contains(marker) ? /** @type {HTMLElement} */ (marker) : null;
+    }
+
+    /** @param {Event} event */
+    function onMarkerEnter(event) {
+      const marker = markerOf(event.target);
+      if (marker && !touching()) showPreview(marker);
+    }
+
+    /** @param {Event} event */
+    function onMarkerLeave(event) {
+      const marker = markerOf(event.target);
+      const to = /** @type {MouseEvent | FocusEvent} */ (event).relatedTarget;
+      if (marker && !(to instanceof Node && marker.contains(to))) hidePreviewSoon();
+    }
+
+    /** @param {HTMLElement} marker */
+    function showPreview(marker) {
+      const w = widget;
+      const source = sources.get(Number(marker.getAttribute("data-ragcite-n")));
+      if (!w || !source) return;
+      window.clearTimeout(previewTimer);
+      if (previewFor && previewFor !== marker) previewFor.removeAttribute("aria-describedby");
+      const p = w.preview;
+      p.replaceChildren(
+        el("div", { class: "ragcite-preview-title" }, `[${source.n}] `, title(source)),
+        el("blockquote", { class: "ragcite-preview-quote" }, isolated(C.clip(source.quote, 320))),
+        el(
+          "div",
+          { class: "ragcite-preview-meta" },
+          source.level ? `${capital(source.level)} confidence` : "",
+          source.href && touching() ? " · Tap again to open the passage" : "",
+        ),
+      );
+      p.hidden = false;
+      previewFor = marker;
+      marker.setAttribute("aria-describedby", "ragcite-preview");
+      placePreview(marker);
+    }
+
+    /** @param {HTMLElement} marker */
+    function placePreview(marker) {
+      if (!widget) return;
+      const p = widget.preview;
+      const rect = marker.getBoundingClientRect();
+      const width = Math.min(340, window.innerWidth - 16);
+      p.style.width = `${width}px`;
+      const height = p.offsetHeight;
+      let top = rect.top - height - 8;
+      if (top < 8) top = Math.min(rect.bottom + 8, window.innerHeight - height - 8);
+      const left = Math.min(Math.max(8, rect.left + rect.width / 2 - width / 2), window.innerWidth - width - 8);
+      p.style.top = `${Math.round(Math.max(8, top))}px`;
+      p.style.left = `${Math.round(left)}px`;
+    }
+
+    function hidePreviewSoon() {
+      window.clearTimeout(previewTimer);
+      previewTimer = window.setTimeout(hidePreview, 150);
+    }
+
+    function hidePreview() {
+      window.clearTimeout(previewTimer);
+      if (!widget) return;
+      widget.preview.hidden = true;
+      if (previewFor) previewFor.removeAttribute("aria-describedby");
+      previewFor = null;
+      tapped = null;
+    }
+
+    /**
+     * Scroll the source list entry of a marker into view (markers without link).
+     * @param {HTMLElement} marker
+     */
+    function showSource(marker) {
+      const n = marker.getAttribute("data-ragcite-n");
+      const item = widget && widget.output.querySelector(`li[data-ragcite-source="${Number(n)}"]`);
+      if (!item) return;
+      item.scrollIntoView({ block: "nearest", behavior: reducedMotion() ? "auto" : "smooth" });
+      item.classList.add("ragcite-source-flash");
+      window.setTimeout(() => item.classList.remove("ragcite-source-flash"), 1500);
+      showPreview(marker);
+    }
+
+    /** @param {MouseEvent} event */
+    function onOutputClick(event) {
+      const marker = markerOf(event.target);
+      if (marker) {
+        if (touching() && tapped !== marker) {
+          // first tap previews, the second follows
+          event.preventDefault();
+          showPreview(marker);
+          tapped = marker;
+          return;
+        }
+        if (!marker.hasAttribute("href")) {
+          event.preventDefault();
+          showSource(marker);
+          return;
+        }
+        hidePreview();
+        hooks.follow(event, /** @type {HTMLAnchorElement} */ (marker));
+        return;
+      }
+      const target = event.target instanceof Element ? event.target : null;
+      const anchor = /** @type {HTMLAnchorElement | null} */ (target && target.closest("a[href][data-ragcite-link]"));
+      if (anchor) hooks.follow(event, anchor);
+    }
+
+    // -- rendering ------------------------------------------------------------
+
+    /** @param {string} text */
+    function setStatus(text) {
+      if (widget) widget.status.textContent = text;
+    }
+
+    /**
+     * @param {WidgetError} error
+     * @param {() => void} retry
+     */
+    function showError(error, retry) {
+      const w = widget;
+      if (!w) return;
+      window.clearInterval(retryTimer);
+      w.error.replaceChildren();
+      w.error.hidden = false;
+      w.error.className = `ragcite-error ragcite-error-${error.kind}`;
+      if (error.kind === "busy" || error.kind === "rate") {
+        let left = error.retryAfter;
+        const count = el("span", { class: "ragcite-retry-count" });
+        const button = el("button", { type: "button", class: "ragcite-retry", text: "Retry now" });
+        const tick = () => {
+          count.textContent = left > 0 ? `Retry in ${left} s.` : "You can retry now.";
+          if (left <= 0) window.clearInterval(retryTimer);
+          left -= 1;
+        };
+        const head = error.kind === "busy" ? "The answer server is busy." : error.message;
+        w.error.append(el("strong", {}, isolated(head), " "), count, " ", button);
+        button.addEventListener("click", () => {
+          window.clearInterval(retryTimer);
+          retry();
+        });
+        tick();
+        retryTimer = window.setInterval(tick, 1000);
+        setStatus("");
+        return;
+      }
+      const head = error.kind === "invalid" ? "Cannot ask that: " : error.kind === "static" ? "" : "Error: ";
+      w.error.append(head ? el("strong", { text: head }) : "", isolated(error.message));
+      setStatus("");
+    }
+
+    function resetOutput() {
+      const w = ensure();
+      window.clearInterval(retryTimer);
+      hidePreview();
+      w.output.replaceChildren();
+      w.error.replaceChildren();
+      w.error.hidden = true;
+      sources = new Map();
+      streamed = null;
+      w.root.classList.remove("ragcite-has-answer");
+    }
+
+    /** @param {string} text */
+    function streamText(text) {
+      const w = ensure();
+      if (!streamed) {
+        streamed = document.createTextNode("");
+        w.output.append(el("p", { class: "ragcite-answer ragcite-streaming" }, el("bdi", {}, streamed)));
+      }
+      streamed.appendData(text);
+    }
+
+    /** @param {string} text */
+    function heading(text) {
+      return el("h3", { class: "ragcite-subheading", text });
+    }
+
+    /**
+     * @param {LinkModel[]} links
+     * @param {string} cls
+     */
+    function linkList(links, cls) {
+      const list = el("ol", { class: cls });
+      for (const item of links) {
+        list.append(
+          el(
+            "li",
+            { class: "ragcite-link-item" },
+            link(item.href, { class: "ragcite-link", "data-ragcite-link": item.passageId }, title(item)),
+            item.snippet ? el("p", { class: "ragcite-snippet" }, isolated(C.clip(item.snippet, 240))) : null,
+          ),
+        );
+      }
+      return list;
+    }
+
+    /**
+     * The answer paragraph: isolated text and `<sup><a data-ragcite-n>` markers.
+     * @param {string} text
+     */
+    function renderText(text) {
+      const p = el("p", { class: "ragcite-answer" });
+      for (const seg of C.parseAnswer(text, sources.keys())) {
+        if ("text" in seg) {
+          p.append(isolated(seg.text));
+          continue;
+        }
+        const s = /** @type {SourceModel} */ (sources.get(seg.marker));
+        const a = el("a", {
+          class: s.href ? "ragcite-marker" : "ragcite-marker ragcite-marker-nolink",
+          "data-ragcite-n": s.n,
+          href: s.href,
+          tabindex: s.href ? null : 0,
+          role: s.href ? null : "button",
+          "aria-label": `Source ${s.n}: ${C.sourceTitle(s)}`,
+          text: `[${s.n}]`,
+        });
+        p.append(el("sup", { class: "ragcite-sup" }, a));
+      }
+      return p;
+    }
+
+    /** @param {SourceModel} s */
+    function renderSource(s) {
+      const head = s.selection
+        ? el("span", { class: "ragcite-source-title ragcite-source-selection" }, title(s))
+        : link(s.href, { class: "ragcite-source-title ragcite-link", "data-ragcite-link": s.passageId }, title(s));
+      const confidence = s.level
+        ? el("span", {
+            class: `ragcite-source-confidence ragcite-level-${s.level}`,
+            text: `${capital(s.level)} confidence${s.confidence !== null ? ` (${Math.round(s.confidence * 100)}%)` : ""}`,
+          })
+        : null;
+      return el(
+        "li",
+        { class: "ragcite-source", value: s.n, "data-ragcite-source": s.n, id: `ragcite-source-${s.n}` },
+        head,
+        s.snippet ? el("p", { class: "ragcite-snippet" }, isolated(C.clip(s.snippet, 240))) : null,
+        el(
+          "div",
+          { class: "ragcite-source-meta" },
+          confidence,
+          s.selection ? el("span", { class: "ragcite-source-kind", text: " · no link: your own selection" }) : null,
+        ),
+      );
+    }
+
+    /** @param {Answer} answer */
+    function renderAnswer(answer) {
+      const w = ensure();
+      resetOutput();
+      const models = C.buildSources(answer, settings.root);
+      sources = new Map(models.map((s) => [s.n, s]));
+      const out = w.output;
+      const level = ["high", "medium", "low"].includes(answer.confidence_level)
+        ? answer.confidence_level
+        : C.confidenceLevel(answer.confidence);
+
+      if (!answer.grounded) {
+        out.append(
+          el(
+            "div",
+            { class: "ragcite-notfound" },
+            el("strong", { class: "ragcite-notfound-title", text: "Not in the book" }),
+            el("p", { class: "ragcite-notfound-text" }, isolated(answer.answer || "The book does not answer this question.")),
+          ),
+        );
+        const seeAlso = C.buildSeeAlso(answer, settings.root);
+        if (seeAlso.length) {
+          out.append(heading("Passages that may help"), linkList(seeAlso, "ragcite-see-also"));
+        }
+      } else {
+        const badges = el("div", { class: "ragcite-badges" });
+        if (level) {
+          badges.append(
+            el("span", {
+              class: `ragcite-badge ragcite-badge-${level}`,
+              text: `${capital(level)} confidence`,
+              title: `Confidence ${Math.round(answer.confidence * 100)}%`,
+            }),
+          );
+        }
+        if (answer.mode === "selection") {
+          badges.append(el("span", { class: "ragcite-badge ragcite-badge-mode", text: "About your selection" }));
+        }
+        out.append(badges);
+        if (level === "low") {
+          out.append(
+            el("p", {
+              class: "ragcite-low-note",
+              text: "Low confidence: the book may not fully answer this. Check the sources before relying on it.",
+            }),
+          );
+        }
+        out.append(renderText(answer.answer));
+      }
+
+      if (models.length) {
+        const list = el("ol", { class: "ragcite-sources" });
+        for (const s of models) list.append(renderSource(s));
+        out.append(heading("Sources"), list);
+      }
+      const meta = answer.metadata || {};
+      const model = typeof meta.model === "string" && meta.model ? meta.model : "a language model";
+      const by =
+        meta.generator === "llm"
+          ? ["Written by ", el("bdi", { text: model }), "; each cited sentence was checked against its source."]
+          : meta.generator === "llm->extractive"
+            ? ["The generated answer could not be checked against the book, so these sentences are quoted from it."]
+            : ["Sentences quoted from the book."];
+      out.append(el("p", { class: "ragcite-footnote" }, ...by));
+      w.root.classList.add("ragcite-has-answer");
+      const n = models.length;
+      setStatus(answer.grounded ? `Answer ready, ${n} source${n === 1 ? "" : "s"}.` : "No answer found in the book.");
+    }
+
+    /**
+     * @param {StaticResult} result
+     * @param {string} [why] a note on why there is no generated answer
+     */
+    function renderStatic(result, why) {
+      const w = ensure();
+      resetOutput();
+      const out = w.output;
+      out.append(
+        el(
+          "div",
+          { class: "ragcite-static-note", role: "note" },
+          el("strong", { text: "Search results, not an answer. " }),
+          why ||
+            "No answer server is reachable, so these are the passages that best match your question. " +
+              "Generated answers with citations need the answer server (ragcite serve).",
+        ),
+      );
+      if (result.hits.length) {
+        out.append(heading("Matching passages"), linkList(C.buildLinks(result.hits, settings.root), "ragcite-results"));
+      } else {
+        out.append(el("p", { class: "ragcite-noresults", text: "No passage matches these words. Try other words." }));
+      }
+      w.root.classList.add("ragcite-has-answer");
+      const n = result.hits.length;
+      setStatus(`${n} matching passage${n === 1 ? "" : "s"}.`);
+    }
+
+    /** @param {string} question */
+    function setQuestion(question) {
+      ensure().question.value = question.slice(0, MAX_QUESTION);
+      updateCounter();
+    }
+
+    /** @param {boolean} busy */
+    function setBusy(busy) {
+      const w = ensure();
+      w.submit.disabled = busy;
+      w.submit.textContent = busy ? "Asking…" : "Ask";
+      w.output.setAttribute("aria-busy", String(busy));
+      w.root.classList.toggle("ragcite-loading", busy);
+    }
+
+    return {
+      widget: ensure,
+      isOpen,
+      open,
+      close,
+      contains: (node) => Boolean(widget && widget.root.contains(node)),
+      covers,
+      showMode,
+      setStatus,
+      setQuestion,
+      setBusy,
+      streamText,
+      renderAnswer,
+      renderStatic,
+      showError,
+      resetOutput,
+      previewShown: () => Boolean(widget && !widget.preview.hidden),
+      hidePreview,
+    };
+  }
+
+  const api = { MAX_QUESTION, createPanel };
+  lib.panel = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();

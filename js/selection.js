@@ -1,0 +1,192 @@
+// @ts-check
+/**
+ * "Ask about this": text the reader selects in the page's content can be the
+ * context of a question (selection mode). A button is offered near the
+ * selection's end; choosing it (or pressing the shortcut) puts the
+ * selection into the panel.
+ *
+ * `placeAskButton` is pure. Classic script: registers on
+ * `globalThis.ragcite_lib.selection`, and on `module.exports` under Node.
+ */
+
+/** @typedef {import("./panel.js").Widget} Widget */
+
+/**
+ * @typedef {object} Box
+ * @property {number} top
+ * @property {number} bottom
+ * @property {number} left
+ * @property {number} right
+ */
+
+/**
+ * @typedef {object} Selection
+ * @property {(text: string | null) => void} set ask about this text (null: the whole book)
+ * @property {() => string | null} current the text questions are about
+ * @property {() => void} check offer the button for the page's selection, if any
+ * @property {() => void} place keep the button at the selection (scroll, resize)
+ * @property {() => void} hide withdraw the button
+ * @property {() => boolean} takeOffered with the button on offer, ask about
+ *   its selection and withdraw it; false when none was on offer
+ */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+
+  const MARGIN = 8;
+  const MAX_SELECTION = 20000;
+
+  /**
+   * @param {number} value
+   * @param {number} low
+   * @param {number} high wins over `low` when the room is too small
+   */
+  function clamp(value, low, high) {
+    return Math.max(low, Math.min(value, high));
+  }
+
+  /**
+   * Where the button goes: below the selection's visible end (the last of
+   * its boxes that shows on screen), above that line when there is no room
+   * below, always inside the viewport. A selection taller than the viewport
+   * ends at the viewport's edge, so the button sits there, not thousands of
+   * pixels away where the selection really ends.
+   * @param {ArrayLike<Box>} rects the selection's client rects, in document order
+   * @param {{width: number, height: number}} size the button's
+   * @param {{width: number, height: number}} view the viewport's
+   * @returns {{top: number, left: number} | null} null: no part of the selection is on screen
+   */
+  function placeAskButton(rects, size, view) {
+    /** @type {Box | null} */
+    let end = null;
+    for (const r of Array.from(rects)) {
+      if (r.right <= r.left && r.bottom <= r.top) continue; // empty
+      if (r.bottom <= 0 || r.top >= view.height || r.right <= 0 || r.left >= view.width) continue;
+      const visible = {
+        top: Math.max(r.top, 0),
+        bottom: Math.min(r.bottom, view.height),
+        left: Math.max(r.left, 0),
+        right: Math.min(r.right, view.width),
+      };
+      if (!end || visible.bottom >= end.bottom) end = visible;
+    }
+    if (!end) return null;
+    let top = end.bottom + MARGIN;
+    if (top + size.height > view.height - MARGIN) {
+      top = end.top - size.height - MARGIN; // above the end's line
+      if (top < MARGIN) top = end.bottom - size.height - MARGIN; // a tall box: inside its end
+    }
+    return {
+      top: Math.round(clamp(top, MARGIN, view.height - size.height - MARGIN)),
+      left: Math.round(clamp(end.right - size.width / 2, MARGIN, view.width - size.width - MARGIN)),
+    };
+  }
+
+  /** The page's main content, where selections count. */
+  function contentRoot() {
+    return (
+      document.querySelector('[role="main"]') ||
+      document.querySelector("main") ||
+      document.querySelector("article") ||
+      document.body
+    );
+  }
+
+  /**
+   * @param {{widget: () => Widget, open: () => void}} env
+   * @returns {Selection}
+   */
+  function createSelection(env) {
+    const C = lib.citations;
+    /** @type {string | null} */
+    let current = null;
+    /** @type {string | null} */
+    let pending = null;
+    /** @type {Range | null} */
+    let pendingRange = null;
+
+    /** @param {string | null} text */
+    function set(text) {
+      const w = env.widget();
+      current = text ? text.slice(0, MAX_SELECTION) : null;
+      w.selectionBox.hidden = current === null;
+      w.root.classList.toggle("ragcite-selection-mode", current !== null);
+      w.question.placeholder = current
+        ? "What would you like to know about the selected text?"
+        : "Ask a question about this book…";
+      w.selectionText.replaceChildren();
+      if (current !== null) {
+        const cut = text && text.length > MAX_SELECTION ? ` (first ${MAX_SELECTION} characters)` : "";
+        w.selectionText.append(lib.dom.isolated(C.clip(current, 160)));
+        w.selectionText.title = `${current.length} characters${cut}`;
+      }
+    }
+
+    function hide() {
+      const w = env.widget();
+      w.askSelection.hidden = true;
+      pendingRange = null;
+    }
+
+    function place() {
+      const w = env.widget();
+      if (!pendingRange || w.askSelection.hidden) return;
+      const button = w.askSelection;
+      const size = { width: button.offsetWidth || 140, height: button.offsetHeight || 32 };
+      const view = { width: window.innerWidth, height: window.innerHeight };
+      const at = placeAskButton(pendingRange.getClientRects(), size, view);
+      // scrolled out of sight: back when the selection is
+      button.style.visibility = at ? "" : "hidden";
+      if (!at) return;
+      button.style.top = `${at.top}px`;
+      button.style.left = `${at.left}px`;
+    }
+
+    function check() {
+      const w = env.widget();
+      const selection = window.getSelection();
+      if (!selection || selection.isCollapsed || selection.rangeCount === 0) {
+        hide();
+        return;
+      }
+      const range = selection.getRangeAt(0);
+      const node = range.commonAncestorContainer;
+      const text = selection.toString().replace(/\s+/g, " ").trim();
+      if (text.length < 2 || w.root.contains(node) || !contentRoot().contains(node)) {
+        hide();
+        return;
+      }
+      pending = text;
+      pendingRange = range.cloneRange();
+      w.askSelection.hidden = false;
+      place();
+    }
+
+    function takeOffered() {
+      const w = env.widget();
+      if (w.askSelection.hidden || !pending) return false;
+      set(pending);
+      hide();
+      return true;
+    }
+
+    return {
+      set,
+      current: () => current,
+      check,
+      place,
+      hide,
+      takeOffered,
+    };
+  }
+
+  const api = { MAX_SELECTION, createSelection, placeAskButton };
+  lib.selection = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();

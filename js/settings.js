@@ -1,0 +1,216 @@
+// @ts-check
+/**
+ * The widget's settings: read once from the `data-ragcite-*` attributes of
+ * its own <script> tag (written by `sphinx_ragcite/assets.py`), plus the
+ * keyboard shortcut grammar.
+ *
+ * - `data-ragcite-server`: base URL of the answer server; "" means this
+ *   site's own origin (`/api/...`), "none" means static mode only.
+ * - `data-ragcite-index`: `_ragcite/manifest.json`, relative to the site root.
+ * - `data-ragcite-root`: the site root; by default two folders above the
+ *   script when the build copied it to `_static/ragcite/`, else the page's
+ *   `<html data-content_root>` (set by Sphinx).
+ * - `data-ragcite-shortcut`: e.g. "Mod+/" (Mod: Cmd on macOS, Ctrl
+ *   elsewhere), "Alt+A", "/"; "" turns the shortcut off.
+ * - `data-ragcite-version`: the sphinx-ragcite version that built the page.
+ *
+ * Everything but `readSettings` is pure. Classic script: registers on
+ * `globalThis.ragcite_lib.settings`, and on `module.exports` under Node.
+ */
+
+/**
+ * @typedef {object} Shortcut
+ * @property {string} key lower-case `KeyboardEvent.key`
+ * @property {boolean} ctrl
+ * @property {boolean} alt
+ * @property {boolean} meta
+ * @property {boolean} shift
+ * @property {string} label for people
+ * @property {string} aria for `aria-keyshortcuts`
+ */
+
+/**
+ * @typedef {object} Settings
+ * @property {string} root the site root, absolute, ending in "/"
+ * @property {URL} assetBase the folder of the widget's scripts
+ * @property {URL | null} indexUrl the manifest
+ * @property {URL | null} apiBase `<apiBase>api/ask`; null: static mode only
+ * @property {Shortcut | null} shortcut
+ * @property {string} version of the build that wrote the page
+ */
+
+/**
+ * What `readSettings` needs of its script tag (an HTMLScriptElement).
+ * @typedef {{src: string, getAttribute(name: string): string | null, hasAttribute(name: string): boolean}} ScriptTag
+ */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+
+  const DEFAULT_SHORTCUT = "Mod+/";
+  const DEFAULT_INDEX = "_ragcite/manifest.json";
+  /** Where the build copies the entry script: its root is two folders up. */
+  const COPIED = /\/_static\/ragcite\/widget\.js([?#]|$)/;
+
+  /**
+   * @param {string} value
+   * @param {string | URL} base
+   * @returns {URL | null} null when the value is no URL
+   */
+  function toUrl(value, base) {
+    try {
+      return new URL(value, base);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The URL as a folder: no query or hash, a trailing "/".
+   * @param {URL} url
+   */
+  function asFolder(url) {
+    const u = new URL(url.href);
+    u.hash = "";
+    u.search = "";
+    if (!u.pathname.endsWith("/")) u.pathname += "/";
+    return u;
+  }
+
+  /**
+   * The site root: citation URLs are relative to it.
+   * @param {{explicit: string, content: string | null, src: string, page: string}} where
+   *   `data-ragcite-root`, `<html data-content_root>`, the script's URL, the page's URL
+   * @returns {string}
+   */
+  function siteRoot({ explicit, content, src, page }) {
+    // Copied by the build to <root>/_static/ragcite/: right on every page,
+    // also a 404 page served at any depth (sphinx-notfound-page), whose
+    // data-content_root is "./" wherever it is served.
+    const copied = COPIED.test(src);
+    const found =
+      (explicit && toUrl(explicit, page)) ||
+      (copied && toUrl("../../", src)) ||
+      (content !== null && toUrl(content || "./", page)) ||
+      (src && toUrl("../../", src)) ||
+      new URL("./", page);
+    return asFolder(found).href;
+  }
+
+  /**
+   * Base of the API, or null for static mode only.
+   * @param {string} server `data-ragcite-server`
+   * @param {string} page the page's URL
+   * @returns {URL | null}
+   */
+  function apiBaseOf(server, page) {
+    const value = server.trim();
+    if (value.toLowerCase() === "none") return null;
+    if (value) {
+      const u = toUrl(value, page);
+      return u && /^https?:$/.test(u.protocol) ? asFolder(u) : null;
+    }
+    const here = toUrl(page, "http://invalid/");
+    return here && /^https?:$/.test(here.protocol) ? new URL("/", here) : null;
+  }
+
+  /**
+   * @param {{platform?: string, userAgent?: string}} nav `navigator`
+   */
+  function isMacPlatform(nav) {
+    return /Mac|iPhone|iPad|iPod/.test(`${nav.platform || ""} ${nav.userAgent || ""}`);
+  }
+
+  /**
+   * @param {string} spec e.g. "Mod+/", "Alt+A", "/"
+   * @param {boolean} mac Mod is Cmd, and labels use the Mac symbols
+   * @returns {Shortcut | null} null for an empty spec
+   */
+  function parseShortcut(spec, mac) {
+    const parts = spec.split("+").map((p) => p.trim());
+    // "Ctrl++" names the plus key
+    if (spec.endsWith("++")) parts.splice(parts.length - 2, 2, "+");
+    const key = parts.pop();
+    if (!key) return null;
+    const mods = new Set(parts.map((p) => p.toLowerCase()));
+    const mod = mods.has("mod");
+    const s = {
+      key: key.toLowerCase(),
+      ctrl: mods.has("ctrl") || mods.has("control") || (mod && !mac),
+      alt: mods.has("alt") || mods.has("option"),
+      meta: mods.has("meta") || mods.has("cmd") || (mod && mac),
+      shift: mods.has("shift"),
+      label: "",
+      aria: "",
+    };
+    const names = [];
+    const aria = [];
+    if (s.ctrl) names.push("Ctrl"), aria.push("Control");
+    if (s.meta) names.push(mac ? "⌘" : "Meta"), aria.push("Meta");
+    if (s.alt) names.push(mac ? "⌥" : "Alt"), aria.push("Alt");
+    if (s.shift) names.push("Shift"), aria.push("Shift");
+    const shown = key.length === 1 ? key.toUpperCase() : key;
+    s.label = [...names, shown].join(mac && names.length ? "" : "+");
+    s.aria = [...aria, shown].join("+");
+    return s;
+  }
+
+  /**
+   * Whether a key press is the shortcut.
+   * @param {{key?: string, code?: string, ctrlKey: boolean, altKey: boolean, metaKey: boolean, shiftKey: boolean}} event
+   * @param {Shortcut} s
+   */
+  function matchesShortcut(event, s) {
+    const key = (event.key || "").toLowerCase();
+    if (key !== s.key) {
+      // Alt/Option changes event.key on macOS ("å" for Option+A): use the code
+      const code = (/\d/.test(s.key) ? "Digit" : "Key") + s.key.toUpperCase();
+      if (!(s.key.length === 1 && /[a-z0-9]/.test(s.key) && event.code === code)) return false;
+    }
+    if (event.ctrlKey !== s.ctrl || event.altKey !== s.alt || event.metaKey !== s.meta) return false;
+    // Shift matters for letters only: "/" or "?" may need it on some layouts
+    return !/^[a-z]$/.test(s.key) || event.shiftKey === s.shift;
+  }
+
+  /**
+   * The settings of the widget whose script tag this is.
+   * @param {ScriptTag | null} script
+   * @param {{page: string, contentRoot: string | null, mac: boolean}} env
+   *   the page's URL, its `data-content_root`, whether it runs on a Mac
+   * @returns {Settings}
+   */
+  function readSettings(script, env) {
+    /** @param {string} name */
+    const attr = (name) => (script && script.getAttribute(`data-ragcite-${name}`)) || "";
+    const src = script && script.src ? script.src : "";
+    const root = siteRoot({ explicit: attr("root"), content: env.contentRoot, src, page: env.page });
+    const spec = script && script.hasAttribute("data-ragcite-shortcut") ? attr("shortcut") : DEFAULT_SHORTCUT;
+    return {
+      root,
+      assetBase: toUrl("./", src || env.page) || new URL(env.page),
+      indexUrl: toUrl(attr("index") || DEFAULT_INDEX, root),
+      apiBase: apiBaseOf(attr("server"), env.page),
+      shortcut: spec.trim() ? parseShortcut(spec.trim(), env.mac) : null,
+      version: attr("version").trim() || "unknown",
+    };
+  }
+
+  const api = {
+    apiBaseOf,
+    asFolder,
+    isMacPlatform,
+    matchesShortcut,
+    parseShortcut,
+    readSettings,
+    siteRoot,
+    toUrl,
+  };
+  lib.settings = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();

@@ -1,0 +1,171 @@
+// @ts-check
+/**
+ * Static mode's glue: when no answer server answers, load the searcher
+ * (`stemmer.js`, `tokenize.js`, `search.js`, fetched only now) and the
+ * book's static index, and hand back a searcher.
+ *
+ * Over HTTP the manifest names the index file, which is fetched and parsed
+ * as JSON. From disk (file://) fetch is blocked, but a script next to the
+ * manifest still loads: the file assigns the index to a global, nothing else.
+ *
+ * Classic script, after `client.js`: registers on
+ * `globalThis.ragcite_lib.staticMode`, and on `module.exports` under Node.
+ */
+
+/** @typedef {import("./search.js").StaticSearch} StaticSearch */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const need = (/** @type {string} */ name) =>
+    typeof require === "function" ? require(`./${name}.js`) : null;
+  /** @type {typeof import("./client.js")} */
+  const client = lib.client || need("client");
+  /** @type {typeof import("./citations.js")} */
+  const C = lib.citations || need("citations");
+  const { WidgetError } = client;
+
+  /** The static index file: `globalThis.ragcite_static_index=<JSON>;`. */
+  const STATIC_FILE = "search.js";
+  const STATIC_PREFIX = "globalThis.ragcite_static_index=";
+  /** The searcher's scripts, in load order, and how to tell each is there. */
+  const SEARCH_SCRIPTS = /** @type {const} */ ([
+    ["stemmer.js", "stem"],
+    ["tokenize.js", "tokenize"],
+    ["search.js", "createStaticSearch"],
+  ]);
+
+  /**
+   * The index inside the static index file's text.
+   * @param {string} text
+   * @returns {any}
+   */
+  function parseStaticFile(text) {
+    const body = text.trimEnd();
+    if (!body.startsWith(STATIC_PREFIX) || !body.endsWith(";")) {
+      throw new WidgetError("The book's search index is damaged; rebuild the documentation.", "static");
+    }
+    try {
+      return JSON.parse(body.slice(STATIC_PREFIX.length, -1));
+    } catch {
+      throw new WidgetError("The book's search index is not valid JSON; rebuild the documentation.", "static");
+    }
+  }
+
+  /**
+   * @param {string} url
+   * @param {boolean} fromDisk
+   * @returns {Promise<any>}
+   */
+  async function fetchJson(url, fromDisk) {
+    let response;
+    try {
+      response = await fetch(url, { credentials: "same-origin" });
+    } catch {
+      throw new WidgetError(
+        fromDisk
+          ? "This page was opened from disk (file://), where the browser does not let " +
+              "the widget read the book's search index. Serve the built site instead, " +
+              "e.g. run python -m http.server in the build folder, or ragcite serve."
+          : "Could not load the book's search index; check your connection.",
+        "static",
+      );
+    }
+    if (!response.ok) {
+      throw new WidgetError(
+        `The book's search index is missing (HTTP ${response.status} for ${url}); ` +
+          "rebuild the documentation with sphinx-ragcite.",
+        "static",
+      );
+    }
+    try {
+      return await response.json();
+    } catch {
+      throw new WidgetError("The book's search index is not valid JSON; rebuild the documentation.", "static");
+    }
+  }
+
+  /** @param {string} src */
+  const notLoaded = (src) => new WidgetError(`Could not load ${src}.`, "static");
+
+  /**
+   * @param {{assetBase: URL, indexUrl: URL | null}} settings
+   * @returns {{load: () => Promise<StaticSearch>}} `load` is tried again
+   *   after a failure, and done once after a success
+   */
+  function createStaticLoader({ assetBase, indexUrl }) {
+    const fromDisk = location.protocol === "file:";
+
+    /** @param {URL} manifestUrl */
+    async function fetchIndex(manifestUrl) {
+      const manifest = await fetchJson(manifestUrl.href, fromDisk);
+      const name = manifest && manifest.files && manifest.files.static;
+      const folder = lib.settings.asFolder(new URL("./", manifestUrl));
+      const staticUrl = typeof name === "string" ? C.resolveUrl(name, folder) : null;
+      if (staticUrl === null) {
+        throw new WidgetError(
+          "This book's index has no static search file; rebuild it with a newer sphinx-ragcite.",
+          "static",
+        );
+      }
+      let text;
+      try {
+        const response = await fetch(staticUrl, { credentials: "same-origin" });
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        text = await response.text();
+      } catch (error) {
+        throw new WidgetError(
+          `Could not load the book's search index (${/** @type {Error} */ (error).message}).`,
+          "static",
+        );
+      }
+      return parseStaticFile(text);
+    }
+
+    /** @param {URL} manifestUrl */
+    async function loadIndexScript(manifestUrl) {
+      await lib.dom.loadScript(new URL(STATIC_FILE, manifestUrl).href, notLoaded);
+      const index = g.ragcite_static_index;
+      if (!index || typeof index !== "object") {
+        throw new WidgetError("The book's search index did not load; rebuild the documentation.", "static");
+      }
+      return index;
+    }
+
+    /** @type {Promise<StaticSearch> | null} */
+    let loading = null;
+
+    function load() {
+      if (loading) return loading;
+      loading = (async () => {
+        for (const [name, global] of SEARCH_SCRIPTS) {
+          if (typeof lib[global] !== "function") {
+            await lib.dom.loadScript(new URL(name, assetBase).href, notLoaded);
+          }
+        }
+        if (indexUrl === null) throw new WidgetError("No search index is configured.", "static");
+        const index = fromDisk ? await loadIndexScript(indexUrl) : await fetchIndex(indexUrl);
+        try {
+          return lib.createStaticSearch(index);
+        } catch (error) {
+          throw new WidgetError(String(/** @type {Error} */ (error).message || error), "static");
+        }
+      })();
+      loading.catch(() => {
+        loading = null; // try again next time
+      });
+      return loading;
+    }
+
+    return { load };
+  }
+
+  const api = { STATIC_PREFIX, createStaticLoader, parseStaticFile };
+  lib.staticMode = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();

@@ -1,0 +1,45 @@
+// @ts-check
+"use strict";
+
+const test = require("node:test");
+const assert = require("node:assert/strict");
+
+const { WidgetError, createClient, httpError } = require("../client.js");
+
+/**
+ * A real fetch Response, as the server would send it.
+ * @param {number} status
+ * @param {string} body
+ * @param {Record<string, string>} [headers]
+ */
+const response = (status, body, headers = {}) => new Response(body, { status, headers });
+
+/** @param {string} message */
+const errorBody = (message) => JSON.stringify({ error: { code: "x", message, field: null } });
+
+test("503 is busy, with the server's Retry-After (capped at an hour)", async () => {
+  const e = await httpError(response(503, errorBody("busy"), { "Retry-After": "7" }));
+  assert.ok(e instanceof WidgetError);
+  assert.deepEqual([e.kind, e.retryAfter, e.message], ["busy", 7, "The answer server is busy."]);
+  assert.equal((await httpError(response(503, "", { "Retry-After": "99999" }))).retryAfter, 3600);
+  assert.equal((await httpError(response(503, ""))).retryAfter, 2);
+});
+
+test("429 is a rate limit, with the server's message", async () => {
+  const e = await httpError(response(429, errorBody("Slow down."), { "Retry-After": "3" }));
+  assert.deepEqual([e.kind, e.retryAfter, e.message], ["rate", 3, "Slow down."]);
+  assert.equal((await httpError(response(429, "nope"))).retryAfter, 5);
+});
+
+test("4xx with a message is the reader's mistake; anything else the server's", async () => {
+  const bad = await httpError(response(400, errorBody("question: must not be empty")));
+  assert.deepEqual([bad.kind, bad.message], ["invalid", "question: must not be empty"]);
+  const html = await httpError(response(404, "<html>not found</html>"));
+  assert.deepEqual([html.kind, html.message], ["server", "The answer server failed (HTTP 404); try again."]);
+  const down = await httpError(response(500, errorBody("internal error")));
+  assert.deepEqual([down.kind, down.message], ["server", "internal error"]);
+});
+
+test("without a server nothing is fetched: static mode", async () => {
+  assert.equal(await createClient(null).available(), false);
+});

@@ -1,0 +1,64 @@
+"""Link keys: Python's ``link_key`` and the widget's ``linkKey`` on one case file.
+
+The build keys ``_ragcite/moved.js`` with ``link_key``; the widget looks an
+old link up with its JS twin. ``tests/golden/link_keys.json`` holds the cases
+both must agree on; ``js/test/deeplinks.test.js`` runs the JS side on them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import REPO, build, read_passages
+
+GOLDEN = json.loads((REPO / "tests" / "golden" / "link_keys.json").read_text("utf-8"))
+
+
+def _link_key():  # type: ignore[no-untyped-def]
+    try:
+        from sphinx_ragcite.index.link_history import link_key
+    except ImportError:
+        from sphinx_ragcite.index.links import link_key  # type: ignore[no-redef]
+    return link_key
+
+
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: c["url"])
+def test_python_link_key_gives_the_golden_key(case: dict) -> None:
+    assert _link_key()(case["url"]) == case["key"]
+
+
+def test_the_cases_cover_every_kind_of_page_url() -> None:
+    urls = [c["url"] for c in GOLDEN["cases"]]
+    assert any(u.startswith("index.html#") for u in urls)  # root page, singlehtml
+    assert any("/index.html#" in u for u in urls)  # a folder's index page
+    assert any(u.split("#")[0].endswith("/") for u in urls)  # dirhtml
+    assert any("%" in u for u in urls)  # percent-encoded names
+    assert any("?" in o for c in GOLDEN["cases"] for o in c["opened"])  # queries
+
+
+@pytest.mark.parametrize(
+    ("builder", "url"),
+    [("html", "caf%C3%A9/r%C3%A9sum%C3%A9.html"), ("dirhtml", "café/résumé/")],
+)
+def test_sphinx_writes_page_urls_as_the_cases_do(  # type: ignore[no-untyped-def]
+    make_app, tmp_path, builder: str, url: str
+):
+    """html percent-encodes page names, dirhtml does not: the cases hold both."""
+    src = tmp_path / "src"
+    (src / "café").mkdir(parents=True)
+    (src / "conf.py").write_text(
+        'extensions = ["sphinx_ragcite"]\nragcite_embeddings = False\n', "utf-8"
+    )
+    (src / "index.rst").write_text(
+        "Home\n====\n\n.. toctree::\n\n   café/résumé\n", "utf-8"
+    )
+    (src / "café" / "résumé.rst").write_text(
+        "Résumé\n======\n\nA paragraph about the résumé page.\n", "utf-8"
+    )
+    app = build(make_app, builder, src)
+    written = {r["url"].split("#")[0] for r in read_passages(app.outdir)}
+    assert url in written
+    golden = {c["url"].split("#")[0] for c in GOLDEN["cases"]}
+    assert url in golden
