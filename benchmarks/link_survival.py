@@ -3,7 +3,7 @@
 Why: passage IDs are positions (``ch3-sec2-p4``), so inserting a paragraph,
 a section or a chapter hands old IDs to other text. The build keeps a link
 history and writes ``_ragcite/moved.js``; the widget follows it (see
-``sphinx_ragcite/index/links.py``). This script measures how often that works.
+``sphinx_ragcite/index/link_history.py``). This script measures how often that works.
 
 It copies the example book, builds it, then applies a scripted series of
 edits (paragraph inserted, section added, chapter inserted before the others,
@@ -54,7 +54,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sphinx_ragcite.index.links import blocks, link_key
+from sphinx_ragcite.index.link_history import blocks, link_key
 
 from _report import table
 
@@ -234,7 +234,7 @@ def scale_cost(n: int) -> dict[str, float]:
     import random
     import time
 
-    from sphinx_ragcite.index.links import LinkHistory, update
+    from sphinx_ragcite.index.link_history import LinkHistory, update
     from sphinx_ragcite.passages.records import content_hash
 
     rng = random.Random(1)

@@ -11,5 +11,5 @@ class ModelNotFoundError(RagciteError):
     pass
 
 
-class IndexError(RagciteError):  # noqa: A001 - scoped by the module name
+class SiteIndexError(RagciteError):
     """A built site's ``_ragcite/`` is missing, corrupt or of another version."""

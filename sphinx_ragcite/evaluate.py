@@ -23,8 +23,9 @@ from sphinx_ragcite.errors import RagciteError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from sphinx_ragcite.answer.engine import AnswerEngine, GeneratorChoice
-    from sphinx_ragcite.retrieval import Fusion, Mode, Site
+    from sphinx_ragcite.answer.engine import AnswerEngine
+    from sphinx_ragcite.contracts import Fusion, GeneratorName, SearchMode
+    from sphinx_ragcite.retrieval import Site
 
 CUTOFFS = (1, 5, 10)
 
@@ -91,7 +92,7 @@ def score_ranking(ranking: Sequence[int], relevant: set[int]) -> dict[str, float
 def evaluate_retrieval(
     site: Site,
     questions: Sequence[Question],
-    modes: Sequence[Mode] = ("bm25", "dense", "hybrid"),
+    modes: Sequence[SearchMode] = ("bm25", "dense", "hybrid"),
     *,
     fusion: Fusion = "rrf",
 ) -> dict[str, dict[str, Any]]:
@@ -127,7 +128,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def evaluate_answers(
-    engine: AnswerEngine, questions: Sequence[Question], generator: GeneratorChoice
+    engine: AnswerEngine, questions: Sequence[Question], generator: GeneratorName
 ) -> dict[str, Any]:
     """Answer quality, citation validity/precision/recall, abstention, latency."""
     answerable = [q for q in questions if q.answerable]

@@ -6,42 +6,38 @@ Needs no Sphinx: the server, the CLI and tests load a site with :meth:`Site.load
 from __future__ import annotations
 
 import hashlib
-import io
-import json
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sphinx_ragcite.errors import IndexError as RagciteIndexError
-from sphinx_ragcite.index.embed import (
-    DEFAULT_MODEL_ID,
-    Embedder,
-    dequantize,
-    model_files,
-)
-from sphinx_ragcite.index.links import PREFIX as MOVED_PREFIX
+from sphinx_ragcite.contracts import Hit, parse_passage_id
+from sphinx_ragcite.errors import SiteIndexError
+from sphinx_ragcite.index.bm25 import read_bm25
+from sphinx_ragcite.index.embed import DEFAULT_MODEL_ID, Embedder, model_files
+from sphinx_ragcite.index.embeddings import read_vectors
+from sphinx_ragcite.index.files import REBUILD, read_index_file
+from sphinx_ragcite.index.manifest import index_dir, read_manifest
+from sphinx_ragcite.index.moved import read_moved
+from sphinx_ragcite.index.records import read_passages
 from sphinx_ragcite.index.tokenize import tokenize
-from sphinx_ragcite.index.writer import FORMAT_VERSION, INDEX_DIR, MANIFEST
-from sphinx_ragcite.passages.ids import parse_passage_id
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     import bm25s
 
-    from sphinx_ragcite.passages.records import Record
+    from sphinx_ragcite.contracts import Fusion, Manifest, PassageRecord, SearchMode
 
 logger = logging.getLogger(__name__)
 
-Mode = Literal["bm25", "dense", "hybrid"]
-Fusion = Literal["rrf", "linear"]
 #: Cormack et al.'s constant; ranks below ~k matter little.
 RRF_K = 60
-REBUILD = "Rebuild the site with sphinx-ragcite (python -m sphinx -b html SRC OUT)."
+#: Roles of files the browser alone reads (31 MB of static index at 50k passages).
+BROWSER_ONLY = frozenset({"static"})
 
 
 @dataclass(frozen=True)
@@ -55,47 +51,19 @@ class Filters:
         return bool(self.docnames or self.chapters)
 
 
-@dataclass(frozen=True)
-class Hit:
-    passage: Record
-    row: int
-    score: float
-    bm25: float | None = None
-    dense: float | None = None
-
-    @property
-    def passage_id(self) -> str:
-        return str(self.passage["passage_id"])
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "passage_id": self.passage_id,
-            "score": round(self.score, 6),
-            "bm25": None if self.bm25 is None else round(self.bm25, 6),
-            "dense": None if self.dense is None else round(self.dense, 6),
-            **{k: v for k, v in self.passage.items() if k != "passage_id"},
-        }
-
-
-def _moved(data: bytes | None, directory: Path) -> dict[str, str]:
-    """The widget's ``moved.js`` map: a JSON object behind a script prefix."""
-    if data is None:
-        return {}
-    body = data.decode("utf-8", "replace").strip()
-    if not (body.startswith(MOVED_PREFIX) and body.endswith(";")):
-        raise RagciteIndexError(f"{directory}/moved.js is damaged. {REBUILD}")
-    try:
-        moved = json.loads(body[len(MOVED_PREFIX) : -1])
-    except ValueError:
-        raise RagciteIndexError(f"{directory}/moved.js is damaged. {REBUILD}") from None
-    if not isinstance(moved, dict):
-        raise RagciteIndexError(f"{directory}/moved.js is damaged. {REBUILD}")
-    # a value is a URL, or [URL, opening words of a block inside that passage]
-    return {str(k): str(v[0] if isinstance(v, list) else v) for k, v in moved.items()}
-
-
-def _index_dir(path: Path) -> Path:
-    return path if (path / MANIFEST).is_file() else path / INDEX_DIR
+def read_site_files(directory: Path, manifest: Manifest) -> dict[str, bytes]:
+    """Every file the server needs, each checked against its size and digest."""
+    data: dict[str, bytes] = {}
+    for role, name in sorted(manifest.files.items()):
+        if role in BROWSER_ONLY:
+            continue
+        data[role] = read_index_file(directory, name, manifest.bytes[role])
+        if hashlib.sha256(data[role]).hexdigest() != manifest.sha256[role]:
+            raise SiteIndexError(
+                f"{directory / name} is corrupt: its checksum does not match the "
+                f"manifest. {REBUILD}"
+            )
+    return data
 
 
 @dataclass
@@ -103,8 +71,8 @@ class Site:
     """The loaded index of one built site; read-only and safe to share."""
 
     root: Path
-    manifest: dict[str, Any]
-    passages: list[Record]
+    manifest: Manifest
+    passages: list[PassageRecord]
     bm25: bm25s.BM25
     vectors: np.ndarray | None
     model_dir: str | None = None
@@ -113,67 +81,46 @@ class Site:
     _rows: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def load(
-        cls, path: str | Path, *, model_dir: str | None = None, verify: bool = True
-    ) -> Site:
-        """Load and check ``_ragcite/`` under *path* (or *path* itself)."""
-        directory = _index_dir(Path(path))
-        manifest = _read_manifest(directory)
-        files = manifest.get("files", {})
-        data: dict[str, bytes] = {}
-        # The static index is the browser's: not read (31 MB at 50k passages).
-        for role, name in sorted(files.items()):
-            if role == "static":
-                continue
-            file = directory / name
-            try:
-                data[role] = file.read_bytes()
-            except OSError:
-                raise RagciteIndexError(
-                    f"{file} is missing (listed in {directory / MANIFEST}). {REBUILD}"
-                ) from None
-            expected = manifest.get("sha256", {}).get(role)
-            if verify and hashlib.sha256(data[role]).hexdigest() != expected:
-                raise RagciteIndexError(
-                    f"{file} is corrupt: its checksum does not match the manifest. "
-                    + REBUILD
-                )
-        try:
-            passages = [
-                json.loads(line) for line in data["passages"].decode().splitlines()
-            ]
-            retriever = _load_bm25((directory / files["bm25.params"]).parent)
-            vectors = None
-            if manifest.get("embedding"):
-                # Stored transposed (dim x passages): the query's dot product then
-                # streams memory in order, twice as fast as the row layout at 50k.
-                vectors = np.ascontiguousarray(
-                    dequantize(
-                        _npy(data["embeddings"]),
-                        _npy(data["embedding_scales"]),
-                    ).T
-                ).T
-        except (KeyError, ValueError, OSError, UnicodeDecodeError) as error:
-            raise RagciteIndexError(
-                f"{directory} cannot be read ({error}). {REBUILD}"
-            ) from None
-        if len(passages) != manifest["counts"]["passages"] or (
-            vectors is not None and len(vectors) != len(passages)
-        ):
-            raise RagciteIndexError(
-                f"{directory} is inconsistent: file sizes disagree. {REBUILD}"
+    def load(cls, path: str | Path, *, model_dir: str | None = None) -> Site:
+        """Load ``_ragcite/`` under *path* (or *path* itself), trusting nothing.
+
+        Every file must be what the manifest says (name inside the folder,
+        size, digest) and every record and array the shape it implies, so a
+        damaged index fails here with one message, not on the first question.
+        """
+        directory = index_dir(Path(path))
+        manifest = read_manifest(directory)
+        data = read_site_files(directory, manifest)
+        where = str(directory)
+        passages = read_passages(data["passages"], f"{where}/passages")
+        count = manifest.counts.passages
+        if len(passages) != count:
+            raise SiteIndexError(
+                f"{where} is inconsistent: {len(passages)} passages, the manifest "
+                f"says {count}. {REBUILD}"
             )
+        retriever = read_bm25(data, count, where)
+        vectors = None
+        if manifest.embedding is not None:
+            vectors = read_vectors(
+                data["embeddings"],
+                data["embedding_scales"],
+                count,
+                manifest.embedding.dim,
+                where,
+            )
+        moved = read_moved(data["moved"], f"{where}/moved") if "moved" in data else {}
         site = cls(directory, manifest, passages, retriever, vectors, model_dir)
-        site.moved = _moved(data.get("moved"), directory)
+        site.moved = moved
         site._rows = {p["passage_id"]: i for i, p in enumerate(passages)}
         return site
 
     @property
     def version(self) -> str:
         """Changes whenever the indexed passages change (for caches)."""
-        return str(self.manifest["sha256"]["passages"][:16])
+        return self.manifest.sha256["passages"][:16]
 
-    def passage(self, passage_id: str) -> Record | None:
+    def passage(self, passage_id: str) -> PassageRecord | None:
         row = self._rows.get(passage_id)
         return None if row is None else self.passages[row]
 
@@ -202,16 +149,24 @@ class Site:
         A BM25-only index still gets one (``--embedding-model`` or the
         default): answers are verified sentence by sentence with it.
         """
-        embedding = self.manifest.get("embedding")
-        if not embedding:
+        embedding = self.manifest.embedding
+        if embedding is None:
             return Embedder(model_files(self.model_dir))
-        model = embedding["model"]
-        if self.model_dir is None and model != DEFAULT_MODEL_ID:
-            raise RagciteIndexError(
-                f"This index was embedded with model {model!r}: pass its folder "
-                "(--embedding-model) to search it."
+        if self.model_dir is None and embedding.model != DEFAULT_MODEL_ID:
+            raise SiteIndexError(
+                f"This index was embedded with model {embedding.model!r}: pass its "
+                "folder (--embedding-model) to search it."
             )
-        return Embedder(model_files(self.model_dir), max_tokens=embedding["max_tokens"])
+        embedder = Embedder(
+            model_files(self.model_dir), max_tokens=embedding.max_tokens
+        )
+        if embedder.dim != embedding.dim:
+            raise SiteIndexError(
+                f"This index holds {embedding.dim}-dimensional vectors; the model "
+                f"gives {embedder.dim}. Pass the model it was built with "
+                "(--embedding-model), or rebuild the site."
+            )
+        return embedder
 
     @property
     def has_dense(self) -> bool:
@@ -230,7 +185,7 @@ class Site:
         self, query: str, query_vector: np.ndarray | None = None
     ) -> np.ndarray:
         if self.vectors is None:
-            raise RagciteIndexError(
+            raise SiteIndexError(
                 "This index has no dense embeddings (built with "
                 "ragcite_embeddings = False); use mode 'bm25'."
             )
@@ -259,7 +214,7 @@ class Site:
         query: str,
         k: int = 10,
         *,
-        mode: Mode = "hybrid",
+        mode: SearchMode = "hybrid",
         fusion: Fusion = "rrf",
         filters: Filters | None = None,
         depth: int = 50,
@@ -347,36 +302,3 @@ def _linear(
 
     mixed = alpha * normalised(bm25) + (1 - alpha) * normalised(dense)
     return {row: float(v) for row, v in zip(rows, mixed, strict=True)}
-
-
-def _npy(data: bytes) -> np.ndarray:
-    """An array from the bytes already read and checked (no second read)."""
-    return np.load(io.BytesIO(data), allow_pickle=False)
-
-
-def _read_manifest(directory: Path) -> dict[str, Any]:
-    path = directory / MANIFEST
-    try:
-        manifest = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise RagciteIndexError(
-            f"No {INDEX_DIR}/{MANIFEST} under {directory.parent}: is this the output "
-            f"of an HTML build with 'sphinx_ragcite' in extensions? {REBUILD}"
-        ) from None
-    except (OSError, ValueError) as error:
-        raise RagciteIndexError(f"{path} cannot be read ({error}). {REBUILD}") from None
-    if not isinstance(manifest, dict):
-        raise RagciteIndexError(f"{path} is not an index manifest. {REBUILD}")
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise RagciteIndexError(
-            f"{path} has index format {version!r}; this sphinx-ragcite reads format "
-            f"{FORMAT_VERSION}. {REBUILD}"
-        )
-    return manifest
-
-
-def _load_bm25(directory: Path) -> bm25s.BM25:
-    import bm25s
-
-    return bm25s.BM25.load(str(directory), show_progress=False)

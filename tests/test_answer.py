@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from sphinx_ragcite.answer.citations import parse_markers
-from sphinx_ragcite.answer.engine import AnswerEngine, answer
+from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.answer.llm import GenerationError
 from sphinx_ragcite.answer.sentences import (
     split_claims,
     split_sentences,
     strip_markup,
 )
+from sphinx_ragcite.contracts import Answer, confidence_level
 from sphinx_ragcite.retrieval import Site
-from sphinx_ragcite.schemas import Answer, confidence_level
 
 MARKER = re.compile(r"\[(\d+)\]")
 
@@ -179,11 +179,8 @@ def test_streaming_events_come_in_order(site: Site) -> None:
 def test_selection_mode_cites_the_selection_and_its_passage(site: Site) -> None:
     record = next(p for p in site.passages if "channel" in p["text"].lower())
     selection = " ".join(record["text"].split()[:40])
-    result = answer(
-        "What does this passage warn about?",
-        site,
-        mode="selection",
-        selection=selection,
+    result = AnswerEngine(site).answer(
+        "What does this passage warn about?", mode="selection", selection=selection
     )
     check_contract(result, site)
     assert result.mode == "selection"
@@ -255,7 +252,9 @@ def test_vague_questions_about_a_selection_cite_it_and_its_passage(
     site: Site, question: str
 ) -> None:
     record = next(p for p in site.passages if "channel" in p["text"].lower())
-    result = answer(question, site, mode="selection", selection=record["text"][:300])
+    result = AnswerEngine(site).answer(
+        question, mode="selection", selection=record["text"][:300]
+    )
     check_contract(result, site)
     assert result.grounded
     cited = {c.passage_id for c in result.citations}

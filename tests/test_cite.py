@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import bibtexparser
 import pytest
@@ -54,9 +55,9 @@ from sphinx_ragcite.cite.records import (
 )
 from sphinx_ragcite.cite.styles import format_reference
 from sphinx_ragcite.cli import main
+from sphinx_ragcite.contracts import Answer, Citation, Manifest
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.retrieval import Site
-from sphinx_ragcite.schemas import Answer, Citation
 
 from conftest import read_manifest
 
@@ -632,9 +633,16 @@ def test_conf_values_are_checked_and_reach_the_manifest(app) -> None:  # type: i
     }
 
 
+def manifest(**fields: Any) -> Manifest:
+    """A manifest with only the book facts a test cares about."""
+    return Manifest.model_construct(**fields)
+
+
 def test_settings_of_old_or_odd_manifests() -> None:
-    assert CitationSettings.from_manifest({}) == CitationSettings()
-    odd = {"citation": {"style": "ieee", "show_page": "no", "max_quote_length": 50}}
+    assert CitationSettings.from_manifest(manifest()) == CitationSettings()
+    odd = manifest(
+        citation={"style": "ieee", "show_page": "no", "max_quote_length": 50}
+    )
     assert CitationSettings.from_manifest(odd) == CitationSettings(
         style="ieee", max_quote_length=50
     )
@@ -686,12 +694,12 @@ def test_book_from_manifest() -> None:
     assert book_year("Someone", "2026-01-01T00:00:00Z") == 2026
     assert book_year("", "") is None
     book = Book.from_manifest(
-        {"project": "Café Guide", "author": "Author name not set", "release": "2.1"}
+        manifest(project="Café Guide", author="Author name not set", release="2.1")
     )
     assert (book.authors, book.publisher, book.version) == ((), "Café Guide", "2.1")
     assert book.slug == slugify("Café Guide") == "cafe-guide"
     assert book.url("a.html#x") == "a.html#x"
-    based = Book.from_manifest({"project": "P", "html_baseurl": "https://x.org/d"})
+    based = Book.from_manifest(manifest(project="P", html_baseurl="https://x.org/d"))
     assert based.url("a/b.html#p") == "https://x.org/d/a/b.html#p"
     assert based.url(None) is None
 

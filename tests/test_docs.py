@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sphinx_ragcite.config import fields
-from sphinx_ragcite.schemas import Answer, Citation
+from sphinx_ragcite.contracts import Answer, Citation
 
 from conftest import REPO
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_ragcite.index.links import (
-    PREFIX,
+from sphinx_ragcite.index.link_history import (
     LinkHistory,
     similarity,
     sketch,
     update,
 )
+from sphinx_ragcite.index.moved import PREFIX
 from sphinx_ragcite.passages.records import content_hash
 
 from conftest import ROOTS, read_manifest, read_passages, sphinx_build
@@ -268,7 +268,10 @@ def test_incremental_build_maps_shifted_passages(
     sphinx_build(links_src, out, "-d", str(doctrees))
     before = read_passages(out)
     assert moved_map(out) == {}
-    assert read_manifest(out)["files"]["moved"] == "moved.js"
+    # the server's content-addressed copy and the widget's fixed-name script
+    index = out / "_ragcite"
+    named = index / read_manifest(out)["files"]["moved"]
+    assert named.read_bytes() == (index / "moved.js").read_bytes()
 
     edit(links_src / "kettles.rst", *INSERT)
     assert sphinx_build(links_src, out, "-d", str(doctrees)) == ""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sphinx_ragcite.cli import main
-from sphinx_ragcite.errors import IndexError as RagciteIndexError
+from sphinx_ragcite.errors import SiteIndexError as RagciteIndexError
 from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa, score_ranking
 from sphinx_ragcite.retrieval import Filters, Site
 
@@ -82,8 +82,14 @@ def test_missing_index_is_a_clear_error(tmp_path: Path) -> None:
         Site.load(tmp_path)
 
 
+def role_path(site: Path, role: str) -> Path:
+    """The file the manifest names for *role* (names are content-addressed)."""
+    manifest = json.loads((site / "_ragcite" / "manifest.json").read_text())
+    return site / "_ragcite" / manifest["files"][role]
+
+
 def test_corrupt_file_is_detected(copy: Path) -> None:
-    path = copy / "_ragcite" / "embeddings.npy"
+    path = role_path(copy, "embeddings")
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
@@ -92,7 +98,7 @@ def test_corrupt_file_is_detected(copy: Path) -> None:
 
 
 def test_missing_file_is_detected(copy: Path) -> None:
-    (copy / "_ragcite" / "bm25" / "vocab.index.json").unlink()
+    role_path(copy, "bm25.vocab").unlink()
     with pytest.raises(RagciteIndexError, match="missing"):
         Site.load(copy)
 

@@ -10,7 +10,7 @@ import re
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from sphinx_ragcite.passages.ids import PASSAGE_ID
+from sphinx_ragcite.contracts import PASSAGE_ID
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

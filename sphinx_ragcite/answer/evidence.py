@@ -15,11 +15,11 @@ from sphinx_ragcite.answer.sentences import (
     numbers,
     split_sentences,
 )
-from sphinx_ragcite.schemas import USER_SELECTION
+from sphinx_ragcite.contracts import USER_SELECTION
 
 if TYPE_CHECKING:
+    from sphinx_ragcite.contracts import PassageRecord
     from sphinx_ragcite.index.embed import Embedder
-    from sphinx_ragcite.passages.records import Record
     from sphinx_ragcite.retrieval import Site
 
 
@@ -28,7 +28,7 @@ class Evidence:
     """One source an answer may cite: a book passage or the user's selection."""
 
     key: str
-    record: Record | None
+    record: PassageRecord | None
     text: str
     sentences: tuple[Sentence, ...]
     vectors: np.ndarray

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import Callable
 
-    from sphinx_ragcite.schemas import Answer
+    from sphinx_ragcite.contracts import Answer
 
 _MARKER = re.compile(r"\[(\d+)\]")
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>])")

@@ -13,15 +13,15 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sphinx_ragcite.contracts import USER_SELECTION, citation_time
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.schemas import USER_SELECTION, citation_time
 
 if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import Mapping, Sequence
 
+    from sphinx_ragcite.contracts import Citation, Manifest
     from sphinx_ragcite.retrieval import Site
-    from sphinx_ragcite.schemas import Citation
 
 #: ``author`` values Sphinx or its quickstart use when none was given.
 NO_AUTHOR = frozenset({"", "unknown", "author name not set", "author"})
@@ -80,9 +80,9 @@ class CitationSettings:
     max_quote_length: int = 200
 
     @classmethod
-    def from_manifest(cls, manifest: Mapping[str, Any]) -> CitationSettings:
+    def from_manifest(cls, manifest: Manifest) -> CitationSettings:
         """Sites built before these options existed get the defaults."""
-        stored = manifest.get("citation") or {}
+        stored = manifest.citation
         defaults = cls()
         values: dict[str, Any] = {}
         for name, default in vars(defaults).items():
@@ -108,22 +108,19 @@ class Book:
         return slugify(self.title) or "book"
 
     @classmethod
-    def from_manifest(cls, manifest: Mapping[str, Any]) -> Book:
-        title = str(manifest.get("project") or "").strip() or "Untitled"
-        author = str(manifest.get("author") or "").strip()
+    def from_manifest(cls, manifest: Manifest) -> Book:
+        title = manifest.project.strip() or "Untitled"
+        author = manifest.author.strip()
         if author.lower() in NO_AUTHOR:
             author = ""
         return cls(
             title=title,
             authors=parse_authors(author),
-            version=str(manifest.get("release") or manifest.get("version") or ""),
-            year=book_year(
-                str(manifest.get("copyright") or ""),
-                str(manifest.get("built_at") or ""),
-            ),
+            version=manifest.release or manifest.version,
+            year=book_year(manifest.copyright, manifest.built_at),
             publisher=author or title,
-            baseurl=str(manifest.get("html_baseurl") or ""),
-            language=str(manifest.get("language") or "en"),
+            baseurl=manifest.html_baseurl,
+            language=manifest.language or "en",
         )
 
     def url(self, relative: str | None) -> str | None:

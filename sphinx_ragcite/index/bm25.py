@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import bm25s
+import numpy as np
 
+from sphinx_ragcite.errors import SiteIndexError
+from sphinx_ragcite.index.embeddings import read_npy
+from sphinx_ragcite.index.files import REBUILD
 from sphinx_ragcite.index.tokenize import tokenize
 
 # bm25s sets its own logger to DEBUG when imported. Once any package adds a
@@ -20,7 +25,7 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from sphinx_ragcite.passages.records import Record
+    from sphinx_ragcite.contracts import PassageRecord as Record
 
 #: Lucene's variant with its usual parameters.
 PARAMS = {"method": "lucene", "k1": 1.5, "b": 0.75}
@@ -55,3 +60,70 @@ def bm25_files(retriever: bm25s.BM25) -> dict[str, bytes]:
     with tempfile.TemporaryDirectory() as tmp:
         retriever.save(tmp, show_progress=False)
         return {name: (Path(tmp) / name).read_bytes() for name in BM25_FILES}
+
+
+def read_bm25(data: dict[str, bytes], passages: int, where: str) -> bm25s.BM25:
+    """The index from the bytes already read and checked (``bm25.*`` roles).
+
+    Built the way ``bm25s.BM25.load`` builds it, but from memory: the files
+    were read once, inside the index folder, and every array is checked
+    against the vocabulary and the passage count before it is trusted.
+    """
+    where = f"{where}/bm25"
+    try:
+        params: dict[str, Any] = json.loads(data["bm25.params"])
+        vocab: dict[str, int] = json.loads(data["bm25.vocab"])
+    except (ValueError, UnicodeDecodeError) as error:
+        raise SiteIndexError(f"{where} cannot be read ({error}). {REBUILD}") from None
+    if not isinstance(params, dict) or not isinstance(vocab, dict):
+        raise SiteIndexError(f"{where}: parameters or vocabulary damaged. {REBUILD}")
+    if params.get("num_docs") != passages or params.get("method") != PARAMS["method"]:
+        raise SiteIndexError(
+            f"{where} does not index the {passages} passages of this site "
+            f"(num_docs {params.get('num_docs')!r}, method "
+            f"{params.get('method')!r}). {REBUILD}"
+        )
+    ints = ("int16", "int32", "int64")
+    indptr = read_npy(data["bm25.indptr"], (-1,), ints, f"{where}/indptr")
+    indices = read_npy(data["bm25.indices"], (-1,), ints, f"{where}/indices")
+    scores = read_npy(data["bm25.data"], (-1,), ("float32", "float64"), where)
+    ids = set(vocab.values())
+    terms = [i for t, i in vocab.items() if t]  # bm25s may add an empty token
+    if (
+        not all(isinstance(t, str) and type(i) is int for t, i in vocab.items())
+        or not 1 <= len(indptr) <= len(vocab) + 1
+        or len(indices) != len(scores)
+        or indptr[0] != 0
+        or indptr[-1] != len(indices)
+        or bool((np.diff(indptr) < 0).any())
+        or (terms and not 0 <= min(terms) <= max(terms) < len(indptr) - 1)
+        or (
+            len(indices)
+            and not 0 <= int(indices.min()) <= int(indices.max()) < passages
+        )
+    ):
+        raise SiteIndexError(f"{where}: the arrays do not fit together. {REBUILD}")
+    try:
+        retriever = bm25s.BM25(
+            k1=float(params["k1"]),
+            b=float(params["b"]),
+            delta=float(params.get("delta", 0.5)),
+            method=str(params["method"]),
+            idf_method=params.get("idf_method"),
+            dtype=str(params.get("dtype", "float32")),
+            int_dtype=str(params.get("int_dtype", "int32")),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise SiteIndexError(
+            f"{where}: parameters damaged ({error}). {REBUILD}"
+        ) from None
+    retriever.vocab_dict = vocab
+    retriever.unique_token_ids_set = ids
+    retriever.scores = {
+        "data": scores,
+        "indices": indices,
+        "indptr": indptr,
+        "num_docs": passages,
+    }
+    retriever.nonoccurrence_array = None
+    return retriever

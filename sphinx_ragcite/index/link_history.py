@@ -17,24 +17,23 @@ import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple
 
 from sphinx.util import logging
 
-from sphinx_ragcite.index.writer import atomic_write
+from sphinx_ragcite.index.files import atomic_write
 from sphinx_ragcite.passages.records import content_hash
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from sphinx_ragcite.passages.records import Record
+    from sphinx_ragcite.contracts import PassageRecord as Record
+    from sphinx_ragcite.index.moved import Moved
 
 logger = logging.getLogger(__name__)
 
 HISTORY_FORMAT = 2
-FILE_NAME = "moved.js"
-PREFIX = "globalThis.ragcite_moved="
 #: Word hashes kept per passage: enough to tell an edit from a new paragraph.
 SKETCH_SIZE = 16
 #: Estimated word-set Jaccard above which changed text counts as the same passage.
@@ -47,8 +46,34 @@ _WORD = re.compile(r"\w+")
 #: Words of a block's start the widget matches against the page's text.
 OPENING_WORDS = 8
 
-#: A passage URL, or [URL, opening words of the block inside it].
-Moved = str | list[str]
+
+class Head(NamedTuple):
+    """A text's first block: what a link to the text showed at the top."""
+
+    block: str  # content hash of the block
+    opening: str  # its first words, for the widget to find it in a passage
+
+
+class Fingerprint(NamedTuple):
+    """What recognises a text when it has been edited or re-chunked."""
+
+    sketch: list[int]
+    block: str
+    opening: str
+
+
+class Seen(NamedTuple):
+    """A passage of the previous build (stored as a JSON list, in this order)."""
+
+    digest: str
+    docname: str
+    sketch: list[int]
+    block: str
+    opening: str
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint(self.sketch, self.block, self.opening)
 
 
 def sketch(text: str) -> list[int]:
@@ -76,11 +101,10 @@ class LinkHistory:
     first: dict[str, str] = field(default_factory=dict)
     #: content hash that left the book -> hash of its edited successor
     alias: dict[str, str] = field(default_factory=dict)
-    #: hash of a text in ``first`` -> [its first block's hash, that block's start]
-    heads: dict[str, list[str]] = field(default_factory=dict)
-    #: the previous build: passage ID -> [hash, docname, sketch, first block's
-    #: hash, first block's start]
-    passages: dict[str, list[Any]] = field(default_factory=dict)
+    #: hash of a text in ``first`` -> its first block
+    heads: dict[str, Head] = field(default_factory=dict)
+    #: the previous build's passages by ID
+    passages: dict[str, Seen] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> LinkHistory:
@@ -94,12 +118,16 @@ class LinkHistory:
         if not isinstance(data, dict) or data.get("format") != HISTORY_FORMAT:
             cls._set_aside(path, "not a link history of this version")
             return cls()
-        history = cls()
-        for name in ("first", "alias", "heads", "passages"):
-            value = data.get(name)
-            if isinstance(value, dict):
-                setattr(history, name, value)
-        return history
+        try:
+            return cls(
+                first=dict(data.get("first", {})),
+                alias=dict(data.get("alias", {})),
+                heads={k: Head(*v) for k, v in data.get("heads", {}).items()},
+                passages={k: Seen(*v) for k, v in data.get("passages", {}).items()},
+            )
+        except (TypeError, ValueError, AttributeError) as error:
+            cls._set_aside(path, f"damaged entries: {error}")
+            return cls()
 
     @staticmethod
     def _set_aside(path: Path, why: str) -> None:
@@ -148,7 +176,7 @@ def blocks(text: str) -> list[str]:
 
 
 def _match_edits(
-    history: LinkHistory, current: dict[str, list[Any]], records: list[Record]
+    history: LinkHistory, current: dict[str, Seen], records: list[Record]
 ) -> dict[str, str]:
     """Pair text that left the book with the current text that continues it.
 
@@ -157,10 +185,10 @@ def _match_edits(
     to the passage now holding its first block. Otherwise, an edited passage
     goes to the new passage whose words overlap it most.
     """
-    now = {v[0] for v in current.values()}
-    before = {v[0] for v in history.passages.values()}
-    gone = {v[0]: v for v in history.passages.values() if v[0] not in now}
-    new = {v[0]: v for v in current.values() if v[0] not in before}
+    now = {v.digest for v in current.values()}
+    before = {v.digest for v in history.passages.values()}
+    gone = {v.digest: v for v in history.passages.values() if v.digest not in now}
+    new = {v.digest: v for v in current.values() if v.digest not in before}
     if not gone:
         return {}
     holding: dict[str, list[tuple[str, str]]] = {}
@@ -169,20 +197,21 @@ def _match_edits(
             holding.setdefault(block, []).append((r["docname"], r["content_hash"]))
     matched: dict[str, str] = {}
     for old, entry in gone.items():
-        places = holding.get(entry[3], [])
+        places = holding.get(entry.block, [])
         if places:
-            same_doc = [h for doc, h in places if doc == entry[1]]
+            same_doc = [h for doc, h in places if doc == entry.docname]
             matched[old] = (same_doc or [h for _, h in places])[0]
     # Candidates share sketch values (an inverted index), so a build that
     # rewrites thousands of passages does not compare every pair.
     postings: dict[int, list[str]] = {}
     for fresh, fresh_entry in new.items():
-        for value in fresh_entry[2]:
+        for value in fresh_entry.sketch:
             postings.setdefault(value, []).append(fresh)
     pairs: list[tuple[float, str, str]] = []
-    for old, (_, old_doc, old_sketch, *_) in gone.items():
+    for old, seen in gone.items():
         if old in matched:
             continue
+        old_doc, old_sketch = seen.docname, seen.sketch
         shared: Counter[str] = Counter()
         for value in old_sketch:
             hits = postings.get(value, ())
@@ -194,9 +223,9 @@ def _match_edits(
         for fresh, count in shared.items():
             if count < least:
                 continue
-            _, doc, fresh_sketch, *_ = new[fresh]
-            score = similarity(old_sketch, fresh_sketch)
-            floor = SAME_DOC_SIMILARITY if doc == old_doc else OTHER_DOC_SIMILARITY
+            score = similarity(old_sketch, new[fresh].sketch)
+            same = new[fresh].docname == old_doc
+            floor = SAME_DOC_SIMILARITY if same else OTHER_DOC_SIMILARITY
             if score >= floor:
                 pairs.append((score, old, fresh))
     taken: set[str] = set()
@@ -229,16 +258,16 @@ def update(
     opening words, for the widget to find it.
     """
     page_url = page_url or (lambda docname: f"{docname}.html")
-    # content hash -> [sketch, first block's hash, its opening words], for the
-    # previous build's texts and (as they are met) this build's
-    known = {v[0]: v[2:] for v in history.passages.values()}
+    # content hash -> fingerprint, for the previous build's texts and (as they
+    # are met) this build's
+    known = {v.digest: v.fingerprint for v in history.passages.values()}
 
-    def entry(r: Record) -> list[Any]:
+    def entry(r: Record) -> Seen:
         digest = r["content_hash"]
         if digest not in known:
             head = (blocks(r["text"]) or [digest])[0]
-            known[digest] = [sketch(r["text"]), head, opening(r["text"])]
-        return [digest, r["docname"], *known[digest]]
+            known[digest] = Fingerprint(sketch(r["text"]), head, opening(r["text"]))
+        return Seen(digest, r["docname"], *known[digest])
 
     current = {r["passage_id"]: entry(r) for r in records}
     history.alias.update(_match_edits(history, current, records))
@@ -256,11 +285,12 @@ def update(
             digest = history.alias[digest]
         return digest if digest in where else None
 
-    def head_of(digest: str) -> list[str] | None:
-        """First block's hash and start of a text, wherever it was last seen."""
+    def head_of(digest: str) -> Head | None:
+        """A text's first block, wherever it was last seen."""
         if digest in history.heads:
             return history.heads[digest]
-        return known[digest][1:3] if digest in known else None
+        found = known.get(digest)
+        return None if found is None else Head(found.block, found.opening)
 
     moved: dict[str, Moved] = {}
     for key, digest in sorted(history.first.items()):
@@ -269,7 +299,7 @@ def update(
         if found is None:
             # The text is gone: the anchor now means whatever it names today.
             if here is not None:
-                history.first[key] = current[here][0]
+                history.first[key] = current[here].digest
             else:
                 del history.first[key]
             continue
@@ -280,15 +310,15 @@ def update(
         old_link = link_key(f"{page_url(docname)}#{pid}")
         if (
             head is not None
-            and head[0] != current[target][3]
-            and head[0] in blocks(texts[target])
+            and head.block != current[target].block
+            and head.block in blocks(texts[target])
         ):
             # Its first block now sits inside the passage: say where.
-            moved[old_link] = [urls[target], head[1]]
+            moved[old_link] = [urls[target], head.opening]
         elif target != here:
             moved[old_link] = urls[target]
     for key, pid in anchors.items():
-        history.first.setdefault(key, current[pid][0])
+        history.first.setdefault(key, current[pid].digest)
     history.heads = {
         digest: head
         for digest in sorted(set(history.first.values()))
@@ -299,9 +329,3 @@ def update(
     }
     history.passages = current
     return dict(sorted(moved.items()))
-
-
-def moved_file(moved: dict[str, Moved]) -> bytes:
-    """A script, like the static index, so pages opened from disk can load it."""
-    body = json.dumps(moved, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return f"{PREFIX}{body};\n".encode()

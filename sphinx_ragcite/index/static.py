@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sphinx_ragcite.index.files import dumps
 from sphinx_ragcite.index.tokenize import SPEC
-from sphinx_ragcite.index.writer import dumps
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import bm25s
 
-    from sphinx_ragcite.passages.records import Record
+    from sphinx_ragcite.contracts import PassageRecord as Record
 
 FORMAT_VERSION = 1
 FILE_NAME = "search.js"
@@ -47,7 +47,6 @@ SUFFIX = b";\n"
 #: Two decimals of BM25 weight: rankings match bm25s on the example book's QA
 #: set (benchmarks/index_build.py), one digit less per posting than 1000.
 WEIGHT_SCALE = 100
-FIELDS = ("passage_id", "url", "chapter", "section", "snippet")
 
 
 def _interned(values: Sequence[str]) -> tuple[list[str], dict[str, int]]:

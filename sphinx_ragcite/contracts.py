@@ -1,0 +1,313 @@
+"""The shapes both sides agree on: passage records, the manifest, the answer JSON.
+
+Build time writes these into ``_ragcite/``; query time (retrieval, answers,
+citations, server, CLI) reads them back. This module imports neither Sphinx
+nor docutils, so the query side never pays for them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sphinx_ragcite.errors import RagciteError
+
+# -- names the CLI, the HTTP API and the engine share ---------------------
+
+GeneratorName = Literal["extractive", "llm"]
+GENERATORS: tuple[str, ...] = get_args(GeneratorName)
+AnswerMode = Literal["book", "selection"]
+ANSWER_MODES: tuple[str, ...] = get_args(AnswerMode)
+SearchMode = Literal["bm25", "dense", "hybrid"]
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+Fusion = Literal["rrf", "linear"]
+FUSIONS: tuple[str, ...] = get_args(Fusion)
+#: ``--style`` and ``ragcite_citation_style``.
+CitationStyle = Literal["plain", "apa", "ieee", "acm", "chicago"]
+STYLES: tuple[str, ...] = get_args(CitationStyle)
+#: ``ragcite ask --format``.
+OutputFormat = Literal["text", "quotes", "json", "markdown"]
+FORMATS: tuple[str, ...] = get_args(OutputFormat)
+#: ``ragcite ask --export`` and ``ragcite cite --bibtex|--ris|--csl-json``.
+ExportFormat = Literal["bibtex", "ris", "csl-json"]
+EXPORTS: tuple[str, ...] = get_args(ExportFormat)
+ConfidenceLevel = Literal["high", "medium", "low"]
+
+# -- limits -----------------------------------------------------------------
+
+#: Characters of a question, after trimming (DESIGN.md).
+MAX_QUESTION = 2000
+#: Characters of a reader's selection, after trimming.
+MAX_SELECTION = 20_000
+#: Passages an answer is drawn from by default, and at most over HTTP.
+DEFAULT_K = 6
+MAX_K = 20
+
+# -- passage IDs ------------------------------------------------------------
+
+PASSAGE_ID = re.compile(r"^ch(?P<c>[0-9]+)-sec(?P<s>[0-9]+)-p(?P<p>[0-9]+)$")
+#: The ``passage_id`` of a reader's selected text in selection mode.
+USER_SELECTION = "user-selection"
+
+
+def passage_id(chapter: int, section: int, position: int) -> str:
+    return f"ch{chapter}-sec{section}-p{position}"
+
+
+def parse_passage_id(value: str) -> tuple[int, int, int] | None:
+    match = PASSAGE_ID.match(value)
+    if match is None:
+        return None
+    return int(match["c"]), int(match["s"]), int(match["p"])
+
+
+_SPACES = re.compile(r"[ \t\r\f\v\n]+")
+
+
+def make_snippet(text: str, limit: int = 200, minimum: int = 50) -> str:
+    """A passage's ``snippet``: a prefix of its text cut at a word boundary."""
+    flat = _SPACES.sub(" ", text).strip()
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit + 1)
+    return flat[: cut if cut >= minimum else limit].rstrip()
+
+
+# -- the index files ----------------------------------------------------------
+
+
+class PassageRecord(TypedDict):
+    """One line of ``passages.jsonl``: a passage and where it lives."""
+
+    passage_id: str
+    docname: str
+    #: page URL + ``#passage_id``, relative to the site root
+    url: str
+    chapter: str
+    section: str
+    heading_path: list[str]
+    text: str
+    snippet: str
+    char_start: int
+    char_end: int
+    content_hash: str
+
+
+#: Field -> type every record must have (checked when an index is loaded).
+PASSAGE_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "passage_id": str,
+    "docname": str,
+    "url": str,
+    "chapter": str,
+    "section": str,
+    "heading_path": list,
+    "text": str,
+    "snippet": str,
+    "char_start": int,
+    "char_end": int,
+    "content_hash": str,
+}
+
+
+class Counts(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    passages: int = Field(ge=0)
+    documents: int = Field(0, ge=0)
+    moved: int = Field(0, ge=0)
+
+
+class EmbeddingInfo(BaseModel):
+    """How the dense vectors were made: a query must be embedded the same way."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    model: str
+    dim: int = Field(gt=0, le=65_536)
+    dtype: Literal["int8"] = "int8"
+    scale_dtype: Literal["float32"] = "float32"
+    max_tokens: int = Field(gt=0)
+
+
+#: A SHA-256 digest in hex.
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class Manifest(BaseModel):
+    """``_ragcite/manifest.json``; the reader checks it before trusting any file.
+
+    Unknown keys are kept (a newer build may add some); the ones below are
+    what query time relies on.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    format_version: int
+    project: str = ""
+    author: str = ""
+    copyright: str = ""
+    version: str = ""
+    release: str = ""
+    html_baseurl: str = ""
+    language: str | None = None
+    builder: str = ""
+    root_url: str = ""
+    built_at: str = ""
+    counts: Counts
+    tokenizer: dict[str, Any] = Field(default_factory=dict)
+    bm25: dict[str, Any] = Field(default_factory=dict)
+    embedding: EmbeddingInfo | None = None
+    citation: dict[str, Any] = Field(default_factory=dict)
+    #: role -> file name relative to ``_ragcite/``
+    files: dict[str, str]
+    sha256: dict[str, str]
+    bytes: dict[str, int]
+
+    @field_validator(
+        "project",
+        "author",
+        "copyright",
+        "version",
+        "release",
+        "html_baseurl",
+        "builder",
+        "root_url",
+        "built_at",
+        mode="before",
+    )
+    @classmethod
+    def _text(cls, value: object) -> str:
+        """Book facts are display text: conf.py may give None or a list."""
+        if value is None:
+            return ""
+        if isinstance(value, (list, tuple)):
+            return ", ".join(str(v) for v in value)
+        if isinstance(value, (dict, bool)):
+            raise ValueError("must be text")
+        return str(value)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Manifest:
+        required = {"passages", "bm25.params", "bm25.vocab", "bm25.data"}
+        required |= {"bm25.indices", "bm25.indptr"}
+        if self.embedding is not None:
+            required |= {"embeddings", "embedding_scales"}
+        missing = sorted(required - set(self.files))
+        if missing:
+            raise ValueError(f"files: no entry for {', '.join(missing)}")
+        for role in self.files:
+            digest = self.sha256.get(role)
+            if not isinstance(digest, str) or not _SHA256.match(digest):
+                raise ValueError(f"sha256: no valid digest for {role!r}")
+            size = self.bytes.get(role)
+            if not isinstance(size, int) or size < 0:
+                raise ValueError(f"bytes: no valid size for {role!r}")
+        return self
+
+    @property
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+# -- retrieval results --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A ranked passage; ``bm25``/``dense`` are None when that side did not run."""
+
+    passage: PassageRecord
+    row: int
+    score: float
+    bm25: float | None = None
+    dense: float | None = None
+
+    @property
+    def passage_id(self) -> str:
+        return self.passage["passage_id"]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "passage_id": self.passage_id,
+            "score": round(self.score, 6),
+            "bm25": None if self.bm25 is None else round(self.bm25, 6),
+            "dense": None if self.dense is None else round(self.dense, 6),
+            **{k: v for k, v in self.passage.items() if k != "passage_id"},
+        }
+
+
+# -- the answer JSON (DESIGN.md) ----------------------------------------------
+
+#: Freezes the citation date (``2026-01-15`` or an ISO time) for reproducible output.
+CITATION_DATE_ENV = "RAGCITE_CITATION_DATE"
+
+
+def citation_time() -> dt.datetime:
+    """Now in UTC to the second, or the moment ``$RAGCITE_CITATION_DATE`` names."""
+    frozen = os.environ.get(CITATION_DATE_ENV, "").strip()
+    if frozen:
+        try:
+            moment = dt.datetime.fromisoformat(frozen.replace("Z", "+00:00"))
+        except ValueError:
+            raise RagciteError(
+                f"{CITATION_DATE_ENV}={frozen!r} is not a date like 2026-01-15"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+        return moment.astimezone(dt.timezone.utc).replace(microsecond=0)
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def timestamp(moment: dt.datetime) -> str:
+    """``citation_date`` as the answer JSON writes it: ``2026-11-21T10:30:45Z``."""
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def confidence_level(value: float) -> ConfidenceLevel:
+    """Bands of seed 003: high >= 0.7, medium 0.4-0.69, low below 0.4."""
+    if value >= 0.7:
+        return "high"
+    if value >= 0.4:
+        return "medium"
+    return "low"
+
+
+class Citation(BaseModel):
+    """One numbered source of an answer; ``n`` is its ``[n]`` marker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(ge=1)
+    passage_id: str
+    url: str | None
+    chapter: str
+    section: str
+    heading_path: list[str]
+    page: int | None = None
+    snippet: str
+    quote: str = Field(description="exact sentence(s) of the passage that support it")
+    similarity_score: float = Field(ge=0, le=1)
+    confidence_score: float = Field(ge=0, le=1)
+    grounded: bool
+    source_type: Literal["book", "selection"] = "book"
+    citation_date: str
+
+
+class Answer(BaseModel):
+    """The response of ``POST /api/ask`` and ``ragcite ask --format json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    mode: AnswerMode
+    answer: str
+    citations: list[Citation]
+    confidence: float = Field(ge=0, le=1)
+    confidence_level: ConfidenceLevel
+    grounded: bool
+    metadata: dict[str, Any]
