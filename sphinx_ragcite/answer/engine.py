@@ -18,8 +18,8 @@ from sphinx_ragcite.answer.extractive import (
     rank_sentences,
 )
 from sphinx_ragcite.answer.grounding import Verified, verify
-from sphinx_ragcite.answer.llm import GenerationError
-from sphinx_ragcite.answer.prompt import build_messages
+from sphinx_ragcite.answer.llm import generate
+from sphinx_ragcite.answer.prompt import fit_messages
 from sphinx_ragcite.answer.sentences import content_words, strip_markup
 from sphinx_ragcite.passages.text import make_snippet
 from sphinx_ragcite.schemas import (
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from sphinx_ragcite.answer.llm import Generator
+    from sphinx_ragcite.answer.llm import Cancel, Generator
     from sphinx_ragcite.retrieval import Filters, Site
 
 logger = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class AnswerEngine:
         k: int | None = None,
         filters: Filters | None = None,
         generator: GeneratorChoice = "extractive",
+        cancel: Cancel | None = None,
     ) -> EventStream[Event, None, None]:
         question = question.strip()
         started = time.perf_counter()
@@ -120,19 +121,27 @@ class AnswerEngine:
             return
         text = ""
         if generator == "llm" and self.llm is not None:
-            messages = build_messages(question, candidates, evidence)
             meta.update(generator="llm", model=self.llm.name)
             try:
-                for piece in self.llm.stream(messages, max_tokens=MAX_TOKENS):
+                messages = fit_messages(
+                    question, candidates, self.llm, max_tokens=MAX_TOKENS
+                )
+                pieces = generate(
+                    self.llm, messages, max_tokens=MAX_TOKENS, cancel=cancel
+                )
+                for piece in pieces:
                     text += piece
                     yield Event("token", piece)
                 cleaned = strip_markup(text)
                 if cleaned != text:
                     meta["markup_removed"] = True
                     text = cleaned
-            except GenerationError as error:
+            except Exception as error:  # any failure: the book still answers
+                if cancel is not None and cancel.abandoned:
+                    return  # nobody is listening
                 logger.warning("generation failed, answering extractively: %s", error)
                 meta["fallback"] = f"generation failed: {error}"
+                meta["generator"] = "llm->extractive"
                 text = ""
         elif generator == "llm":
             meta["fallback"] = "no language model loaded"

@@ -5,14 +5,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import threading
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from sphinx_ragcite.errors import ModelNotFoundError, RagciteError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ENV = "RAGCITE_MODEL"
@@ -25,8 +27,71 @@ SAMPLING: dict[str, Any] = {
 }
 
 
+#: Context of an OpenAI-compatible endpoint, which does not say its own:
+#: llama.cpp's servers default to 2048 tokens.
+ENDPOINT_CONTEXT = 2048
+
+
 class GenerationError(RagciteError):
     pass
+
+
+class GenerationCancelled(GenerationError):
+    """The reader left or the deadline passed; the model was stopped."""
+
+
+class Cancel:
+    """Stops a generation from another thread, at once.
+
+    ``expire()`` (the deadline passed) makes the answer fall back to the
+    extractive one; ``abandon()`` (nobody is listening) stops the answer too.
+    Both run the hooks a generator registered, e.g. shutting the socket it is
+    blocked on, so a waiting read returns now rather than at the next token.
+    """
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.abandoned = False
+        self._hooks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    def is_set(self) -> bool:
+        return self.reason is not None
+
+    def expire(self, reason: str = "timed out") -> None:
+        self._fire(reason, abandoned=False)
+
+    def abandon(self, reason: str = "the reader left") -> None:
+        self._fire(reason, abandoned=True)
+
+    def check(self) -> None:
+        if self.reason is not None:
+            raise GenerationCancelled(self.reason)
+
+    def _fire(self, reason: str, *, abandoned: bool) -> None:
+        with self._lock:
+            self.abandoned = self.abandoned or abandoned
+            if self.reason is not None:
+                return
+            self.reason = reason
+            hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            hook()
+
+    @contextmanager
+    def hook(self, callback: Callable[[], None]) -> Iterator[None]:
+        """Run *callback* on cancellation while the block runs (now if already)."""
+        with self._lock:
+            fired = self.reason is not None
+            if not fired:
+                self._hooks.append(callback)
+        if fired:
+            callback()
+        try:
+            yield
+        finally:
+            with self._lock, suppress(ValueError):
+                self._hooks.remove(callback)
 
 
 class Generator(Protocol):
@@ -37,6 +102,56 @@ class Generator(Protocol):
     def stream(
         self, messages: list[dict[str, str]], *, max_tokens: int
     ) -> Iterator[str]: ...
+
+
+@runtime_checkable
+class Measured(Protocol):
+    """A generator that knows its context window and counts its own tokens."""
+
+    context_tokens: int
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+class _Cancellable(Protocol):
+    def stream(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        cancel: Cancel | None = None,
+    ) -> Iterator[str]: ...
+
+
+def generate(
+    llm: Generator,
+    messages: list[dict[str, str]],
+    *,
+    max_tokens: int,
+    cancel: Cancel | None = None,
+) -> Iterator[str]:
+    """``llm.stream`` that stops when *cancel* fires, for any generator.
+
+    Ours stop inside a blocked read; any other is stopped between pieces.
+    """
+    if cancel is None:
+        yield from llm.stream(messages, max_tokens=max_tokens)
+        return
+    cancel.check()
+    if getattr(llm, "cancellable", False):
+        pieces = cast("_Cancellable", llm).stream(
+            messages, max_tokens=max_tokens, cancel=cancel
+        )
+    else:
+        pieces = llm.stream(messages, max_tokens=max_tokens)
+    try:
+        for piece in pieces:
+            cancel.check()
+            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
 
 
 def default_gguf() -> Path:
@@ -79,6 +194,8 @@ class LlamaCppGenerator:
     common prefix, so the fixed system prompt is evaluated once.
     """
 
+    cancellable = True
+
     def __init__(
         self,
         model_path: str | os.PathLike[str] | None = None,
@@ -105,26 +222,55 @@ class LlamaCppGenerator:
             flash_attn=True,
             verbose=False,
         )
+        self.context_tokens = int(self._llm.n_ctx())
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of *text* by the model's own tokenizer (thread-safe: no lock)."""
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False))
 
     def stream(
-        self, messages: list[dict[str, str]], *, max_tokens: int
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        cancel: Cancel | None = None,
     ) -> Iterator[str]:
-        with self._lock:
+        # Wait for the model, but not past a cancellation: a reader who left
+        # while queued must not hold a slot until the model is free.
+        while not self._lock.acquire(timeout=0.05):
+            if cancel is not None:
+                cancel.check()
+        try:
             chunks = self._llm.create_chat_completion(
                 messages=messages,  # type: ignore[arg-type]
                 max_tokens=max_tokens,
                 stream=True,
                 **SAMPLING,
             )
-            for chunk in chunks:
-                delta = chunk["choices"][0]["delta"]  # type: ignore[index]
-                text = delta.get("content")  # type: ignore[union-attr]
-                if text:
-                    yield str(text)
+            try:
+                for chunk in chunks:
+                    if cancel is not None:
+                        cancel.check()  # stops the token loop, frees the model
+                    delta = chunk["choices"][0]["delta"]  # type: ignore[index]
+                    text = delta.get("content")  # type: ignore[union-attr]
+                    if text:
+                        yield str(text)
+            finally:
+                chunks.close()  # type: ignore[union-attr]
+        except ValueError as error:  # e.g. a prompt longer than the context
+            raise GenerationError(str(error)) from error
+        finally:
+            self._lock.release()
 
 
 class OpenAIGenerator:
-    """Any OpenAI-compatible ``/v1/chat/completions`` (llama.cpp server, vLLM)."""
+    """Any OpenAI-compatible ``/v1/chat/completions`` (llama.cpp server, vLLM).
+
+    Its tokenizer is unknown here, so text is counted in UTF-8 bytes: a
+    byte-level BPE token is at least one byte, so the count is an upper bound.
+    """
+
+    cancellable = True
 
     def __init__(
         self,
@@ -133,6 +279,7 @@ class OpenAIGenerator:
         model: str = "default",
         api_key: str | None = None,
         timeout: float = 60.0,
+        context_tokens: int = ENDPOINT_CONTEXT,
     ) -> None:
         import httpx
 
@@ -151,11 +298,25 @@ class OpenAIGenerator:
         )
         self.name = f"{model}@{url}"
         self.model = model
+        self.context_tokens = context_tokens
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers)
+        # No pooled connections: each answer opens its own, so cancelling one
+        # can shut its socket without touching another's.
+        self._client = httpx.Client(
+            timeout=timeout,
+            headers=headers,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.encode("utf-8"))
 
     def stream(
-        self, messages: list[dict[str, str]], *, max_tokens: int
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        cancel: Cancel | None = None,
     ) -> Iterator[str]:
         import httpx
 
@@ -168,13 +329,38 @@ class OpenAIGenerator:
             "top_p": SAMPLING["top_p"],
             "stop": SAMPLING["stop"],
         }
+        sockets: list[socket.socket] = []
+
+        def shut() -> None:
+            # closing the response from this thread would not wake a read
+            # blocked in the other; shutting the socket does, and the
+            # endpoint sees the disconnect and stops generating
+            for sock in sockets:
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        def trace(event: str, info: dict[str, Any]) -> None:
+            if event == "connection.connect_tcp.complete":
+                sock = info["return_value"].get_extra_info("socket")
+                if sock is not None:
+                    sockets.append(sock)
+                    if cancel is not None and cancel.is_set():
+                        shut()
+
         try:
-            with self._client.stream("POST", self.endpoint, json=body) as response:
+            with (
+                cancel.hook(shut) if cancel is not None else nullcontext(),
+                self._client.stream(
+                    "POST", self.endpoint, json=body, extensions={"trace": trace}
+                ) as response,
+            ):
                 if response.status_code != 200:
                     raise GenerationError(
                         f"{self.endpoint} answered HTTP {response.status_code}"
                     )
                 for line in response.iter_lines():
+                    if cancel is not None:
+                        cancel.check()
                     if not line.startswith("data:"):
                         continue
                     payload = line[5:].strip()
@@ -185,4 +371,6 @@ class OpenAIGenerator:
                     if text:
                         yield text
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as error:
+            if cancel is not None:
+                cancel.check()  # the read failed because we shut it
             raise GenerationError(f"{self.endpoint} failed: {error}") from error

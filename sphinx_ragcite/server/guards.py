@@ -1,15 +1,37 @@
-"""Per-client limits and the answer cache: small, thread-safe, in-process.
+"""What stands between a request and the answer: headers, limits, the cache.
 
-State here is per process: with N replicas each enforces its own limits, which
-is what a stateless server behind a load balancer can promise.
+The middleware sits with the guards it uses. State here is per process: with
+N replicas each enforces its own limits, which is what a stateless server
+behind a load balancer can promise.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sphinx_ragcite.server.responses import error
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, MutableMapping
+
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger("sphinx_ragcite.server")
+
+API_CSP = "default-src 'none'; frame-ancestors 'none'"
+#: The API docs page is one HTML file with an inline style sheet, no script.
+DOCS_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+#: The widget is same-origin script and CSS; themes need inline styles/scripts.
+SITE_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "script-src 'self' 'unsafe-inline'; connect-src 'self'; font-src 'self' data:; "
+    "object-src 'none'; base-uri 'self'; frame-ancestors 'self'"
+)
+DOCS_PATH = "/api/docs"
 
 
 class RateLimiter:
@@ -86,3 +108,122 @@ class AnswerCache:
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
+
+
+class SecurityHeaders:
+    """Outermost middleware: security headers on every response, crashes too.
+
+    Starlette answers an unhandled exception outside every user middleware,
+    so its 500 would carry none of these headers; this one answers it
+    itself, inside them.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        api = path.startswith("/api/")
+        csp = DOCS_CSP if path == DOCS_PATH else API_CSP if api else SITE_CSP
+        started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = list(message.get("headers", []))
+                headers.append((b"x-content-type-options", b"nosniff"))
+                headers.append((b"referrer-policy", b"same-origin"))
+                headers.append((b"content-security-policy", csp.encode()))
+                if api:
+                    headers.append((b"cache-control", b"no-store"))
+                else:
+                    headers.append((b"x-frame-options", b"SAMEORIGIN"))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            logger.exception("unexpected error on %s", path)
+            if started:  # too late for a status: the connection just ends
+                raise
+            response = error(500, "internal_error", "The server failed; see its log.")
+            await response(scope, receive, send_with_headers)
+
+
+class ApiGuard:
+    """Rate limit and body size for the API, before any route runs.
+
+    Sits inside the CORS middleware, so a 429 carries CORS headers the page
+    can read, and a preflight (answered by CORS) spends no tokens.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = getattr(scope["app"].state, "ragcite", None) if "app" in scope else None
+        if (
+            scope["type"] != "http"
+            or not scope["path"].startswith("/api/")
+            or state is None
+            or scope["method"] == "OPTIONS"
+        ):
+            await self.app(scope, receive, send)
+            return
+        client = (scope.get("client") or ("unknown", 0))[0]
+        wait = state.limiter.check(client)
+        if wait:
+            response = error(
+                429,
+                "rate_limited",
+                "Too many requests; slow down.",
+                headers={"Retry-After": max(1, round(wait))},
+            )
+            await response(scope, receive, send)
+            return
+        if scope["method"] in ("POST", "PUT", "PATCH"):
+            limit = state.settings.max_body_bytes
+            body = await _read_body(receive, limit)
+            if body is None:
+                message = f"The request body is larger than {limit} bytes."
+                await error(400, "body_too_large", message)(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send)
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(
+    body: bytes, receive: Receive
+) -> Callable[[], Awaitable[MutableMapping[str, Any]]]:
+    """The body once, then the live connection: its disconnect must get through."""
+    sent = False
+
+    async def replay() -> MutableMapping[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

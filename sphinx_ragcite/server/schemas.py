@@ -6,8 +6,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-MAX_QUESTION = 2000
-MAX_SELECTION = 20_000
+from sphinx_ragcite.contracts import (
+    DEFAULT_K,
+    MAX_K,
+    MAX_QUESTION,
+    MAX_SELECTION,
+    AnswerMode,
+    CitationStyle,
+    GeneratorName,
+)
 
 
 def _valid_text(value: str) -> str:
@@ -31,21 +38,30 @@ class AskFilters(BaseModel):
 
     chapters: list[int] = Field(default_factory=list, max_length=50)
 
+    @field_validator("chapters", mode="before")
+    @classmethod
+    def _chapters(cls, value: Any) -> Any:
+        if isinstance(value, list) and any(isinstance(v, bool) for v in value):
+            raise ValueError("must be a list of integers, not true/false")
+        return value
+
 
 class AskRequest(BaseModel):
-    """``POST /api/ask``: the question is 1-2000 characters after trimming."""
+    """``POST /api/ask``: question and selection are trimmed, then measured."""
 
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(
-        min_length=1, description="1 to 2000 characters after trimming"
+        min_length=1, description=f"1 to {MAX_QUESTION} characters after trimming"
     )
-    mode: Literal["book", "selection"] = "book"
-    selection: str | None = Field(None, max_length=MAX_SELECTION)
-    k: int = Field(6, ge=1, le=20)
+    mode: AnswerMode = "book"
+    selection: str | None = Field(
+        None, description=f"at most {MAX_SELECTION} characters after trimming"
+    )
+    k: int = Field(DEFAULT_K, ge=1, le=MAX_K)
     filters: AskFilters | None = None
-    style: Literal["plain", "apa", "ieee", "acm", "chicago"] | None = None
-    generator: Literal["extractive", "llm"] | None = Field(
+    style: CitationStyle | None = None
+    generator: GeneratorName | None = Field(
         None, description="defaults to the server's --generator"
     )
 
@@ -59,10 +75,23 @@ class AskRequest(BaseModel):
             raise ValueError(f"must be at most {MAX_QUESTION} characters")
         return value
 
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # JSON true is not the number 1
+            raise ValueError("must be an integer, not true/false")
+        return value
+
     @field_validator("selection")
     @classmethod
     def _selection(cls, value: str | None) -> str | None:
-        return _valid_text(value).strip() or None if value is not None else None
+        """Trimmed before its length is checked, like the question."""
+        if value is None:
+            return None
+        value = _valid_text(value).strip()
+        if len(value) > MAX_SELECTION:
+            raise ValueError(f"must be at most {MAX_SELECTION} characters")
+        return value or None
 
 
 class ErrorDetail(BaseModel):

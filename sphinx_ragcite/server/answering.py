@@ -1,0 +1,192 @@
+"""One answer at a time on the shared executor: events out, cancellation in.
+
+``/api/ask`` and ``/api/ask/stream`` run the same :class:`Job`. The model's
+slot is given back when the work really stops, never before, so the queue
+depth counts what is running. The deadline (``--timeout``) expires the
+job's :class:`Cancel`: generation stops and the answer falls back to the
+extractive one; a reader who leaves abandons it: everything stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import Response
+
+from sphinx_ragcite.answer.llm import Cancel
+from sphinx_ragcite.server.schemas import error_body
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from starlette.types import Receive, Scope, Send
+
+    from sphinx_ragcite.answer.engine import Event
+    from sphinx_ragcite.server.app import State
+
+logger = logging.getLogger("sphinx_ragcite.server")
+
+#: Seconds past the deadline before a job that will not stop is given up
+#: (a 504): time to answer extractively once generation has been stopped.
+GRACE = 5.0
+
+
+class Job:
+    """``engine.stream`` in a worker thread; *holds_slot* if it took a model slot."""
+
+    def __init__(
+        self,
+        state: State,
+        question: str,
+        options: dict[str, Any],
+        *,
+        holds_slot: bool,
+    ) -> None:
+        self.state = state
+        self.cancel = Cancel()
+        self._holds_slot = holds_slot
+        self._queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+        timeout = state.settings.request_timeout
+        self._deadline = self._loop.call_later(
+            timeout, self.cancel.expire, f"timed out after {timeout:g} s"
+        )
+        state.jobs.add(self.cancel)
+        try:
+            state.executor.submit(self._work, question, options)
+        except RuntimeError:  # the executor is shut down: the server is stopping
+            self._done()
+            raise
+
+    def _work(self, question: str, options: dict[str, Any]) -> None:
+        events = self.state.engine.stream(question, cancel=self.cancel, **options)
+        try:
+            for event in events:
+                if self.cancel.abandoned:
+                    break
+                self._put(_sse(event))
+        except Exception:
+            logger.exception("answering failed")
+            self._put(("error", error_body("internal_error", "The answer failed.")))
+        finally:
+            events.close()
+            self._done()
+            self._put(None)
+
+    def _done(self) -> None:
+        if self._holds_slot:
+            self._holds_slot = False
+            self.state.slots.release()
+        self.state.jobs.discard(self.cancel)
+        self._call(self._deadline.cancel)
+
+    def _put(self, item: tuple[str, Any] | None) -> None:
+        self._call(self._queue.put_nowait, item)
+
+    def _call(self, function: Callable[..., object], *args: Any) -> None:
+        with suppress(RuntimeError):  # a closed loop: nobody is waiting
+            self._loop.call_soon_threadsafe(function, *args)
+
+    def watch(self, receive: Receive) -> asyncio.Future[None]:
+        """Abandon the job the moment the reader disconnects."""
+        watcher = asyncio.ensure_future(_disconnected(receive))
+        watcher.add_done_callback(
+            lambda task: None if task.cancelled() else self.cancel.abandon()
+        )
+        return watcher
+
+    async def events(self) -> AsyncIterator[tuple[str, Any]]:
+        """``(name, data)`` of each event until the job ends."""
+        while (item := await self._queue.get()) is not None:
+            yield item
+
+    async def result(self, receive: Receive) -> Any:
+        """The final Answer, an error body, or None if the reader left.
+
+        Raises ``asyncio.TimeoutError`` if the job does not end by the
+        deadline plus :data:`GRACE`.
+        """
+        watcher = self.watch(receive)
+        try:
+            return await asyncio.wait_for(
+                self._last(), self.state.settings.request_timeout + GRACE
+            )
+        except asyncio.TimeoutError:
+            self.cancel.abandon("gave up")
+            raise
+        except asyncio.CancelledError:  # the server dropped the request
+            self.cancel.abandon()
+            raise
+        finally:
+            watcher.cancel()
+
+    async def _last(self) -> Any:
+        async for name, data in self.events():
+            if name in ("final", "error"):
+                return data
+        return None
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class EventStreamResponse(Response):
+    """Server-sent events of a :class:`Job`; a disconnect abandons the job.
+
+    Starlette's StreamingResponse notices a reader who left only when its
+    next write fails, which may be many seconds away while the model reads
+    its prompt; this one listens for the disconnect itself.
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(self, job: Job, style: str | None) -> None:
+        super().__init__(headers={"X-Accel-Buffering": "no"})
+        self.job = job
+        self.style = style
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        job = self.job
+        watcher = job.watch(receive)
+        finished = False
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            async for name, data in job.events():
+                if job.cancel.abandoned:
+                    break
+                if name == "final":
+                    data = data.model_dump(mode="json")
+                    if self.style:
+                        data["metadata"]["style"] = self.style
+                chunk = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                await send(
+                    {"type": "http.response.body", "body": chunk, "more_body": True}
+                )
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            finished = True
+        except OSError:  # the reader left between two events (ASGI 2.4)
+            pass
+        finally:  # also when the server cancels us: the reader is gone
+            watcher.cancel()
+            if not finished:
+                job.cancel.abandon()
+
+
+def _sse(event: Event) -> tuple[str, Any]:
+    if event.kind == "final":
+        return "final", event.data
+    if event.kind == "token":
+        return "token", {"text": event.data}
+    return event.kind, event.data

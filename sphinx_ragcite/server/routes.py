@@ -1,0 +1,246 @@
+"""The API's routes; everything they share comes from ``app.state.ragcite``."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from sphinx_ragcite import __version__
+from sphinx_ragcite.contracts import Answer
+from sphinx_ragcite.retrieval import Filters
+from sphinx_ragcite.server.answering import EventStreamResponse, Job
+from sphinx_ragcite.server.guards import DOCS_PATH
+from sphinx_ragcite.server.openapi import docs
+from sphinx_ragcite.server.responses import error
+from sphinx_ragcite.server.schemas import (
+    AskRequest,
+    ErrorResponse,
+    Health,
+    Passage,
+    SearchResponse,
+)
+from sphinx_ragcite.server.state import State
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorResponse, "description": "invalid request"},
+    429: {"model": ErrorResponse, "description": "rate limit exceeded"},
+    503: {"model": ErrorResponse, "description": "generation queue full"},
+}
+METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
+
+
+def current(request: Request) -> State:
+    state: State = request.app.state.ragcite
+    return state
+
+
+Loaded = Annotated[State, Depends(current)]
+router = APIRouter(prefix="/api")
+
+
+async def blocking(state: State, function: Callable[..., Any], *args: Any) -> Any:
+    """Run *function* in the one executor every blocking call shares."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(state.executor, partial(function, *args))
+
+
+@router.get("/health", response_model=Health, tags=["service"])
+async def health(state: Loaded) -> Health:
+    return Health(
+        status="ok",
+        version=__version__,
+        index_loaded=True,
+        index_version=state.site.version,
+        passages=len(state.site.passages),
+        model_loaded=state.llm is not None,
+        model=state.llm.name if state.llm else None,
+        generator=state.settings.generator if state.llm else "extractive",
+        queue_depth=state.slots.depth,
+        queue_size=state.slots.size,
+    )
+
+
+@router.get(
+    "/search",
+    response_model=SearchResponse,
+    responses={k: v for k, v in ERRORS.items() if k != 503},
+    tags=["answers"],
+)
+async def search(
+    state: Loaded,
+    q: str = Query(..., min_length=1, max_length=2000),
+    k: int = Query(10, ge=1, le=20),
+) -> Any:
+    query = q.strip()
+    if not query:
+        return error(400, "invalid_request", "q: must not be empty", field="q")
+    hits = await blocking(state, state.site.search, query, k)
+    return {"hits": [h.as_json() for h in hits]}
+
+
+@router.get(
+    "/passages/{passage_id}",
+    response_model=Passage,
+    responses={404: {"model": ErrorResponse}},
+    tags=["answers"],
+)
+async def passage(state: Loaded, passage_id: str) -> Any:
+    record = state.site.passage(passage_id)
+    if record is None:
+        hint = state.site.moved_hint(passage_id)
+        message = f"No passage {passage_id!r} in this index"
+        return error(404, "not_found", f"{message}: {hint}." if hint else f"{message}.")
+    return record
+
+
+@router.post("/ask", response_model=Answer, responses=ERRORS, tags=["answers"])
+async def ask(body: AskRequest, request: Request, state: Loaded) -> Any:
+    try:
+        options = prepare(state, body)
+    except _Invalid as invalid:
+        return error(400, "invalid_request", str(invalid), field=invalid.field)
+    key = cache_key(state, body, options["generator"])
+    answer = state.cache.get(key)
+    if answer is None:
+        uses_llm = options["generator"] == "llm"
+        if uses_llm and not state.slots.try_acquire():
+            return busy()
+        job = Job(state, body.question, options, holds_slot=uses_llm)
+        try:
+            result = await job.result(request.receive)
+        except asyncio.TimeoutError:
+            return error(504, "timeout", "The answer took too long; try again.")
+        if result is None:  # the reader left; nobody reads this
+            return Response(status_code=204)
+        if not isinstance(result, Answer):
+            return JSONResponse(result, 500)
+        answer = result
+        if not str(answer.metadata.get("fallback", "")).startswith("generation"):
+            state.cache.put(key, answer)  # a failed generation may work next time
+    return with_style(answer, body.style)
+
+
+@router.post(
+    "/ask/stream",
+    responses={
+        **ERRORS,
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "events: retrieval, token..., final (the answer)",
+        },
+    },
+    tags=["answers"],
+)
+async def ask_stream(body: AskRequest, state: Loaded) -> Any:
+    try:
+        options = prepare(state, body)
+    except _Invalid as invalid:
+        return error(400, "invalid_request", str(invalid), field=invalid.field)
+    uses_llm = options["generator"] == "llm"
+    if uses_llm and not state.slots.try_acquire():
+        return busy()
+    return EventStreamResponse(
+        Job(state, body.question, options, holds_slot=uses_llm), body.style
+    )
+
+
+router.add_api_route(DOCS_PATH.removeprefix("/api"), docs, include_in_schema=False)
+# HEAD answers wherever GET does (uvicorn drops the body); not in the spec
+for _path, _endpoint in (
+    ("/health", health),
+    ("/search", search),
+    ("/passages/{passage_id}", passage),
+    (DOCS_PATH.removeprefix("/api"), docs),
+):
+    router.add_api_route(_path, _endpoint, methods=["HEAD"], include_in_schema=False)
+
+
+@router.api_route("/{rest:path}", methods=METHODS, include_in_schema=False)
+async def unknown(rest: str, request: Request) -> JSONResponse:
+    """404 for no such endpoint; 405 with ``Allow`` for a wrong method."""
+    path = f"/api/{rest}"
+    allowed: set[str] = set()
+    for route in request.app.router.routes:
+        if (
+            isinstance(route, Route)
+            and route.endpoint is not unknown
+            and route.methods
+            and route.path_regex.match(path)
+        ):
+            allowed |= route.methods
+    if not allowed:
+        return error(404, "not_found", f"No API endpoint {path}.")
+    methods = ", ".join(sorted(allowed))
+    return error(
+        405,
+        "method_not_allowed",
+        f"{request.method} is not allowed on {path}; use {methods}.",
+        headers={"Allow": methods},
+    )
+
+
+def prepare(state: State, body: AskRequest) -> dict[str, Any]:
+    """The engine's options for a request; generator is what will really run."""
+    if body.mode == "selection" and not body.selection:
+        raise _Invalid("selection", "is required when mode is 'selection'")
+    generator = body.generator or state.settings.generator
+    if state.llm is None:
+        generator = "extractive"
+    filters = (
+        Filters(tuple(body.filters.docnames), tuple(body.filters.chapters))
+        if body.filters
+        else None
+    )
+    return {
+        "mode": body.mode,
+        "selection": body.selection if body.mode == "selection" else None,
+        "k": body.k,
+        "filters": filters,
+        "generator": generator,
+    }
+
+
+def cache_key(state: State, body: AskRequest, generator: str) -> tuple[Any, ...]:
+    """Everything the answer depends on; the style is applied after the cache."""
+    selection = hashlib.sha256((body.selection or "").encode()).hexdigest()
+    filters = body.filters.model_dump_json() if body.filters else ""
+    return (
+        body.question,
+        body.mode,
+        selection,
+        state.site.version,
+        generator,
+        body.k,
+        filters,
+    )
+
+
+def with_style(answer: Answer, style: str | None) -> Answer:
+    """A copy naming *style*: the cached answer is shared and never changed."""
+    if style is None:
+        return answer
+    return answer.model_copy(update={"metadata": {**answer.metadata, "style": style}})
+
+
+def busy() -> JSONResponse:
+    return error(
+        503,
+        "busy",
+        "The answer model is busy; retry shortly or ask for an extractive answer.",
+        headers={"Retry-After": 2},
+    )
+
+
+class _Invalid(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
