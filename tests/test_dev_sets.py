@@ -1,0 +1,191 @@
+"""The dev sets of benchmarks/answer_quality.py are well formed and match their builds.
+
+Gold passage IDs depend on the build (chunking, ``ragcite_passage_words``): the
+cheap checks run everywhere; the ``corpora`` ones build the packaging guide and
+the SQuAD book the way the benchmark does (into its cache,
+``benchmarks/results/.answer_quality/``, reused while unchanged) and check that
+every gold ID exists and holds the gold answer, so a chunking change that moves
+IDs fails here instead of silently lowering the benchmark's figures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sphinx_ragcite.evaluate import load_qa
+
+REPO = Path(__file__).resolve().parents[1]
+QA = REPO / "benchmarks" / "qa"
+_spec = importlib.util.spec_from_file_location(
+    "ragcite_bench_answer_quality", REPO / "benchmarks" / "answer_quality.py"
+)
+assert _spec is not None
+assert _spec.loader is not None
+aq = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = aq  # its dataclasses look their module up there
+_spec.loader.exec_module(aq)
+
+PID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def test_packaging_guide_set_shape():
+    questions = load_qa(QA / "packaging_guide.jsonl")  # the ragcite eval format
+    items = records(QA / "packaging_guide.jsonl")
+    assert len(questions) == len(items)
+    answerable = [q for q in items if q["answer"] is not None]
+    unanswerable = [q for q in items if q["answer"] is None]
+    assert len(answerable) >= 60
+    assert len(unanswerable) >= 15
+    assert len({q["id"] for q in items}) == len(items)
+    assert len({q["question"].lower() for q in items}) == len(items)
+    for q in answerable:
+        assert q["passage_ids"], q["id"]
+        assert all(PID.match(pid) for pid in q["passage_ids"]), q["id"]
+        assert 0 < len(q["answer"]) <= 70, q["id"]
+        assert q["answer"] == " ".join(q["answer"].split()), q["id"]
+        assert q["docname"], q["id"]
+    for q in unanswerable:
+        assert q["passage_ids"] == [], q["id"]
+    pages = Counter(q["docname"] for q in answerable)
+    assert len(pages) >= 30, "questions must spread over many pages"
+    assert max(pages.values()) <= 10, pages.most_common(1)
+
+
+def test_squad_set_shape():
+    sample = json.loads((QA / "squad_sample.json").read_text("utf-8"))
+    assert sample["n"] == len(sample["ids"]) == len(set(sample["ids"])) == 300
+    extra = records(QA / "squad_unanswerable.jsonl")
+    load_qa(QA / "squad_unanswerable.jsonl")
+    assert len(extra) >= 10
+    assert all(q["answer"] is None and q["passage_ids"] == [] for q in extra)
+    assert len({q["id"] for q in extra}) == len(extra)
+
+
+def test_other_sets_load():
+    assert len(load_qa(REPO / "example_book" / "qa.jsonl")) == 90
+    assert len(load_qa(REPO / "benchmarks" / "click_qa.jsonl")) == 84
+
+
+def test_squad_sample_ids_exist_in_the_data():
+    try:
+        data, _ = aq.squad_inputs()
+    except FileNotFoundError:
+        pytest.skip("shared/datasets not found")
+    squad = json.loads(data.read_text("utf-8"))
+    ids = {
+        qa["id"]
+        for article in squad["data"]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    }
+    sample = json.loads((QA / "squad_sample.json").read_text("utf-8"))
+    assert set(sample["ids"]) <= ids
+
+
+def test_limited_keeps_both_kinds():
+    items = [aq.Item(str(i), f"q{i}", frozenset(), ("a",)) for i in range(10)]
+    items += [aq.Item(f"u{i}", f"u{i}", frozenset(), ()) for i in range(10)]
+    chosen = aq.limited(items, 4)
+    assert [i.id for i in chosen] == ["0", "1", "2", "3", "u0"]
+    assert aq.limited(items, None) == items
+
+
+class _Answer:
+    """The fields of the Answer model that judge() reads."""
+
+    def __init__(self, text: str, cited: list[tuple[int, str]], retrieved: list[str]):
+        class _Citation:
+            def __init__(self, n: int, passage_id: str) -> None:
+                self.n = n
+                self.passage_id = passage_id
+
+        self.answer = text
+        self.citations = [_Citation(n, pid) for n, pid in cited]
+        self.metadata = {"retrieved": retrieved, "generator": "extractive"}
+        self.confidence = 0.5
+        self.confidence_level = "medium"
+
+
+def test_judge_failure_kinds():
+    item = aq.Item("x", "How?", frozenset({"g"}), ("count=True",))
+    texts = {"g": "Use count=True here.", "o": "Other text."}
+    right = aq.judge(item, _Answer("Use count=True [1]", [(1, "g")], ["g"]), texts)
+    assert right["failure"] is None
+    assert right["valid"]
+    assert right["supported"]
+    sentence = aq.judge(item, _Answer("Options exist. [1]", [(1, "g")], ["g"]), texts)
+    assert sentence["failure"] == "right_passage_wrong_sentence"
+    wrong = aq.judge(item, _Answer("Other text. [1]", [(1, "o")], ["o"]), texts)
+    assert wrong["failure"] == "wrong_passage"
+    assert aq.judge(item, _Answer("none", [], ["g"]), texts)["failure"] == (
+        "false_abstention"
+    )
+    invalid = aq.judge(item, _Answer("x [1] [2]", [(1, "g")], ["o"]), texts)
+    assert not invalid["valid"]
+    assert invalid["unknown_markers"] == [2]
+    assert invalid["unretrieved"] == ["g"]
+    unanswerable = aq.Item("u", "Who?", frozenset(), ())
+    answered = aq.judge(unanswerable, _Answer("Other [1]", [(1, "o")], ["o"]), texts)
+    assert answered["failure"] == "answered_unanswerable"
+    paraphrase = aq.Item("p", "How?", frozenset({"o"}), ("count=True",))
+    assert aq.judge(paraphrase, _Answer("Other [1]", [(1, "o")], ["o"]), texts)[
+        "failure"
+    ] == ("gold_not_in_answer")
+
+
+def _corpora_available() -> bool:
+    corpora = aq._corpora.corpora_dir()
+    return corpora is not None and (corpora / "packaging-guide").is_dir()
+
+
+corpora = pytest.mark.skipif(
+    not _corpora_available(), reason="shared/corpora/packaging-guide not found"
+)
+
+
+@pytest.mark.corpora
+@corpora
+def test_packaging_guide_gold_in_build():
+    try:
+        devset = aq.load_packaging_guide(rebuild=False)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    passages = {p["passage_id"]: p for p in aq.site_passages(devset.site)}
+    problems = []
+    for q in records(QA / "packaging_guide.jsonl"):
+        for pid in q["passage_ids"]:
+            passage = passages.get(pid)
+            if passage is None:
+                problems.append(f"{q['id']}: {pid} not in the build")
+            elif passage["docname"] != q["docname"]:
+                problems.append(f"{q['id']}: {pid} is on {passage['docname']}")
+            elif aq.norm(q["answer"]) not in aq.norm(passage["text"]):
+                problems.append(f"{q['id']}: {pid} lacks {q['answer']!r}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.corpora
+@corpora
+def test_squad_gold_in_build():
+    try:
+        devset = aq.load_squad(rebuild=False)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    assert not devset.notes
+    passages = {p["passage_id"]: p for p in aq.site_passages(devset.site)}
+    answerable = [i for i in devset.items if i.answerable]
+    assert len(answerable) == 300
+    for item in answerable:
+        texts = [aq.norm(passages[pid]["text"]) for pid in item.gold_ids]
+        assert any(aq.norm(a) in t for a in item.answers for t in texts), item.id
