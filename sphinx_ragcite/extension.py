@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import traceback
 from typing import TYPE_CHECKING
 
 from docutils import nodes
 from sphinx.builders.html import StandaloneHTMLBuilder
+from sphinx.errors import ExtensionError
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
@@ -14,6 +16,7 @@ from sphinx_ragcite.passages.chunker import MARK
 from sphinx_ragcite.passages.collector import (
     PassageCollector,
     RagciteDomain,
+    document_failed,
     passages_of,
 )
 from sphinx_ragcite.passages.ids import passage_id
@@ -63,7 +66,10 @@ class AnchorPassages(SphinxPostTransform):
     default_priority = 1
 
     def run(self, **kwargs: object) -> None:
-        add_anchors(self.env, self.document)
+        try:
+            add_anchors(self.env, self.document)
+        except Exception as error:
+            document_failed(self.env.docname, "anchoring", error)
 
 
 def register_anchors(app: Sphinx) -> None:
@@ -75,15 +81,41 @@ def register_anchors(app: Sphinx) -> None:
 def add_widget(app: Sphinx) -> None:
     """The reader widget on HTML pages only (``ragcite_widget = False``: none)."""
     if app.config.ragcite_widget and is_site_builder(app.builder):
-        assets.add_widget(app)
+        try:
+            assets.add_widget(app)
+        except (ExtensionError, OSError) as error:
+            logger.warning(
+                "ragcite: the reader widget is left out: %s",
+                error,
+                type="ragcite",
+                subtype="widget",
+            )
 
 
 def write_index(app: Sphinx, exception: BaseException | None) -> None:
-    if exception is None and is_site_builder(app.builder):
+    """The site's pages are written: now ``_ragcite/``, or one warning.
+
+    A failure here never fails the author's build; the previous index, if
+    any, stays as it was (see :class:`~sphinx_ragcite.index.writer.IndexWriter`).
+    """
+    if exception is not None or not is_site_builder(app.builder):
+        return
+    try:
         # Imported here: numpy, bm25s and onnxruntime are for HTML builds only.
         from sphinx_ragcite.index.build import write_site_index
 
         write_site_index(app)
+    except Exception as error:
+        logger.warning(
+            "ragcite: the passage index could not be written (%s: %s); "
+            "%s/_ragcite/ is left as it was.",
+            type(error).__name__,
+            error,
+            app.builder.outdir,
+            type="ragcite",
+            subtype="index",
+        )
+        logger.debug("ragcite: writing the index\n%s", traceback.format_exc())
 
 
 def setup(app: Sphinx) -> ExtensionMetadata:

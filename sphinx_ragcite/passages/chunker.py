@@ -62,7 +62,7 @@ class _Chunker:
             elif isinstance(child, nodes.title) and isinstance(node, nodes.section):
                 continue
             elif isinstance(child, addnodes.only):
-                if self.keep_only(child["expr"]):
+                if self.keeps(child):
                     self.walk(child, section, path)
             elif isinstance(child, addnodes.desc):
                 self.add_description(child, section, path)
@@ -70,6 +70,16 @@ class _Chunker:
                 self.walk(child, section, path)
             else:
                 self.add_block(child, section)
+
+    def keeps(self, node: addnodes.only) -> bool:
+        """Like Sphinx: an expression it cannot evaluate keeps the content.
+
+        (Sphinx warns about the expression itself.)
+        """
+        try:
+            return bool(self.keep_only(str(node.get("expr", ""))))
+        except Exception:
+            return True
 
     def enter_section(self, node: nodes.section, path: tuple[str, ...]) -> None:
         title = node[0].astext().strip() if node.children else ""
@@ -80,7 +90,8 @@ class _Chunker:
             self.walk(node, 0, (title,))
             return
         index = len(self.sections)
-        anchor = "#" + node["ids"][0] if node["ids"] else ""
+        ids = node.get("ids")
+        anchor = "#" + str(ids[0]) if ids else ""
         self.sections.append(Section(index, title, anchor, (*path, title)))
         self.walk(node, index, (*path, title))
 

@@ -7,15 +7,20 @@ from typing import TYPE_CHECKING, Any
 
 from sphinx.builders.singlehtml import SingleFileHTMLBuilder
 
-from sphinx_ragcite.passages.collector import passages_of
+from sphinx_ragcite.contracts import PassageRecord
+from sphinx_ragcite.passages.collector import document_failed, passages_of
 from sphinx_ragcite.passages.ids import passage_id, toctree_docs
 from sphinx_ragcite.passages.text import make_snippet, resolve_xrefs
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from sphinx.builders import Builder
     from sphinx.environment import BuildEnvironment
 
-Record = dict[str, Any]
+    from sphinx_ragcite.models import DocChunks
+
+Record = PassageRecord
 
 
 def content_hash(text: str) -> str:
@@ -36,15 +41,62 @@ def _numbered(title: str, numbers: tuple[int, ...] | None, suffix: str) -> str:
     return ".".join(map(str, numbers)) + suffix + title
 
 
+def doc_records(
+    doc: DocChunks,
+    docname: str,
+    *,
+    chapter_number: int,
+    url: str,
+    numbers: Mapping[str, tuple[int, ...]],
+    suffix: str,
+    labels: Mapping[str, tuple[str, str, str]],
+    titles: Callable[[str], str | None],
+) -> list[Record]:
+    """The records of one document: a pure function of what the build knows."""
+    title = titles(docname)
+    doc_title = doc.title or (str(title).strip() if title is not None else "")
+    doc_title = doc_title or docname
+    chapter = _numbered(doc_title, numbers.get(""), suffix)
+    records: list[Record] = []
+    offset = 0
+    for chunk in doc.chunks:
+        section = doc.sections[chunk.section]
+        text = resolve_xrefs(chunk.text, labels, titles)
+        pid = passage_id(chapter_number, chunk.section, chunk.position)
+        records.append(
+            {
+                "passage_id": pid,
+                "docname": docname,
+                "url": f"{url}#{pid}",
+                "chapter": chapter,
+                "section": _numbered(
+                    section.title or doc_title, numbers.get(section.anchor), suffix
+                ),
+                "heading_path": list(section.path) or [doc_title],
+                "text": text,
+                "snippet": make_snippet(text),
+                "char_start": offset,
+                "char_end": offset + len(text),
+                "content_hash": content_hash(text),
+            }
+        )
+        offset += len(text) + 2  # passages of a document are joined by "\n\n"
+    return records
+
+
 def build_records(env: BuildEnvironment, builder: Builder) -> list[Record]:
-    """One record per passage of every current document, in reading order."""
+    """One record per passage of every current document, in reading order.
+
+    A document whose records cannot be made is left out with one
+    ``ragcite.document`` warning; the others keep their IDs.
+    """
     domain = passages_of(env)
     labels = env.get_domain("std").labels  # type: ignore[attr-defined]
-    suffix = getattr(env.config, "html_secnumber_suffix", ". ")
+    suffix = str(getattr(env.config, "html_secnumber_suffix", ". "))
 
     def title_of(docname: str) -> str | None:
         title = env.titles.get(docname)
-        text = title.astext() if title is not None else ""
+        text = str(title.astext()) if title is not None else ""
         return text if text and text != "<no title>" else None
 
     chapters = domain.chapters
@@ -59,31 +111,19 @@ def build_records(env: BuildEnvironment, builder: Builder) -> list[Record]:
         doc = domain.docs.get(docname)
         if doc is None or not doc.chunks:
             continue
-        numbers = env.toc_secnumbers.get(docname, {})
-        doc_title = doc.title or title_of(docname) or docname
-        chapter = _numbered(doc_title, numbers.get(""), suffix)
-        url = page_url(builder, docname)
-        offset = 0
-        for chunk in doc.chunks:
-            section = doc.sections[chunk.section]
-            text = resolve_xrefs(chunk.text, labels, title_of)
-            pid = passage_id(chapters[docname], chunk.section, chunk.position)
-            records.append(
-                {
-                    "passage_id": pid,
-                    "docname": docname,
-                    "url": f"{url}#{pid}",
-                    "chapter": chapter,
-                    "section": _numbered(
-                        section.title or doc_title, numbers.get(section.anchor), suffix
-                    ),
-                    "heading_path": list(section.path) or [doc_title],
-                    "text": text,
-                    "snippet": make_snippet(text),
-                    "char_start": offset,
-                    "char_end": offset + len(text),
-                    "content_hash": content_hash(text),
-                }
+        try:
+            records.extend(
+                doc_records(
+                    doc,
+                    docname,
+                    chapter_number=chapters[docname],
+                    url=page_url(builder, docname),
+                    numbers=env.toc_secnumbers.get(docname, {}),
+                    suffix=suffix,
+                    labels=labels,
+                    titles=title_of,
+                )
             )
-            offset += len(text) + 2  # passages of a document are joined by "\n\n"
+        except Exception as error:
+            document_failed(docname, "indexing", error)
     return records

@@ -31,6 +31,8 @@ SKIPPED: tuple[type[nodes.Node], ...] = (
 # Implicit :ref:/:doc: titles are only known once every document is read, so
 # the chunker leaves a placeholder that the index writer resolves.
 _XREF = re.compile("\ue000(ref|doc)\ue001([^\ue001]*)\ue001([^\ue002]*)\ue002")
+#: The placeholder's delimiters never come from the book's own text.
+_DELIMITERS = str.maketrans("", "", "\ue000\ue001\ue002")
 _SPACES = re.compile(r"[ \t\r\f\v\n]+")
 _BLANKS = re.compile(r"\n{3,}")
 
@@ -77,7 +79,8 @@ class _Collector:
     def children(self, node: nodes.Element, *, preformatted: bool) -> None:
         for child in node.children:
             if isinstance(child, nodes.Text):
-                text = child.astext()  # drops the NULs of backslash escapes
+                # astext() drops the NULs of backslash escapes
+                text = child.astext().translate(_DELIMITERS)
                 self.out.append(text if preformatted else _SPACES.sub(" ", text))
             elif isinstance(child, nodes.Element) and not is_ignored(
                 child, self.ignore
@@ -99,7 +102,7 @@ class _Collector:
         elif isinstance(node, addnodes.pending_xref) and _is_implicit(node):
             out.append(_placeholder(node, self.docname))
         elif isinstance(node, _SIGNATURE_PUNCTUATED):
-            out.append(_SPACES.sub(" ", node.astext()))
+            out.append(_SPACES.sub(" ", node.astext().translate(_DELIMITERS)))
         elif isinstance(node, addnodes.desc_returns):
             out.append(" → ")
             self.children(node, preformatted=preformatted)
@@ -143,12 +146,27 @@ def _is_implicit(node: addnodes.pending_xref) -> bool:
     return node.get("reftype") in ("ref", "doc") and not node.get("refexplicit")
 
 
+def _attr(node: nodes.Element, name: str) -> str:
+    """A node attribute as text: other extensions may leave None or a proxy."""
+    value = node.get(name)
+    return "" if value is None else str(value).translate(_DELIMITERS)
+
+
 def _placeholder(node: addnodes.pending_xref, docname: str) -> str:
-    reftype = node["reftype"]
-    target = node.get("reftarget", "")
-    if reftype == "doc":
-        target = docname_join(node.get("refdoc", docname), target)
-    fallback = _SPACES.sub(" ", node.astext())
+    """The reference's text for now; its target's title replaces it later.
+
+    The fallback is what the reference shows if the target is never found
+    (its own text, else the target's name); a reference with neither adds
+    nothing, so a passage's text never ends up empty.
+    """
+    reftype = _attr(node, "reftype")
+    target = _attr(node, "reftarget")
+    if reftype == "doc" and target:
+        target = docname_join(_attr(node, "refdoc") or docname, target)
+    fallback = _SPACES.sub(" ", node.astext().translate(_DELIMITERS)).strip()
+    fallback = fallback or target.strip()
+    if not fallback:
+        return ""
     return f"\ue000{reftype}\ue001{target}\ue001{fallback}\ue002"
 
 
@@ -157,14 +175,21 @@ def resolve_xrefs(
     labels: Mapping[str, tuple[str, str, str]],
     titles: Callable[[str], str | None],
 ) -> str:
-    """Replace placeholders by the titles Sphinx will print in their place."""
+    """Replace placeholders by the titles Sphinx will print in their place.
+
+    Titles are coerced to ``str``: the standard labels ``genindex``,
+    ``modindex`` and ``search`` carry lazily translated titles.
+    """
 
     def title_of(match: re.Match[str]) -> str:
         reftype, target, fallback = match.groups()
         if reftype == "ref":
             label = labels.get(target)
-            return label[2] if label and label[2] else fallback
-        return titles(target) or fallback
+            title = label[2] if label else None
+        else:
+            title = titles(target)
+        text = _SPACES.sub(" ", str(title)).strip() if title is not None else ""
+        return text or fallback
 
     return _XREF.sub(title_of, text)
 
