@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
-from sphinx_ragcite.cite import STYLES
+from sphinx_ragcite.contracts import STYLES
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
