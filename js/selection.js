@@ -20,11 +20,11 @@
  */
 
 /**
- * @typedef {object} Selection
+ * @typedef {object} AskSelection
  * @property {(text: string | null) => void} set ask about this text (null: the whole book)
  * @property {() => string | null} current the text questions are about
  * @property {() => void} check offer the button for the page's selection, if any
- * @property {() => void} place keep the button at the selection (scroll, resize)
+ * @property {(event?: Event) => void} place keep the button at the selection (scroll, resize)
  * @property {() => void} hide withdraw the button
  * @property {() => boolean} takeOffered with the button on offer, ask about
  *   its selection and withdraw it; false when none was on offer
@@ -86,6 +86,39 @@
     };
   }
 
+  /**
+   * The boxes of a range's text, in page coordinates and document order.
+   * `Range.getClientRects()` also gives the border box of every element the
+   * range holds whole (a list item spans the column), which is no line end;
+   * those count only for a selection without text (an image).
+   * @param {Range} range
+   * @returns {Box[]}
+   */
+  function textBoxes(range) {
+    const root = range.commonAncestorContainer;
+    /** @type {DOMRect[]} */
+    const rects = [];
+    if (root.nodeType === Node.TEXT_NODE) {
+      rects.push(...Array.from(range.getClientRects()));
+    } else {
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (range.comparePoint(n, 0) > 0) break; // past the end
+        const text = /** @type {Text} */ (n);
+        if (!range.intersectsNode(text) || !text.data.trim()) continue;
+        const part = document.createRange();
+        part.selectNodeContents(text);
+        if (text === range.startContainer) part.setStart(text, range.startOffset);
+        if (text === range.endContainer) part.setEnd(text, range.endOffset);
+        rects.push(...Array.from(part.getClientRects()));
+      }
+      if (!rects.length) rects.push(...Array.from(range.getClientRects()));
+    }
+    const x = window.scrollX;
+    const y = window.scrollY;
+    return rects.map((r) => ({ top: r.top + y, bottom: r.bottom + y, left: r.left + x, right: r.right + x }));
+  }
+
   /** The page's main content, where selections count. */
   function contentRoot() {
     return (
@@ -98,7 +131,7 @@
 
   /**
    * @param {{widget: () => Widget, open: () => void}} env
-   * @returns {Selection}
+   * @returns {AskSelection}
    */
   function createSelection(env) {
     const C = lib.citations;
@@ -108,6 +141,8 @@
     let pending = null;
     /** @type {Range | null} */
     let pendingRange = null;
+    /** @type {Box[] | null} the pending range's text boxes, in page coordinates */
+    let boxes = null;
 
     /** @param {string | null} text */
     function set(text) {
@@ -130,15 +165,21 @@
       const w = env.widget();
       w.askSelection.hidden = true;
       pendingRange = null;
+      boxes = null;
     }
 
-    function place() {
+    /** @param {Event} [event] a resize moves the text: measure again */
+    function place(event) {
       const w = env.widget();
       if (!pendingRange || w.askSelection.hidden) return;
+      if (!boxes || (event && event.type === "resize")) boxes = textBoxes(pendingRange);
       const button = w.askSelection;
       const size = { width: button.offsetWidth || 140, height: button.offsetHeight || 32 };
       const view = { width: window.innerWidth, height: window.innerHeight };
-      const at = placeAskButton(pendingRange.getClientRects(), size, view);
+      const x = window.scrollX;
+      const y = window.scrollY;
+      const seen = boxes.map((b) => ({ top: b.top - y, bottom: b.bottom - y, left: b.left - x, right: b.right - x }));
+      const at = placeAskButton(seen, size, view);
       // scrolled out of sight: back when the selection is
       button.style.visibility = at ? "" : "hidden";
       if (!at) return;
@@ -162,6 +203,7 @@
       }
       pending = text;
       pendingRange = range.cloneRange();
+      boxes = null;
       w.askSelection.hidden = false;
       place();
     }

@@ -79,7 +79,7 @@
       server.available().then(panel.showMode);
     },
   });
-  /** @type {import("./selection.js").Selection} */
+  /** @type {import("./selection.js").AskSelection} */
   const selection = lib.selection.createSelection({ widget: panel.widget, open: panel.open });
   /** @type {import("./deeplinks.js").DeepLinks} */
   const links = lib.deeplinks.createDeepLinks({

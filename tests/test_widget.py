@@ -428,6 +428,34 @@ def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-
         assert shown_text(page, "ch1-sec1-p3").startswith("An electric kettle")
 
 
+def test_old_link_on_a_dirhtml_page_with_a_non_ascii_name(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """dirhtml writes ``kéttles/`` as it is, the browser has ``k%C3%A9ttles/``:
+    the moved map still finds the link (keys compare decoded)."""
+    import shutil
+
+    src, out = tmp_path / "src", tmp_path / "html"
+    shutil.copytree(ROOTS / "test-links", src)
+    (src / "kettles.rst").rename(src / "kéttles.rst")
+    index = (src / "index.rst").read_text("utf-8")
+    (src / "index.rst").write_text(index.replace("   kettles", "   kéttles"), "utf-8")
+    options = ("-b", "dirhtml", "-d", str(tmp_path / "doctrees"))
+    sphinx_build(src, out, *options)
+    kettles = (src / "kéttles.rst").read_text("utf-8")
+    (src / "kéttles.rst").write_text(
+        kettles.replace("Heating\n-------\n\n", "Heating\n-------\n\nA new one.\n\n"),
+        "utf-8",
+    )
+    sphinx_build(src, out, *options)
+    moved = (out / "_ragcite" / "moved.js").read_text("utf-8")
+    moved_map = json.loads(moved.split("=", 1)[1].rstrip().rstrip(";"))
+    assert "kéttles/#ch1-sec1-p2" in moved_map  # as dirhtml writes it
+    with static_server(out) as base:
+        page.goto(f"{base}/k%C3%A9ttles/#ch1-sec1-p2")
+        page.wait_for_url(f"{base}/k%C3%A9ttles/#ch1-sec1-p3")
+        assert shown_text(page, "ch1-sec1-p3").startswith("An electric kettle")
+        assert page.locator(".ragcite-moved").is_visible()
+
+
 def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """grinders.rst became mills.rst: the old page is gone, so the server's
     404 page (sphinx-notfound-page) runs the widget, which follows the map."""
@@ -505,6 +533,102 @@ def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None: 
     )
     page.wait_for_timeout(100)
     assert page.locator(".ragcite-ask-selection").is_hidden()
+
+
+@pytest.fixture(scope="module")
+def tall_list_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """A page whose list is ten times taller than the viewport."""
+    root = tmp_path_factory.mktemp("tall")
+    src, out = root / "src", root / "html"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        'extensions = ["sphinx_ragcite"]\nragcite_embeddings = False\n', "utf-8"
+    )
+    steps = "\n".join(
+        f"* Step {i}: weigh the beans, grind them and taste the cup."
+        for i in range(1, 301)
+    )
+    (src / "index.rst").write_text(
+        f"Routine\n=======\n\nEvery morning:\n\n{steps}\n\nThe end.\n", "utf-8"
+    )
+    sphinx_build(src, out)
+    with static_server(out) as url:
+        yield url
+
+
+SELECT_LIST = """() => {
+  const list = document.querySelector('[role=main] ul');
+  const range = document.createRange();
+  range.selectNodeContents(list);
+  getSelection().removeAllRanges();
+  getSelection().addRange(range);
+  list.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));
+  return list.getBoundingClientRect().height;
+}"""
+
+
+LINE_ENDS = """() => [...document.querySelectorAll('[role=main] ul li')]
+  .map((li) => {  // the box of the item's last character
+    const text = [...li.querySelectorAll('*'), li].flatMap((e) => [...e.childNodes])
+      .filter((n) => n.nodeType === Node.TEXT_NODE && n.data.trim()).pop();
+    const r = document.createRange();
+    r.setStart(text, text.data.trimEnd().length - 1);
+    r.setEnd(text, text.data.trimEnd().length);
+    return r.getBoundingClientRect();
+  })
+  .filter((r) => r.bottom > 0 && r.top < innerHeight)
+  .map((r) => r.right)"""
+
+
+def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> None:  # type: ignore[no-untyped-def]
+    """The button sits where the selection leaves the screen, in view."""
+    page.goto(f"{tall_list_site}/index.html")
+    height = page.evaluate(SELECT_LIST)
+    assert height > 8 * 800
+    button = page.locator(".ragcite-ask-selection")
+    button.wait_for(state="visible")
+
+    def placed() -> dict:
+        page.wait_for_timeout(50)  # placed on scroll, in a passive listener
+        box = button.bounding_box()
+        assert box is not None
+        assert box["y"] >= 0, box
+        assert box["y"] + box["height"] <= 800, box
+        # at the end of the text, not at the column's edge or on the launcher
+        ends = page.evaluate(LINE_ENDS)
+        assert ends, "no selected line on screen"
+        centre = box["x"] + box["width"] / 2
+        assert min(abs(centre - end) for end in ends) < 40, (box, ends)
+        launcher = page.locator(".ragcite-launcher").bounding_box()
+        assert launcher is not None
+        apart = (
+            box["x"] + box["width"] <= launcher["x"]
+            or box["y"] + box["height"] <= launcher["y"]
+        )
+        assert apart, (box, launcher)
+        return box
+
+    # the list runs past the bottom edge: the button is near that edge
+    assert placed()["y"] > 800 / 2
+    page.screenshot(path=str(SHOTS / "tall-selection.png"))
+    # scrolled into the middle of the selection: still on screen
+    page.evaluate("window.scrollTo(0, 3000)")
+    placed()
+    # the selection's real end in view: right below its last line
+    page.evaluate(
+        """() => {
+          const li = document.querySelector('[role=main] ul li:last-child');
+          scrollTo(0, scrollY + li.getBoundingClientRect().top - 300);
+        }"""
+    )
+    last = page.locator("[role=main] ul li").last.bounding_box()
+    assert last is not None
+    assert abs(placed()["y"] - (last["y"] + last["height"] + 8)) < 12
+    button.click()
+    assert page.locator(".ragcite-selection").is_visible()
+    chosen = page.locator(".ragcite-selection-text")
+    assert chosen.text_content().startswith("Step 1: weigh the beans")
+    assert int(chosen.get_attribute("title").split()[0]) > 15_000  # all 300 steps
 
 
 # -- static mode -----------------------------------------------------------------
@@ -714,6 +838,93 @@ def test_hostile_answer_json_cannot_link_or_run(page, server: str) -> None:  # t
     assert not any("evil.example" in h for h in hrefs)
     assert "<img src=x onerror=window.__pwned=1>" in state["text"]
     assert page.url == f"{server}/index.html"
+
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE, never closed
+
+AFTER = """([selector, a, b]) => {
+  // the boxes of the first occurrences of a and b in the element's text
+  // (b searched after a); a marker is named by its own text "[n]"
+  const root = document.querySelector(selector);
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const boxes = [];
+  let want = a;
+  for (let n = walker.nextNode(); n && want !== null; n = walker.nextNode()) {
+    let from = 0;
+    while (want !== null) {
+      const i = n.data.indexOf(want, from);
+      if (i < 0) break;
+      const r = document.createRange();
+      r.setStart(n, i);
+      r.setEnd(n, i + want.length);
+      const box = r.getBoundingClientRect();
+      boxes.push({left: box.left, right: box.right, top: box.top});
+      from = i + want.length;
+      want = want === a ? b : null;
+    }
+  }
+  return boxes;
+}"""
+
+
+def assert_reads_in_order(page, selector: str, a: str, b: str) -> None:  # type: ignore[no-untyped-def]
+    """*b* comes after *a* in the text and shows right of it on the same line."""
+    boxes = page.evaluate(AFTER, [selector, a, b])
+    assert len(boxes) == 2, (selector, a, b, boxes)
+    first, second = boxes
+    assert abs(first["top"] - second["top"]) < 4, (a, b, boxes)  # kept on one line
+    assert second["left"] >= first["right"] - 1, (selector, a, b, boxes)
+
+
+def test_bidi_overrides_in_book_and_model_text_stay_inside_their_sentence(
+    page, server: str
+) -> None:  # type: ignore[no-untyped-def]
+    """An unclosed U+202E reverses its own sentence only: the widget's [1]
+    stays after its sentence, and other sentences and titles read left to right."""
+    page.goto(f"{server}/index.html")
+    answer = ask_api(server, QUESTION)
+    good = answer["citations"][0]
+    answer["answer"] = (
+        f"Heat {RLO}the water. The bloom takes thirty seconds [1]. Grind finer [2]."
+    )
+    answer["citations"] = [
+        {
+            **good,
+            "n": 1,
+            "chapter": f"Brewing {RLO}methods",
+            "section": "The\u00a0bloom",
+            "snippet": f"Pour slowly {RLO}over the grounds. Wait\u00a0thirty seconds.",
+            "quote": f"Stir {RLO}gently. Then\u00a0wait.",
+        },
+        {**good, "n": 2},
+    ]
+    page.route("**/api/ask/stream", lambda route: fake_stream(route, answer))
+    ask(page, QUESTION)
+    answer_p = ".ragcite-answer"
+    assert_reads_in_order(page, answer_p, "[1]", ".")  # "[1]." cannot wrap
+    assert_reads_in_order(page, answer_p, "[2]", ".")
+    assert_reads_in_order(page, answer_p, "Grind", "finer")
+    source = 'li[data-ragcite-source="1"]'
+    assert_reads_in_order(page, f"{source} .ragcite-snippet", "Wait", "thirty")
+    assert_reads_in_order(page, f"{source} .ragcite-source-title", "The", "bloom")
+    page.locator('a[data-ragcite-n="1"]').hover()
+    page.locator("#ragcite-preview").wait_for(state="visible")
+    assert_reads_in_order(page, ".ragcite-preview-quote", "Then", "wait")
+    assert_reads_in_order(page, ".ragcite-preview-title", "The", "bloom")
+    # the text itself is all there, override included
+    text = page.locator(answer_p).text_content()
+    assert f"Heat {RLO}the water." in text
+    page.screenshot(path=str(SHOTS / "bidi.png"))
+
+
+def test_the_version_comes_from_the_page(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    from sphinx_ragcite import __version__
+
+    page.goto(f"{server}/index.html")
+    page.wait_for_function("() => window.ragcite !== undefined")
+    assert page.evaluate("window.ragcite.version") == __version__
+    root = page.locator("#ragcite-root")
+    assert root.get_attribute("data-ragcite-version") == __version__
 
 
 # -- keyboard and themes --------------------------------------------------------------
