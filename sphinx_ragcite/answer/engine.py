@@ -21,12 +21,12 @@ from sphinx_ragcite.answer.grounding import Verified, verify
 from sphinx_ragcite.answer.llm import generate
 from sphinx_ragcite.answer.prompt import fit_messages
 from sphinx_ragcite.answer.sentences import content_words, strip_markup
-from sphinx_ragcite.passages.text import make_snippet
-from sphinx_ragcite.schemas import (
+from sphinx_ragcite.contracts import (
     Answer,
     Citation,
     citation_time,
     confidence_level,
+    make_snippet,
     timestamp,
 )
 
@@ -36,12 +36,11 @@ if TYPE_CHECKING:
     import numpy as np
 
     from sphinx_ragcite.answer.llm import Cancel, Generator
+    from sphinx_ragcite.contracts import AnswerMode, GeneratorName
     from sphinx_ragcite.retrieval import Filters, Site
 
 logger = logging.getLogger(__name__)
 
-GeneratorChoice = Literal["extractive", "llm"]
-Mode = Literal["book", "selection"]
 NOT_FOUND = "I could not find an answer to this in the book."
 #: Characters of a selection used to rank sentences in selection mode.
 SELECTION_CONTEXT = 1000
@@ -81,11 +80,11 @@ class AnswerEngine:
         self,
         question: str,
         *,
-        mode: Mode = "book",
+        mode: AnswerMode = "book",
         selection: str | None = None,
         k: int | None = None,
         filters: Filters | None = None,
-        generator: GeneratorChoice = "extractive",
+        generator: GeneratorName = "extractive",
         cancel: Cancel | None = None,
     ) -> EventStream[Event, None, None]:
         question = question.strip()
@@ -180,7 +179,7 @@ class AnswerEngine:
         self,
         question: str,
         vector: np.ndarray,
-        mode: Mode,
+        mode: AnswerMode,
         evidence: list[Evidence],
         verified: Verified,
         meta: dict[str, Any],
@@ -242,7 +241,7 @@ class AnswerEngine:
     def _abstain(
         self,
         question: str,
-        mode: Mode,
+        mode: AnswerMode,
         evidence: list[Evidence],
         meta: dict[str, Any],
         timings: dict[str, float],
@@ -319,16 +318,3 @@ def _dedupe(rows: list[int]) -> list[int]:
 def _ms(since: float) -> float:
     return round(1000 * (time.perf_counter() - since), 2)
 
-
-def answer(
-    question: str,
-    site: Site,
-    mode: Mode = "book",
-    selection: str | None = None,
-    k: int = 6,
-    generator: GeneratorChoice = "extractive",
-    llm: Generator | None = None,
-) -> Answer:
-    """One-shot convenience; keep an :class:`AnswerEngine` to reuse its caches."""
-    engine = AnswerEngine(site, llm=llm, k=k)
-    return engine.answer(question, mode=mode, selection=selection, generator=generator)
