@@ -127,6 +127,8 @@ export interface AskOptions {
 
 /** `window.ragcite`. */
 export interface RagciteApi {
+  /** The sphinx-ragcite version that built the page (`data-ragcite-version`
+   * on the widget's script tag), "unknown" when the tag has none. */
   version: string;
   /** Open the ask panel and focus the question box. */
   open(): void;

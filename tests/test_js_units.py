@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -22,3 +23,6 @@ def test_node_test_runner_passes() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "# fail 0" in result.stdout
+    passed = re.search(r"^# pass (\d+)$", result.stdout, re.MULTILINE)
+    assert passed, result.stdout
+    assert int(passed.group(1)) >= 90  # every test file ran (96 when written)
