@@ -22,6 +22,8 @@ export interface Citation {
   snippet: string;
   /** The sentence(s) of the passage that support the claim. */
   quote: string;
+  /** [start, end) of each quoted sentence in the passage's text (0.2+). */
+  quote_spans?: [number, number][];
   similarity_score: number;
   confidence_score: number;
   grounded: boolean;

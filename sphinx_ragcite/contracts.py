@@ -291,6 +291,11 @@ class Citation(BaseModel):
     page: int | None = None
     snippet: str
     quote: str = Field(description="exact sentence(s) of the passage that support it")
+    quote_spans: list[tuple[int, int]] = Field(
+        default_factory=list,
+        description="[start, end) of each quoted sentence in the passage's text "
+        "(the selection's, for a selection), in the order of the quote",
+    )
     similarity_score: float = Field(ge=0, le=1)
     confidence_score: float = Field(ge=0, le=1)
     grounded: bool

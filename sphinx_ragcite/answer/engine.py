@@ -20,7 +20,7 @@ from sphinx_ragcite.answer.extractive import (
 from sphinx_ragcite.answer.grounding import Verified, verify
 from sphinx_ragcite.answer.llm import generate
 from sphinx_ragcite.answer.prompt import fit_messages
-from sphinx_ragcite.answer.sentences import content_words, strip_markup
+from sphinx_ragcite.answer.sentences import Sentence, content_words, strip_markup
 from sphinx_ragcite.contracts import (
     Answer,
     Citation,
@@ -185,7 +185,7 @@ class AnswerEngine:
         meta: dict[str, Any],
     ) -> Answer:
         numbers: dict[int, int] = {}
-        quotes: dict[int, list[str]] = {}
+        quotes: dict[int, list[Sentence]] = {}
         supports: dict[int, float] = {}
         fits: dict[int, float] = {}
         asked = content_words(question)
@@ -197,7 +197,7 @@ class AnswerEngine:
                 n = numbers.setdefault(source, len(numbers) + 1)
                 marks.append(f"[{n}]")
                 support = claim.supports[source]
-                sentence = evidence[source].sentences[support.sentence].text
+                sentence = evidence[source].sentences[support.sentence]
                 if sentence not in quotes.setdefault(source, []):
                     quotes[source].append(sentence)
                 supports[source] = max(supports.get(source, 0.0), support.score)
@@ -276,12 +276,18 @@ class AnswerEngine:
 
 
 def _citation(
-    n: int, item: Evidence, quotes: list[str], fit: float, support: float, stamp: str
+    n: int,
+    item: Evidence,
+    quotes: list[Sentence],
+    fit: float,
+    support: float,
+    stamp: str,
 ) -> Citation:
     relevance = min(max(item.relevance, 0.0), 1.0)
     common: dict[str, Any] = {
         "n": n,
-        "quote": " … ".join(quotes),
+        "quote": " … ".join(q.text for q in quotes),
+        "quote_spans": [(q.start, q.end) for q in quotes],
         "similarity_score": round(relevance, 4),
         "confidence_score": citation_confidence(fit, relevance, support),
         "grounded": True,
