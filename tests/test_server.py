@@ -288,3 +288,155 @@ def test_lone_surrogates_are_a_400_not_a_crash(client: TestClient, body: bytes) 
         )
         assert response.status_code == 400, (path, response.text)
         assert "unicode" in response.json()["error"]["message"].lower()
+
+
+# -- issue 17: hardening -------------------------------------------------------
+
+
+def test_a_crash_is_a_500_with_the_security_headers(example_site: Path) -> None:
+    """Starlette answers crashes outside user middleware: no CSP, no nosniff."""
+    from fastapi.routing import APIRoute
+
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    settings = ServerSettings(build_dir=example_site, generator="extractive")
+    app = create_app(settings)
+    app.router.routes.insert(0, APIRoute("/api/boom", boom))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/api/boom")
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "internal_error"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+
+
+def test_cors_reaches_a_429_and_preflight_spends_no_tokens(example_site: Path) -> None:
+    origin = "https://good.example"
+    settings = ServerSettings(
+        build_dir=example_site,
+        generator="extractive",
+        cors_origins=(origin,),
+        rate_limit=2,
+    )
+    preflight = {"Origin": origin, "Access-Control-Request-Method": "POST"}
+    with TestClient(create_app(settings)) as client:
+        for _ in range(5):
+            allowed = client.options("/api/ask", headers=preflight)
+            assert allowed.status_code == 200
+            assert allowed.headers["access-control-allow-origin"] == origin
+            assert allowed.headers["x-content-type-options"] == "nosniff"
+        codes = [
+            client.get("/api/health", headers={"Origin": origin}) for _ in range(3)
+        ]
+    assert [r.status_code for r in codes] == [200, 200, 429]
+    assert codes[2].headers["access-control-allow-origin"] == origin
+    assert codes[2].headers["retry-after"]
+
+
+def test_the_cache_does_not_mix_up_styles(client: TestClient) -> None:
+    question = "How fine should the grind be for espresso?"
+    styles = []
+    for style in ("apa", "ieee", None):
+        body = {"question": question} | ({"style": style} if style else {})
+        styles.append(
+            client.post("/api/ask", json=body).json()["metadata"].get("style")
+        )
+    assert styles == ["apa", "ieee", None]
+
+
+def test_the_api_docs_need_nothing_from_outside(client: TestClient) -> None:
+    """Swagger UI came from a CDN the CSP blocks (and offline there is none)."""
+    response = client.get("/api/docs")
+    assert response.status_code == 200
+    page = response.text
+    csp = response.headers["content-security-policy"]
+    assert "script-src" not in csp
+    assert "<script" not in page
+    assert "http://" not in page
+    assert "https://" not in page
+    spec = client.get("/api/openapi.json").json()
+    for path, methods in spec["paths"].items():
+        for method in methods:
+            assert f"{method.upper()}</span> <code>{path}</code>" in page
+    for name in spec["components"]["schemas"]:
+        assert f"id='schema-{name}'" in page
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("GET", "/api/ask", "POST"),
+        ("PUT", "/api/ask", "POST"),
+        ("GET", "/api/ask/stream", "POST"),
+        ("DELETE", "/api/passages/ch1-sec0-p1", "GET, HEAD"),
+        ("POST", "/api/health", "GET, HEAD"),
+        ("PATCH", "/api/search", "GET, HEAD"),
+    ],
+)
+def test_a_wrong_method_is_405_with_allow(
+    client: TestClient, method: str, path: str, allow: str
+) -> None:
+    response = client.request(method, path)
+    assert response.status_code == 405, response.text
+    assert response.headers["allow"] == allow
+    assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_head_answers_where_get_does(client: TestClient) -> None:
+    for path in ("/api/health", "/api/search?q=crema", "/api/docs"):
+        response = client.head(path)
+        assert response.status_code == 200, path
+        assert response.content == b""
+    assert client.get("/api/nope").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"question": "ok", "k": True}, "k"),
+        ({"question": "ok", "filters": {"chapters": [True]}}, "filters.chapters"),
+    ],
+)
+def test_booleans_are_not_numbers(client: TestClient, body: dict, field: str) -> None:
+    response = client.post("/api/ask", json=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == field
+
+
+def test_a_selection_is_trimmed_before_its_length_check(client: TestClient) -> None:
+    selection = ("Bloom the coffee for thirty seconds. " * 540)[:19_990].rstrip()
+    selection += "." * (20_000 - len(selection))
+    body = {"question": "What does this mean?", "mode": "selection"}
+    ok = client.post("/api/ask", json=body | {"selection": selection + " \n "})
+    assert ok.status_code == 200, ok.text
+    long = client.post("/api/ask", json=body | {"selection": selection + "x"})
+    assert long.status_code == 400
+    assert long.json()["error"]["field"] == "selection"
+
+
+def test_dot_files_of_the_output_folder_are_not_served(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """A build with the default doctree folder keeps ``.doctrees/`` inside."""
+    import shutil
+
+    site = tmp_path / "html"
+    shutil.copytree(example_site, site)
+    (site / ".doctrees").mkdir()
+    (site / ".doctrees" / "environment.pickle").write_bytes(b"/home/author/src")
+    (site / "_static" / ".secret").write_text("x")
+    assert (site / ".buildinfo").is_file()
+    settings = ServerSettings(build_dir=site, generator="extractive")
+    with TestClient(create_app(settings)) as client:
+        for path in (
+            "/.doctrees/environment.pickle",
+            "/.buildinfo",
+            "/_static/.secret",
+            "/%2Edoctrees/environment.pickle",
+            "/_static/../.buildinfo",
+        ):
+            response = client.get(path)
+            assert response.status_code == 404, path
+            assert b"/home/author" not in response.content
+        assert client.get("/index.html").status_code == 200

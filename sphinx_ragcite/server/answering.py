@@ -147,7 +147,10 @@ class EventStreamResponse(Response):
     media_type = "text/event-stream"
 
     def __init__(self, job: Job, style: str | None) -> None:
-        super().__init__(headers={"X-Accel-Buffering": "no"})
+        # no super().__init__(): its empty body would set Content-Length: 0
+        self.status_code = 200
+        self.background = None
+        self.init_headers({"X-Accel-Buffering": "no"})
         self.job = job
         self.style = style
 

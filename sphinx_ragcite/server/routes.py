@@ -169,7 +169,7 @@ async def unknown(rest: str, request: Request) -> JSONResponse:
     """404 for no such endpoint; 405 with ``Allow`` for a wrong method."""
     path = f"/api/{rest}"
     allowed: set[str] = set()
-    for route in request.app.router.routes:
+    for route in router.routes:
         if (
             isinstance(route, Route)
             and route.endpoint is not unknown
