@@ -176,16 +176,22 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def qa_items(path: Path, prefix: str) -> list[Item]:
-    """A QA file in ``ragcite eval`` format; ids from ``id`` or the line number."""
+    """A QA file in ``ragcite eval`` format; ids from ``id`` or the line number.
+
+    ``alt_answers`` (other strings of a gold passage that answer as well) count
+    like ``answer``.
+    """
     items = []
     for number, record in enumerate(read_jsonl(path), start=1):
         answer = record.get("answer")
+        answers = [answer] if answer else []
+        answers += record.get("alt_answers") or []
         items.append(
             Item(
                 str(record.get("id") or f"{prefix}:{number}"),
                 record["question"],
                 frozenset(record.get("passage_ids") or ()),
-                (answer,) if answer else (),
+                tuple(answers),
             )
         )
     return items
@@ -583,7 +589,7 @@ def metrics(
         "unanswerable": len(unanswerable),
         "citation_validity": share(sum(v["valid"] for v in answered), len(answered)),
         "citation_precision": share(sum(citations), len(citations)),
-        "citations_per_answer": share(len(citations), len(answerable)),
+        "citations_per_answerable": share(len(citations), len(answerable)),
         "answered_with_supporting_citation": share(
             sum(v["supported"] for v in answerable), len(answerable)
         ),
@@ -842,6 +848,7 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg_at_start": LOADAVG,
         "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "git_commit": git_commit(),
+        "uncommitted": git_dirty(),
         "options": {
             "sets": args.sets,
             "generators": args.generators,
@@ -867,6 +874,20 @@ def git_commit() -> str | None:
     except OSError:
         return None
     return proc.stdout.strip() or None
+
+
+def git_dirty() -> list[str] | None:
+    """Package files that differ from the commit: the figures measured them too."""
+    try:
+        proc = subprocess.run(
+            ["git", "status", "--short", "--", "sphinx_ragcite"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return None
+    return proc.stdout.split("\n")[:-1] if proc.returncode == 0 else None
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ def test_packaging_guide_set_shape():
         assert 0 < len(q["answer"]) <= 70, q["id"]
         assert q["answer"] == " ".join(q["answer"].split()), q["id"]
         assert q["docname"], q["id"]
+        assert set(q.get("alt_ids", ())) < set(q["passage_ids"]), q["id"]
     for q in unanswerable:
         assert q["passage_ids"] == [], q["id"]
     pages = Counter(q["docname"] for q in answerable)
@@ -164,10 +165,18 @@ def test_packaging_guide_gold_in_build():
     passages = {p["passage_id"]: p for p in aq.site_passages(devset.site)}
     problems = []
     for q in records(QA / "packaging_guide.jsonl"):
+        alternates = set(q.get("alt_ids", ()))
+        answers = [q["answer"], *q.get("alt_answers", ())] if q["answer"] else []
+        for answer in answers[1:]:
+            texts = [passages.get(pid, {}).get("text", "") for pid in q["passage_ids"]]
+            if not any(aq.norm(answer) in aq.norm(t) for t in texts):
+                problems.append(f"{q['id']}: no gold passage holds {answer!r}")
         for pid in q["passage_ids"]:
             passage = passages.get(pid)
             if passage is None:
                 problems.append(f"{q['id']}: {pid} not in the build")
+            elif pid in alternates:
+                continue  # another page's passage that answers in other words
             elif passage["docname"] != q["docname"]:
                 problems.append(f"{q['id']}: {pid} is on {passage['docname']}")
             elif aq.norm(q["answer"]) not in aq.norm(passage["text"]):
