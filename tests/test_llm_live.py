@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.answer.llm import OpenAIGenerator, default_gguf
-from sphinx_ragcite.retrieval import Site
 from sphinx_ragcite.contracts import Answer
+from sphinx_ragcite.retrieval import Site
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
@@ -102,3 +102,163 @@ def test_server_streams_real_model_tokens(example_site: Path) -> None:
     assert names[-1] == "final"
     final = Answer.model_validate_json(blocks[-1].split("data: ", 1)[1])
     assert final.metadata["generator"] in ("llm", "llm->extractive")
+
+
+# -- issue 17: prompts that do not fit, readers who leave, --timeout ----------
+
+QUESTION = "What is channeling?"
+EMOJI_QUESTION = "How long should the bloom take? " + "😀" * 1960
+
+
+@pytest.fixture(scope="module")
+def model():  # type: ignore[no-untyped-def]
+    from sphinx_ragcite.answer.llm import LlamaCppGenerator
+
+    return LlamaCppGenerator()
+
+
+def test_prompts_are_fitted_with_the_models_tokenizer(model) -> None:  # type: ignore[no-untyped-def]
+    from sphinx_ragcite.answer.extractive import Candidate
+    from sphinx_ragcite.answer.prompt import PromptTooLong, fit_messages
+
+    assert model.count_tokens("😀" * 10) > 10  # not characters, not words
+    huge = Candidate(1.0, 1.0, 0, 0, "bloom " * 40_000)
+    messages = fit_messages("How long?", [huge], model, max_tokens=120)
+    used = sum(model.count_tokens(m["content"]) for m in messages)
+    assert used <= model.context_tokens - 120
+    with pytest.raises(PromptTooLong, match="context"):
+        fit_messages(EMOJI_QUESTION, [huge], model, max_tokens=120)
+
+
+def test_an_over_long_question_is_answered_not_a_500(
+    example_site: Path,
+    model,  # type: ignore[no-untyped-def]
+) -> None:
+    """``ValueError: Requested tokens (6052) exceed context window of 2048``."""
+    settings = ServerSettings(build_dir=example_site, generator="llm", rate_limit=0)
+    selection = " ".join(
+        ["the bloom lets carbon dioxide escape from the grounds"] * 330
+    )
+    with TestClient(create_app(settings, llm=model)) as client:
+        answer = client.post("/api/ask", json={"question": EMOJI_QUESTION})
+        stream = client.post("/api/ask/stream", json={"question": EMOJI_QUESTION})
+        selected = client.post(
+            "/api/ask",
+            json={"question": "What does this mean?", "mode": "selection",
+                  "selection": selection},
+        )  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["metadata"]["generator"] == "llm->extractive"
+    assert "context" in answer.json()["metadata"]["fallback"]
+    assert "event: error" not in stream.text
+    assert "event: final" in stream.text
+    assert selected.status_code == 200, selected.text
+    fallback = selected.json()["metadata"].get("fallback", "")
+    assert not fallback.startswith("generation failed"), fallback
+
+
+def test_a_230000_character_paragraph_is_capped_in_the_prompt(
+    tmp_path: Path,
+    model,  # type: ignore[no-untyped-def]
+) -> None:
+    from conftest import sphinx_build
+
+    src, out = tmp_path / "src", tmp_path / "html"
+    src.mkdir()
+    (src / "conf.py").write_text('extensions = ["sphinx_ragcite"]\nproject = "Long"\n')
+    words = "the bloom takes thirty to forty five seconds while fresh coffee degasses "
+    paragraph = (words * (230_000 // len(words))).strip()
+    (src / "index.rst").write_text(f"Brewing\n=======\n\n{paragraph}\n", "utf-8")
+    sphinx_build(src, out)
+    engine = AnswerEngine(Site.load(out), llm=model)
+    answer = engine.answer("How long should the bloom take?", generator="llm")
+    assert not answer.metadata.get("fallback", "").startswith("generation failed")
+    assert answer.metadata["generator"] in ("llm", "llm->extractive")
+
+
+def test_cli_ask_with_an_over_long_question_answers(example_site: Path) -> None:
+    """It printed a traceback and exited 1 ("no grounded answer")."""
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx_ragcite", "ask", EMOJI_QUESTION,
+         "--site", str(example_site), "--generator", "llm", "--format", "json"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0, result.stderr
+    answer = Answer.model_validate_json(result.stdout)
+    assert answer.grounded
+    assert answer.metadata["generator"] == "llm->extractive"
+
+
+def test_llama_cpp_stops_when_the_reader_leaves(
+    example_site: Path,
+    model,  # type: ignore[no-untyped-def]
+) -> None:
+    from test_server_generation import health, serving, wait_until
+
+    settings = ServerSettings(build_dir=example_site, generator="llm", rate_limit=0)
+    with serving(create_app(settings, llm=model)) as url:
+        with (
+            httpx.Client(timeout=60) as client,
+            client.stream(
+                "POST", f"{url}/api/ask/stream", json={"question": QUESTION}
+            ) as response,
+        ):
+            for line in response.iter_lines():
+                if line.startswith("event: token"):
+                    break  # the reader leaves mid-answer
+        wait_until(lambda: health(url)["queue_depth"] == 0, 1)
+        assert model._lock.acquire(timeout=1)  # the token loop let go of the model
+        model._lock.release()
+
+
+def test_llama_cpp_stops_when_time_is_up(
+    example_site: Path,
+    model,  # type: ignore[no-untyped-def]
+) -> None:
+    """Streams ran to the end whatever --timeout said."""
+    settings = ServerSettings(
+        build_dir=example_site, generator="llm", rate_limit=0, request_timeout=0.3
+    )
+    with TestClient(create_app(settings, llm=model)) as client:
+        started = time.monotonic()
+        response = client.post(
+            "/api/ask/stream", json={"question": "How should beans be stored?"}
+        )
+        elapsed = time.monotonic() - started
+    final = response.text.rsplit("event: final\ndata: ", 1)[1]
+    assert (
+        "timed out after 0.3 s"
+        in Answer.model_validate_json(final).metadata["fallback"]
+    )
+    assert elapsed < 2, elapsed
+
+
+def test_a_reader_who_leaves_frees_llama_cpp_server(
+    example_site: Path, llama_server: str
+) -> None:
+    """Through --llm-url: the endpoint sees the disconnect and serves the next."""
+    from test_server_generation import health, serving, wait_until
+
+    settings = ServerSettings(
+        build_dir=example_site, generator="llm", llm_url=llama_server, rate_limit=0
+    )
+    with serving(create_app(settings)) as url:
+        with (
+            httpx.Client(timeout=60) as client,
+            client.stream(
+                "POST", f"{url}/api/ask/stream", json={"question": QUESTION}
+            ) as response,
+        ):
+            for line in response.iter_lines():
+                if line.startswith("event: token"):
+                    break
+        wait_until(lambda: health(url)["queue_depth"] == 0, 1)
+    started = time.monotonic()
+    reply = httpx.post(
+        f"{llama_server}/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1},
+        timeout=60,
+    )
+    assert reply.status_code == 200
+    assert time.monotonic() - started < 1.5  # not queued behind the old answer
