@@ -374,3 +374,22 @@ class OpenAIGenerator:
             if cancel is not None:
                 cancel.check()  # the read failed because we shut it
             raise GenerationError(f"{self.endpoint} failed: {error}") from error
+
+
+def make_generator(
+    generator: str,
+    *,
+    model: str | None = None,
+    llm_url: str | None = None,
+    timeout: float = 60.0,
+) -> Generator | None:
+    """The one place that chooses a generator for the CLI and the server.
+
+    An endpoint (``--llm-url``) wins; else ``generator == "llm"`` loads the
+    GGUF model in process; else None: extractive answers need no model.
+    """
+    if llm_url:
+        return OpenAIGenerator(llm_url, timeout=timeout)
+    if generator == "llm":
+        return LlamaCppGenerator(model)
+    return None

@@ -46,13 +46,14 @@ class State:
 
 def load_llm(settings: ServerSettings) -> Generator | None:
     """The generator the settings ask for, or None for extractive answers."""
-    from sphinx_ragcite.answer.llm import LlamaCppGenerator, OpenAIGenerator
+    from sphinx_ragcite.answer.llm import make_generator
 
-    if settings.llm_url:
-        return OpenAIGenerator(settings.llm_url, timeout=settings.request_timeout)
-    if settings.generator == "llm":
-        return LlamaCppGenerator(settings.model)
-    return None
+    return make_generator(
+        settings.generator,
+        model=settings.model,
+        llm_url=settings.llm_url,
+        timeout=settings.request_timeout,
+    )
 
 
 def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
