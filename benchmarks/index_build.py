@@ -107,7 +107,7 @@ def manifest_of(out: Path) -> dict[str, Any]:
 
 
 def passages_of(out: Path) -> list[dict[str, Any]]:
-    text = (out / "_ragcite" / "passages.jsonl").read_text("utf-8")
+    text = (out / "_ragcite" / manifest_of(out)["files"]["passages"]).read_text("utf-8")
     return [json.loads(line) for line in text.splitlines()]
 
 

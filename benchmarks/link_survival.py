@@ -176,7 +176,9 @@ def build(src: Path, out: Path, doctrees: Path, history: bool) -> None:
 
 def passages(out: Path) -> dict[str, dict[str, str]]:
     """Passage URL (page#id) -> its record."""
-    lines = (out / "_ragcite" / "passages.jsonl").read_text("utf-8").splitlines()
+    index = out / "_ragcite"
+    manifest = json.loads((index / "manifest.json").read_text("utf-8"))
+    lines = (index / manifest["files"]["passages"]).read_text("utf-8").splitlines()
     return {r["url"]: r for r in map(json.loads, lines)}
 
 

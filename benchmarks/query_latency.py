@@ -119,6 +119,13 @@ def _synthetic_ok(directory: Path, passages: int) -> bool:
     return bool(manifest.get("synthetic") == _synthetic_key(passages))
 
 
+def _passages_file(site: Path) -> Path:
+    """The passages file of a built site, as its manifest names it."""
+    index = site / "_ragcite"
+    manifest = json.loads((index / "manifest.json").read_text("utf-8"))
+    return index / manifest["files"]["passages"]
+
+
 def write_synthetic(source: Path, directory: Path, passages: int) -> float:
     """Write a ``_ragcite/`` of *passages* records under *directory*; seconds."""
     from sphinx_ragcite import __version__
@@ -142,8 +149,7 @@ def write_synthetic(source: Path, directory: Path, passages: int) -> float:
 
     started = time.perf_counter()
     real = [
-        json.loads(line)
-        for line in (source / "_ragcite" / "passages.jsonl").read_text().splitlines()
+        json.loads(line) for line in _passages_file(source).read_text().splitlines()
     ]
     sentences = [s for p in real for s in _SENTENCE_END.split(p["text"]) if s.strip()]
     lengths = [len(_SENTENCE_END.split(p["text"])) for p in real]

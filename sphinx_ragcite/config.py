@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from sphinx import version_info
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
@@ -126,12 +127,16 @@ def fields() -> tuple[dataclasses.Field[Any], ...]:
 
 def register(app: Sphinx) -> None:
     for f in fields():
+        # Sphinx 7.3 has no ``description`` (added in 7.4).
+        described = (
+            {"description": f.metadata["help"]} if version_info >= (7, 4) else {}
+        )
         app.add_config_value(
             f"ragcite_{f.name}",
             f.default,
             f.metadata["rebuild"],
             types=frozenset({list, tuple}) if isinstance(f.default, tuple) else (),
-            description=f.metadata["help"],
+            **described,
         )
     app.connect("config-inited", validate)
 

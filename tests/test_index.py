@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -16,13 +17,13 @@ from sphinx_ragcite.index.embed import (
     DEFAULT_MODEL_ID,
     Embedder,
     default_model_files,
-    dequantize,
     model_files,
-    quantize,
 )
+from sphinx_ragcite.index.embeddings import dequantize, quantize
+from sphinx_ragcite.index.writer import IndexWriter
 from sphinx_ragcite.retrieval import Site
 
-from conftest import EXAMPLE_BOOK, read_manifest, sphinx_build
+from conftest import EXAMPLE_BOOK, passages_bytes, read_manifest, sphinx_build
 
 
 def index_files(outdir: Path) -> dict[str, bytes]:
@@ -38,11 +39,21 @@ def index_files(outdir: Path) -> dict[str, bytes]:
 def test_manifest_lists_every_file_with_its_checksum(example_site: Path) -> None:
     manifest = read_manifest(example_site)
     directory = example_site / "_ragcite"
-    assert set(manifest["files"].values()) == set(index_files(example_site))
+    files = index_files(example_site)
+    # the browser's fixed-name copies of two of them (see IndexWriter)
+    assert set(files) == {*manifest["files"].values(), "search.js", "moved.js"}
+    assert files["search.js"] == files[manifest["files"]["static"]]
+    assert files["moved.js"] == files[manifest["files"]["moved"]]
     for role, name in manifest["files"].items():
         data = (directory / name).read_bytes()
-        assert hashlib.sha256(data).hexdigest() == manifest["sha256"][role]
+        digest = hashlib.sha256(data).hexdigest()
+        assert digest == manifest["sha256"][role]
         assert len(data) == manifest["bytes"][role]
+        # content-addressed: a name never names other bytes
+        if role.startswith("bm25."):
+            assert re.fullmatch(r"bm25\.[0-9a-f]{16}/[a-z]+\.[a-z.]+", name), name
+        else:
+            assert f".{digest[:16]}." in name, (role, name)
     assert manifest["tokenizer"]["stemmer"] == "snowball-english"
     assert manifest["embedding"]["model"] == DEFAULT_MODEL_ID
     assert manifest["embedding"]["dim"] == 384
@@ -56,7 +67,7 @@ def test_manifest_lists_every_file_with_its_checksum(example_site: Path) -> None
 
 def test_site_round_trips(example_site: Path) -> None:
     site = Site.load(example_site)
-    lines = (example_site / "_ragcite" / "passages.jsonl").read_text().splitlines()
+    lines = passages_bytes(example_site).decode().splitlines()
     assert site.passages == [json.loads(line) for line in lines]
     assert site.vectors is not None
     assert site.vectors.shape == (len(site.passages), 384)
@@ -176,3 +187,49 @@ def test_missing_model_folder_warns_and_keeps_bm25(book: Path, tmp_path: Path) -
     assert "does not exist" in warnings
     assert "[ragcite.model]" in warnings
     assert read_manifest(out)["embedding"] is None
+
+
+def _minimal_index(writer: IndexWriter, text: str) -> dict:
+    """The files a manifest must name, from one fake passage."""
+    from sphinx_ragcite.index.bm25 import bm25_files, build_bm25
+
+    record = {"passage_id": "ch0-sec0-p1", "heading_path": ["T"], "text": text}
+    writer.add("passages", "passages.jsonl", (json.dumps(record) + "\n").encode())
+    for name, data in bm25_files(build_bm25([record])).items():  # type: ignore[list-item]
+        writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
+    writer.add("static", "search.js", b"globalThis.x=" + text.encode(), alias=True)
+    counts = {"passages": 1, "documents": 1, "moved": 0}
+    return writer.finish({"counts": counts, "embedding": None})
+
+
+def test_writer_names_files_by_content_and_prunes_the_rest(tmp_path: Path) -> None:
+    directory = tmp_path / "_ragcite"
+    directory.mkdir()
+    for stale in ("passages.jsonl", "bm25/params.index.json", "x.tmp"):
+        (directory / stale).parent.mkdir(exist_ok=True)
+        (directory / stale).write_text("from an older build")
+    (directory / "link").symlink_to(tmp_path)
+
+    first = _minimal_index(IndexWriter(tmp_path), "Descale the kettle monthly.")
+    names = set(first["files"].values())
+    assert {p.relative_to(directory).as_posix() for p in directory.rglob("*")} == {
+        "manifest.json",
+        "search.js",
+        *names,
+        *{name.partition("/")[0] for name in names if "/" in name},
+    }
+    passages = directory / first["files"]["passages"]
+    stamp = passages.stat().st_mtime_ns
+
+    # same bytes, same names: an unchanged rebuild rewrites no data file
+    again = _minimal_index(IndexWriter(tmp_path), "Descale the kettle monthly.")
+    assert again["files"] == first["files"]
+    assert passages.stat().st_mtime_ns == stamp
+
+    # new bytes, new names; the old files go once the new manifest is in
+    other = _minimal_index(IndexWriter(tmp_path), "Grind just before brewing.")
+    assert set(other["files"].values()).isdisjoint(names)
+    assert not passages.exists()
+    assert (
+        (directory / "search.js").read_bytes().endswith(b"Grind just before brewing.")
+    )

@@ -46,7 +46,8 @@ def indexed_text(record: Record) -> str:
 def build_bm25(records: Sequence[Record]) -> bm25s.BM25:
     corpus = [tokenize(indexed_text(r)) for r in records]
     terms = sorted({t for doc in corpus for t in doc})
-    vocab = {term: i for i, term in enumerate(terms)}
+    # bm25s cannot index an empty vocabulary (a book with no passage or no word)
+    vocab = {term: i for i, term in enumerate(terms)} or {"": 0}
     ids = [[vocab[t] for t in doc] for doc in corpus]
     # int16 postings halve the index of a book under 32,768 passages.
     int_dtype = "int16" if len(records) < 2**15 else "int32"

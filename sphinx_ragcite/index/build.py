@@ -15,19 +15,17 @@ from sphinx_ragcite.config import RagciteConfig
 from sphinx_ragcite.errors import ModelNotFoundError
 from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
 from sphinx_ragcite.index.cache import EmbeddingCache, text_key
-from sphinx_ragcite.index.embed import Embedder, model_files, quantize
-from sphinx_ragcite.index.links import FILE_NAME as MOVED_FILE
-from sphinx_ragcite.index.links import LinkHistory, Moved, moved_file, update
+from sphinx_ragcite.index.embed import Embedder, model_files
+from sphinx_ragcite.index.embeddings import npy_bytes, quantize
+from sphinx_ragcite.index.link_history import LinkHistory, update
+from sphinx_ragcite.index.manifest import INDEX_DIR
+from sphinx_ragcite.index.moved import FILE_NAME as MOVED_FILE
+from sphinx_ragcite.index.moved import Moved, moved_file
+from sphinx_ragcite.index.records import passages_jsonl
 from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.index.static import static_file, static_index
 from sphinx_ragcite.index.tokenize import SPEC
-from sphinx_ragcite.index.writer import (
-    INDEX_DIR,
-    IndexWriter,
-    build_time,
-    npy_bytes,
-    passages_jsonl,
-)
+from sphinx_ragcite.index.writer import IndexWriter, build_time
 from sphinx_ragcite.passages.records import build_records, page_url
 
 if TYPE_CHECKING:
@@ -52,27 +50,31 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
     retriever = build_bm25(records)
     for name, data in bm25_files(retriever).items():
         writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
-    writer.add("static", STATIC_FILE, static_file(static_index(retriever, records)))
-    moved = _follow_links(app, config, records)
+    # The widget loads these two by name as well (see IndexWriter).
+    static = static_file(static_index(retriever, records))
+    writer.add("static", STATIC_FILE, static, alias=True)
+    links = _follow_links(app, config, records)
+    moved = links[0] if links else None
     if moved is not None:
-        writer.add("moved", MOVED_FILE, moved_file(moved))
+        writer.add("moved", MOVED_FILE, moved_file(moved), alias=True)
 
     embedding = None
     if config.embeddings and records:
         embedding = _write_embeddings(app, config, records, writer)
 
+    project = app.config
     manifest = writer.finish(
         {
             "generator": f"sphinx-ragcite {__version__}",
-            "project": app.config.project,
-            "author": app.config.author,
-            "copyright": app.config.copyright,
-            "version": app.config.version,
-            "release": app.config.release,
-            "html_baseurl": app.config.html_baseurl,
-            "language": app.config.language,
-            "builder": app.builder.name,
-            "root_url": page_url(app.builder, app.config.root_doc),
+            "project": config_text(project.project),
+            "author": config_text(project.author),
+            "copyright": config_text(project.copyright),
+            "version": config_text(project.version),
+            "release": config_text(project.release),
+            "html_baseurl": config_text(project.html_baseurl),
+            "language": config_text(project.language) or None,
+            "builder": str(app.builder.name),
+            "root_url": page_url(app.builder, str(project.root_doc)),
             "built_at": build_time(),
             "counts": {
                 "passages": len(records),
@@ -90,6 +92,9 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
             },
         }
     )
+    if links:
+        # Only now: a build whose index failed does not move the history on.
+        _save_history(*links[1:])
     sizes = manifest["bytes"]
     logger.info(
         "ragcite: %d passages from %d documents -> %s/ (%.1f KiB; static search "
@@ -103,10 +108,27 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
     return manifest
 
 
+def config_text(value: object) -> str:
+    """A conf.py value as the manifest's text.
+
+    Values may be lazy translations, numbers (``version = 1.0``), ``None``, or
+    a list (``copyright`` may be one since Sphinx 7.1).
+    """
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
 def _follow_links(
     app: Sphinx, config: RagciteConfig, records: list[Record]
-) -> dict[str, Moved] | None:
-    """Old passage ID -> where the text it named is now, from the link history."""
+) -> tuple[dict[str, Moved], LinkHistory, Path] | None:
+    """Old passage ID -> where the text it named is now, from the link history.
+
+    Returns the history to save once the index is written. A history that
+    cannot be followed costs the redirects of this build, never the index.
+    """
     if config.link_history.lower() == "none":
         return None
     if config.link_history:
@@ -117,8 +139,26 @@ def _follow_links(
         # One page without the orphans: its own history, so an html build
         # sharing the doctrees does not see the orphans' passages vanish.
         path = path.with_name(f"{path.stem}-singlehtml{path.suffix}")
-    history = LinkHistory.load(path)
-    moved = update(history, records, lambda docname: page_url(app.builder, docname))
+    try:
+        history = LinkHistory.load(path)
+        moved = update(history, records, lambda d: page_url(app.builder, d))
+    except Exception as error:
+        logger.warning(
+            "ragcite: the link history %s could not be followed (%s: %s); old "
+            "links are not redirected by this build.",
+            path,
+            type(error).__name__,
+            error,
+            type="ragcite",
+            subtype="links",
+        )
+        return None
+    if moved:
+        logger.info("ragcite: %d old passage links follow their moved text", len(moved))
+    return moved, history, path
+
+
+def _save_history(history: LinkHistory, path: Path) -> None:
     try:
         history.save(path)
     except OSError as error:
@@ -130,9 +170,6 @@ def _follow_links(
             type="ragcite",
             subtype="links",
         )
-    if moved:
-        logger.info("ragcite: %d old passage links follow their moved text", len(moved))
-    return moved
 
 
 def _write_embeddings(
@@ -153,7 +190,23 @@ def _write_embeddings(
             subtype="model",
         )
         return None
+    try:
+        return _embed(app, records, embedder, writer)
+    except Exception as error:
+        logger.warning(
+            "ragcite: embedding the passages failed (%s: %s). The index is "
+            "written without dense embeddings (BM25 only).",
+            type(error).__name__,
+            error,
+            type="ragcite",
+            subtype="model",
+        )
+        return None
 
+
+def _embed(
+    app: Sphinx, records: list[Record], embedder: Embedder, writer: IndexWriter
+) -> dict[str, Any]:
     cache_path = Path(app.doctreedir) / CACHE_FILE
     cache = EmbeddingCache.load(cache_path, embedder.cache_key)
     texts = [indexed_text(r) for r in records]
@@ -180,7 +233,15 @@ def _write_embeddings(
         elapsed,
         sum(1 for k in keys if k not in new),
     )
-    cache.save(cache_path, keys)
+    try:
+        cache.save(cache_path, keys)
+    except OSError as error:
+        logger.warning(
+            "ragcite: could not keep the embeddings for the next build (%s).",
+            error,
+            type="ragcite",
+            subtype="model",
+        )
     codes = np.stack([cache.rows[k][0] for k in keys]).astype(np.int8)
     scales = np.array([cache.rows[k][1] for k in keys], dtype=np.float32)
     writer.add("embeddings", "embeddings.npy", npy_bytes(codes))

@@ -1,50 +1,26 @@
-"""Passage records -> ``_ragcite/``: deterministic bytes, written atomically."""
+"""Index files -> ``_ragcite/``: deterministic, content-addressed, manifest last."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import io
-import json
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from sphinx_ragcite.index.files import atomic_write
+from sphinx_ragcite.index.manifest import (
+    FORMAT_VERSION,
+    INDEX_DIR,
+    MANIFEST,
+    manifest_bytes,
+)
+
+#: Hex digits of a file's SHA-256 in its stored name.
+HASH_CHARS = 16
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from sphinx_ragcite.passages.records import Record
-
-#: Bump when a reader of an older format would misread the files.
-FORMAT_VERSION = 1
-INDEX_DIR = "_ragcite"
-MANIFEST = "manifest.json"
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def npy_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
-
-
-def passages_jsonl(records: list[Record]) -> bytes:
-    return "".join(dumps(r) + "\n" for r in records).encode("utf-8")
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary name, then rename: a crash never leaves half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def build_time() -> str:
@@ -58,43 +34,127 @@ def build_time() -> str:
     return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def stored_name(name: str, digest: str) -> str:
+    """``passages.jsonl`` -> ``passages.<16 hex>.jsonl``: the name says the bytes."""
+    stem, dot, rest = name.partition(".")
+    return f"{stem}.{digest[:HASH_CHARS]}{dot}{rest}"
+
+
+def _same_file(path: Path, data: bytes, digest: str) -> bool:
+    """An incremental build finds most content-addressed files already there."""
+    try:
+        if path.is_symlink() or path.stat().st_size != len(data):
+            return False
+        return hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    except OSError:
+        return False
+
+
+def _link_or_copy(source: Path, dest: Path) -> None:
+    """Atomically make *dest* a second name of *source* (a copy where links fail).
+
+    A hard link costs no space; both names are plain files.
+    """
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:
+        atomic_write(dest, source.read_bytes())
+        return
+    os.replace(tmp, dest)
+
+
+@dataclass(frozen=True)
+class _Staged:
+    name: str
+    data: bytes
+    sha256: str
+    alias: bool
+
+
 @dataclass
 class IndexWriter:
-    """Collects the files of one index, then writes them and the manifest last."""
+    """Collects the files of one index; :meth:`finish` writes them.
+
+    The previous index stays valid until the new one is complete. Every file
+    the manifest names is stored under a content-addressed name
+    (``passages.<hash>.jsonl``; the files of a folder such as ``bm25/`` go
+    to ``bm25.<hash>/``), so writing it never changes a file the current
+    manifest names. The manifest is replaced last, in one rename: a build
+    killed before that leaves the old manifest with all its old files, one
+    killed after it leaves the new index. Only then are the browser's
+    fixed-name copies updated (the widget loads ``search.js`` from
+    ``file://``, where it cannot read the manifest, and ``moved.js`` by name)
+    and the files no manifest names any more pruned.
+    """
 
     outdir: Path
-    files: dict[str, str] = field(default_factory=dict)
-    sha256: dict[str, str] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)
+    staged: dict[str, _Staged] = field(default_factory=dict)
 
     @property
     def directory(self) -> Path:
         return self.outdir / INDEX_DIR
 
-    def add(self, role: str, name: str, data: bytes) -> None:
-        path = self.directory / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data)
-        self.files[role] = name
-        self.sha256[role] = hashlib.sha256(data).hexdigest()
-        self.sizes[role] = len(data)
+    def add(self, role: str, name: str, data: bytes, *, alias: bool = False) -> None:
+        """Stage one file; with *alias* it is also kept under its plain *name*."""
+        digest = hashlib.sha256(data).hexdigest()
+        self.staged[role] = _Staged(name, data, digest, alias)
+
+    def stored_names(self) -> dict[str, str]:
+        """Role -> content-addressed name, relative to ``_ragcite/``."""
+        folders: dict[str, list[str]] = {}
+        for item in self.staged.values():
+            folder, slash, base = item.name.rpartition("/")
+            if slash:
+                folders.setdefault(folder, []).append(f"{base}:{item.sha256}")
+        folder_digest = {
+            folder: hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()
+            for folder, parts in folders.items()
+        }
+        names = {}
+        for role, item in self.staged.items():
+            folder, slash, base = item.name.rpartition("/")
+            if slash:
+                names[role] = f"{stored_name(folder, folder_digest[folder])}/{base}"
+            else:
+                names[role] = stored_name(item.name, item.sha256)
+        return names
 
     def finish(self, meta: dict[str, Any]) -> dict[str, Any]:
-        """Write the manifest (the file readers open first) and prune leftovers."""
+        """Write the files, then the manifest, then the aliases; prune last."""
+        names = self.stored_names()
+        roles = sorted(self.staged)
         manifest = {
             **meta,
             "format_version": FORMAT_VERSION,
-            "files": self.files,
-            "sha256": self.sha256,
-            "bytes": self.sizes,
+            "files": {role: names[role] for role in roles},
+            "sha256": {role: self.staged[role].sha256 for role in roles},
+            "bytes": {role: len(self.staged[role].data) for role in roles},
         }
-        data = (json.dumps(manifest, sort_keys=True, indent=1) + "\n").encode()
-        atomic_write(self.directory / MANIFEST, data)
-        keep = {MANIFEST, *self.files.values()}
+        manifest_data = manifest_bytes(manifest)  # validated before any write
+        for role in roles:
+            item = self.staged[role]
+            path = self.directory / names[role]
+            if not _same_file(path, item.data, item.sha256):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, item.data)
+        atomic_write(self.directory / MANIFEST, manifest_data)
+        aliases = {
+            self.staged[role].name: names[role]
+            for role in roles
+            if self.staged[role].alias
+        }
+        for alias, name in sorted(aliases.items()):
+            _link_or_copy(self.directory / name, self.directory / alias)
+        self.prune({MANIFEST, *names.values(), *aliases})
+        return manifest
+
+    def prune(self, keep: set[str]) -> None:
+        """Remove what the new manifest does not name (old files, ``*.tmp``)."""
         for path in sorted(self.directory.rglob("*"), reverse=True):
             name = path.relative_to(self.directory).as_posix()
-            if path.is_file() and name not in keep:
+            if path.is_symlink() or (path.is_file() and name not in keep):
                 path.unlink()
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
-        return manifest
