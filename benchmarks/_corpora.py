@@ -30,8 +30,17 @@ CORPUS_DEPS: dict[str, tuple[str, ...]] = {
         "sphinxcontrib.log_cabinet",
     ),
     "requests-docs": ("requests",),
+    "packaging-guide": (
+        "furo",
+        "sphinx_inline_tabs",
+        "sphinx_copybutton",
+        "sphinx_toolbox",
+        "sphinx-jsonschema",  # the module's name has a dash
+    ),
 }
 CORPORA = tuple(CORPUS_DEPS)
+#: The source folder of each corpus, where it is not ``docs``.
+SOURCE_DIRS = {"packaging-guide": "source"}
 
 _IGNORE = shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints")
 _ADD = '\nextensions.append("sphinx_ragcite")  # added by benchmarks/_corpora.py\n'
@@ -54,18 +63,34 @@ def corpora_dir() -> Path | None:
     return None
 
 
+def source_dir(name: str) -> str:
+    """The folder of corpus *name* that holds its ``conf.py``."""
+    return SOURCE_DIRS.get(name, "docs")
+
+
 def corpora_available() -> bool:
     """True when at least one known corpus is present."""
-    root = corpora_dir()
-    return root is not None and any((root / n / "docs").is_dir() for n in CORPORA)
+    return any(corpus_path(n) is not None for n in CORPORA)
 
 
 def corpus_path(name: str) -> Path | None:
     """``shared/corpora/<name>``, or None when absent."""
     root = corpora_dir()
-    if root is None or not (root / name / "docs" / "conf.py").is_file():
+    if root is None or not (root / name / source_dir(name) / "conf.py").is_file():
         return None
     return root / name
+
+
+def build_env(srcdir: Path) -> dict[str, str]:
+    """The environment for building a prepared copy: its root on ``PYTHONPATH``.
+
+    The packaging guide imports its own extension (``pug_sphinx_extensions``)
+    from the corpus root; the others do not mind.
+    """
+    env = dict(os.environ)
+    root = str(srcdir.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
 
 
 def missing_deps(name: str) -> list[str]:
@@ -95,7 +120,7 @@ def _copy(src: Path, target: Path) -> None:
 
 
 def prepare_corpus(name: str, dest: Path | str, with_ragcite: bool) -> Path:
-    """Copy ``shared/corpora/<name>`` to ``dest/<name>``; return its ``docs``.
+    """Copy ``shared/corpora/<name>`` to ``dest/<name>``; return its source folder.
 
     The whole corpus folder is copied (pages include ``../CHANGES.md`` and
     the like). With *with_ragcite*, ``extensions.append("sphinx_ragcite")`` is
@@ -107,7 +132,7 @@ def prepare_corpus(name: str, dest: Path | str, with_ragcite: bool) -> Path:
         raise FileNotFoundError(f"corpus {name!r} not found (set {ENV_VAR})")
     target = Path(dest) / name
     _copy(src, target)
-    docs = target / "docs"
+    docs = target / source_dir(name)
     if with_ragcite:
         _edit_conf(docs, with_ragcite=True)
     return docs
