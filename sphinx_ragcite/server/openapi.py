@@ -171,8 +171,16 @@ def _type(schema: dict[str, Any]) -> str:
         ("minimum", "maximum", ""),
         ("minItems", "maxItems", " items"),
     ):
-        if low in schema or high in schema:
-            limits.append(f"{schema.get(low, 0)}-{schema.get(high, '…')}{unit}")
+        if low in schema and high in schema:
+            limits.append(f"{_num(schema[low])}-{_num(schema[high])}{unit}")
+        elif low in schema:
+            limits.append(f"at least {_num(schema[low])}{unit}")
+        elif high in schema:
+            limits.append(f"at most {_num(schema[high])}{unit}")
     if "default" in schema:
         limits.append(f"default {escape(json.dumps(schema['default']))}")
     return text + (f" ({', '.join(limits)})" if limits else "")
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)

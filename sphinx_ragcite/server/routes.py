@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from sphinx_ragcite import __version__
-from sphinx_ragcite.contracts import Answer
+from sphinx_ragcite.contracts import MAX_K, MAX_QUESTION, Answer
 from sphinx_ragcite.retrieval import Filters
 from sphinx_ragcite.server.answering import EventStreamResponse, Job
 from sphinx_ragcite.server.guards import DOCS_PATH
@@ -55,6 +55,7 @@ async def blocking(state: State, function: Callable[..., Any], *args: Any) -> An
 
 @router.get("/health", response_model=Health, tags=["service"])
 async def health(state: Loaded) -> Health:
+    """Index and model loaded, and how full the model's queue is."""
     return Health(
         status="ok",
         version=__version__,
@@ -77,9 +78,10 @@ async def health(state: Loaded) -> Health:
 )
 async def search(
     state: Loaded,
-    q: str = Query(..., min_length=1, max_length=2000),
-    k: int = Query(10, ge=1, le=20),
+    q: str = Query(..., min_length=1, max_length=MAX_QUESTION),
+    k: int = Query(10, ge=1, le=MAX_K),
 ) -> Any:
+    """Passages ranked for *q* by hybrid retrieval, like ``ragcite search``."""
     query = q.strip()
     if not query:
         return error(400, "invalid_request", "q: must not be empty", field="q")
@@ -94,6 +96,7 @@ async def search(
     tags=["answers"],
 )
 async def passage(state: Loaded, passage_id: str) -> Any:
+    """One passage record; a 404 names where a vanished ID's text went."""
     record = state.site.passage(passage_id)
     if record is None:
         hint = state.site.moved_hint(passage_id)
@@ -104,6 +107,7 @@ async def passage(state: Loaded, passage_id: str) -> Any:
 
 @router.post("/ask", response_model=Answer, responses=ERRORS, tags=["answers"])
 async def ask(body: AskRequest, request: Request, state: Loaded) -> Any:
+    """A grounded, cited answer (the answer JSON)."""
     try:
         options = prepare(state, body)
     except _Invalid as invalid:
@@ -141,6 +145,7 @@ async def ask(body: AskRequest, request: Request, state: Loaded) -> Any:
     tags=["answers"],
 )
 async def ask_stream(body: AskRequest, state: Loaded) -> Any:
+    """The answer as server-sent events: retrieval, token..., final."""
     try:
         options = prepare(state, body)
     except _Invalid as invalid:
