@@ -32,6 +32,9 @@
  * @property {string} section
  * @property {string} snippet
  * @property {string} quote the supporting sentence(s), or the snippet
+ * @property {{text: string, spans: [number, number][]} | null} marked what to
+ *   mark in the page when the link is followed: the citation's own quote and
+ *   `quote_spans`; null without a quote of its own, and for the selection
  * @property {number | null} confidence 0-1, or null when the answer has none
  * @property {ConfidenceLevel | null} level
  * @property {boolean} selection true for the reader's own selected text
@@ -172,12 +175,32 @@
         section: str(c.section) || (selection ? "Selected Text" : ""),
         snippet: str(c.snippet),
         quote: str(c.quote) || str(c.snippet),
+        marked: !selection && str(c.quote) ? { text: str(c.quote), spans: quoteSpans(c.quote_spans) } : null,
         confidence: score,
         level: confidenceLevel(score),
         selection,
       });
     }
     return [...byN.values()].sort((a, b) => a.n - b.n);
+  }
+
+  /**
+   * A citation's `quote_spans` if well formed (pairs of integers, 0 <= start
+   * < end), else [] (the quote is then found by its words alone).
+   * @param {unknown} value
+   * @returns {[number, number][]}
+   */
+  function quoteSpans(value) {
+    if (!Array.isArray(value)) return [];
+    /** @type {[number, number][]} */
+    const out = [];
+    for (const pair of value) {
+      if (!Array.isArray(pair) || pair.length !== 2) return [];
+      const [a, b] = pair;
+      if (!Number.isInteger(a) || !Number.isInteger(b) || a < 0 || b <= a) return [];
+      out.push([a, b]);
+    }
+    return out;
   }
 
   /**
@@ -307,6 +330,7 @@
     confidenceLevel,
     isPassageHash,
     parseAnswer,
+    quoteSpans,
     resolveUrl,
     samePage,
     sourceTitle,

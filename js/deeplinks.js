@@ -12,9 +12,16 @@
  * links already name the right text.
  *
  * `linkKey`, `canonicalKey`, `idOf`, `movedTarget` and `squash` are pure. Classic script,
- * after `citations.js`: registers on `globalThis.ragcite_lib.deeplinks`, and
- * on `module.exports` under Node.
+ * after `citations.js` and `quotes.js`: registers on
+ * `globalThis.ragcite_lib.deeplinks`, and on `module.exports` under Node.
+ *
+ * A citation followed from the widget also marks its quoted words inside the
+ * passage (`quotes.js`): on this page at once, on another page through
+ * sessionStorage (the quote, keyed by the URL followed, taken on arrival).
+ * A deep link opened any other way highlights the passage only.
  */
+
+/** @typedef {import("./quotes.js").Quote} Quote */
 
 /**
  * What deep links need of the rest of the widget.
@@ -29,14 +36,24 @@
  */
 
 /**
+ * How a passage is highlighted.
+ * @typedef {object} HighlightOptions
+ * @property {boolean} [smooth] scroll smoothly (unless the reader asks for less motion)
+ * @property {boolean} [focus] give the passage the focus
+ * @property {Quote | null} [quote] also mark these quoted words in it (until
+ *   the next highlight)
+ */
+
+/**
  * @typedef {object} DeepLinks
- * @property {(id: string, options?: {smooth?: boolean, focus?: boolean}) => boolean} highlight
+ * @property {(id: string, options?: HighlightOptions) => boolean} highlight
  *   highlight a passage for a few seconds and scroll it into view; false
  *   when the page has no such passage
  * @property {(event?: Event) => Promise<void>} fromHash highlight (or
  *   redirect) what the address names
- * @property {(event: MouseEvent | KeyboardEvent, anchor: HTMLAnchorElement) => void} follow
- *   follow a citation link: on this page scroll and highlight, else navigate
+ * @property {(event: MouseEvent | KeyboardEvent, anchor: HTMLAnchorElement, quote?: Quote | null) => void} follow
+ *   follow a citation link: on this page scroll and highlight, else navigate;
+ *   with the citation's quote, its words are marked too
  */
 
 (function () {
@@ -55,6 +72,8 @@
   const DIRECT_KEY = "ragcite:direct";
   /** `{from, to, start}` of a redirect, explained on the page it lands on. */
   const MOVED_KEY = "ragcite:moved";
+  /** `{url, text, spans}`: the quote of the citation followed to `url`. */
+  const QUOTE_KEY = "ragcite:quote";
 
   /**
    * A page's link to *id* as the build keys the moved map: the page's path
@@ -159,6 +178,7 @@
    */
   function createDeepLinks(env) {
     const { el, reducedMotion, loadScript } = lib.dom;
+    const quotes = lib.quotes.createQuoteMarker();
 
     /** @type {Element | null} */
     let highlighted = null;
@@ -171,10 +191,12 @@
 
     /**
      * @param {Element | null} target
-     * @param {{smooth?: boolean, focus?: boolean}} [options]
+     * @param {HighlightOptions} [options]
      */
     function highlightElement(target, options = {}) {
       if (!target || env.inWidget(target)) return false;
+      quotes.clear();
+      const marked = options.quote ? quotes.mark(target, options.quote) : null;
       if (highlighted) highlighted.classList.remove(HIGHLIGHT);
       window.clearTimeout(highlightTimer);
       target.classList.add(HIGHLIGHT);
@@ -184,9 +206,11 @@
         if (highlighted === target) highlighted = null;
       }, HIGHLIGHT_MS);
       const tall = target.getBoundingClientRect().height > window.innerHeight * 0.8;
-      target.scrollIntoView({
+      // in a passage taller than the window, the quote is what must be seen
+      const view = tall && marked && marked.first ? marked.first : target;
+      view.scrollIntoView({
         behavior: options.smooth && !reducedMotion() ? "smooth" : "auto",
-        block: tall ? "start" : "center",
+        block: tall && view === target ? "start" : "center",
       });
       if (options.focus) {
         if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
@@ -197,7 +221,7 @@
 
     /**
      * @param {string} id
-     * @param {{smooth?: boolean, focus?: boolean}} [options]
+     * @param {HighlightOptions} [options]
      */
     function highlight(id, options = {}) {
       return highlightElement(id ? document.getElementById(id) : null, options);
@@ -315,6 +339,8 @@
       const id = idOf(here);
       if (!id) return;
       const direct = takeStored(DIRECT_KEY) === here;
+      const followed = takeStored(QUOTE_KEY);
+      const quote = direct ? storedQuote(followed, here) : null;
       let note = null;
       try {
         note = JSON.parse(takeStored(MOVED_KEY) || "null");
@@ -337,20 +363,39 @@
         location.replace(target.url);
         return;
       }
-      highlight(id);
+      highlight(id, { quote });
+    }
+
+    /**
+     * The quote stored for the URL arrived at, or null.
+     * @param {string | null} stored
+     * @param {string} here
+     * @returns {Quote | null}
+     */
+    function storedQuote(stored, here) {
+      try {
+        const saved = JSON.parse(stored || "null");
+        if (!saved || saved.url !== here || typeof saved.text !== "string") return null;
+        return { text: saved.text, spans: C.quoteSpans(saved.spans) };
+      } catch {
+        return null; // a damaged quote is no quote
+      }
     }
 
     /**
      * @param {MouseEvent | KeyboardEvent} event
      * @param {HTMLAnchorElement} anchor
+     * @param {Quote | null} [quote] the citation's quoted words
      */
-    function follow(event, anchor) {
+    function follow(event, anchor, quote = null) {
       const href = anchor.href;
       if (!href || ("button" in event && event.button !== 0)) return;
       if (event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
       if (!C.samePage(href, location.href)) {
         env.remember(); // the answer is there again when the next page opens
         store(DIRECT_KEY, href); // a citation of this build: no redirect there
+        if (quote) store(QUOTE_KEY, JSON.stringify({ url: href, text: quote.text, spans: quote.spans }));
+        else takeStored(QUOTE_KEY);
         return; // a normal navigation
       }
       const hash = new URL(href).hash;
@@ -368,7 +413,7 @@
       // answer back) and give the passage the focus.
       const covered = env.covers(target);
       if (covered) env.stepAside();
-      highlight(id, { smooth: true, focus: covered });
+      highlight(id, { smooth: true, focus: covered, quote });
     }
 
     return { highlight, fromHash, follow };

@@ -43,8 +43,9 @@
  * What the panel hands to the rest of the widget.
  * @typedef {object} PanelHooks
  * @property {(question: string) => void} submit the form was sent
- * @property {(event: MouseEvent | KeyboardEvent, anchor: HTMLAnchorElement) => void} follow
- *   a citation or result link was chosen
+ * @property {(event: MouseEvent | KeyboardEvent, anchor: HTMLAnchorElement, quote: import("./quotes.js").Quote | null) => void} follow
+ *   a citation or result link was chosen; a citation's link comes with its
+ *   quote, to mark in the passage
  * @property {() => void} clearSelection "Ask the whole book instead"
  * @property {() => void} askSelection "Ask about this"
  * @property {() => void} opened the panel opened
@@ -464,12 +465,26 @@
           return;
         }
         hidePreview();
-        hooks.follow(event, /** @type {HTMLAnchorElement} */ (marker));
+        const a = /** @type {HTMLAnchorElement} */ (marker);
+        hooks.follow(event, a, quoteOf(a));
         return;
       }
       const target = event.target instanceof Element ? event.target : null;
       const anchor = /** @type {HTMLAnchorElement | null} */ (target && target.closest("a[href][data-ragcite-link]"));
-      if (anchor) hooks.follow(event, anchor);
+      if (anchor) hooks.follow(event, anchor, quoteOf(anchor));
+    }
+
+    /**
+     * The quote of the citation a link belongs to (a marker, or a source's
+     * title), when the link goes to that citation's passage; null for
+     * see-also and search-result links.
+     * @param {HTMLAnchorElement} anchor
+     */
+    function quoteOf(anchor) {
+      const item = anchor.closest("li[data-ragcite-source]");
+      const n = anchor.getAttribute("data-ragcite-n") || (item && item.getAttribute("data-ragcite-source"));
+      const s = n ? sources.get(Number(n)) : undefined;
+      return s && s.marked && s.href === anchor.href ? s.marked : null;
     }
 
     // -- rendering ------------------------------------------------------------

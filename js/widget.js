@@ -9,7 +9,8 @@
  * `settings.js`), puts the parts together and asks questions. Classic
  * scripts, loaded deferred in this order (`sphinx_ragcite/assets.py`):
  * `citations.js`, `sse.js`, `settings.js`, `dom.js`, `client.js`,
- * `static.js`, `deeplinks.js`, `selection.js`, `panel.js`, `widget.js`;
+ * `static.js`, `quotes.js`, `deeplinks.js`, `selection.js`, `panel.js`,
+ * `widget.js`;
  * each registers on `globalThis.ragcite_lib`.
  *
  * Public API: `window.ragcite` (see `types.d.ts`): `version`, `open()`,
@@ -36,7 +37,18 @@
 
   const STATIC_RESULTS = 5;
   const STORAGE_KEY = "ragcite:last";
-  const PARTS = ["citations", "createSseParser", "settings", "dom", "client", "staticMode", "deeplinks", "selection", "panel"];
+  const PARTS = [
+    "citations",
+    "createSseParser",
+    "settings",
+    "dom",
+    "client",
+    "staticMode",
+    "quotes",
+    "deeplinks",
+    "selection",
+    "panel",
+  ];
 
   const g = /** @type {any} */ (globalThis);
   if (g.ragcite) return; // loaded twice
@@ -70,7 +82,7 @@
         // the error is on screen already
       });
     },
-    follow: (event, anchor) => links.follow(event, anchor),
+    follow: (event, anchor, quote) => links.follow(event, anchor, quote),
     clearSelection: () => selection.set(null),
     askSelection: () => {
       if (selection.takeOffered()) panel.open();

@@ -23,6 +23,7 @@ WIDGET_SCRIPTS = (
     "dom.js",
     "client.js",
     "static.js",
+    "quotes.js",
     "deeplinks.js",
     "selection.js",
     "panel.js",

@@ -22,6 +22,7 @@ SCRIPTS = (
     "dom.js",
     "client.js",
     "static.js",
+    "quotes.js",
     "deeplinks.js",
     "selection.js",
     "panel.js",

@@ -302,6 +302,150 @@ def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:  #
     page.goto(f"{server}/{deep['url']}")
     wait_highlighted(page, deep["passage_id"])
     assert page.evaluate("scrollY") > 0
+    assert page.evaluate(QUOTE_MARKED) is None  # a plain deep link has no quote
+
+
+# -- the quoted words of a followed citation -------------------------------------
+
+#: What the page marks as the quote: CSS highlight ranges, else <mark> slices.
+QUOTE_MARKED = """() => {
+  const h = window.CSS && CSS.highlights && CSS.highlights.get('ragcite-quote');
+  if (h && h.size) return {api: 'highlight', parts: [...h].map((r) => r.toString())};
+  const marks = [...document.querySelectorAll('mark.ragcite-quote')];
+  return marks.length ? {api: 'mark', parts: marks.map((m) => m.textContent)} : null;
+}"""
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def squeezed(text: str) -> str:
+    """Text as the widget compares it: no whitespace, no table bars."""
+    return "".join(ch for ch in text if not ch.isspace() and ch != "|")
+
+
+def marked_quote(page) -> dict:  # type: ignore[no-untyped-def]
+    page.wait_for_function(f"({QUOTE_MARKED})() !== null", timeout=5000)
+    return page.evaluate(QUOTE_MARKED)  # type: ignore[no-any-return]
+
+
+def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path):  # type: ignore[no-untyped-def]
+    page.goto(f"{server}/index.html")
+    answer = ask(page, QUESTION)
+    target = answer["citations"][0]
+    spans = target["quote_spans"]
+    assert spans, target
+    page.click('a[data-ragcite-n="1"]')  # to another page: the quote goes along
+    page.wait_for_url(f"{server}/{target['url']}")
+    wait_highlighted(page, target["passage_id"])
+    marked = marked_quote(page)
+    assert marked["api"] == "highlight"  # Chromium has the CSS Highlight API
+    assert " … ".join(words(part) for part in marked["parts"]) == target["quote"]
+    passage = next(
+        p for p in read_passages(site) if p["passage_id"] == target["passage_id"]
+    )
+    assert [words(passage["text"][a:b]) for a, b in spans] == [
+        words(part) for part in marked["parts"]
+    ]
+    assert page.evaluate(
+        """(id) => [...CSS.highlights.get('ragcite-quote')].every((r) =>
+             document.getElementById(id).contains(r.commonAncestorContainer))""",
+        target["passage_id"],
+    )
+    # only part of the passage is quoted, and the page's text is untouched
+    assert len(squeezed(target["quote"])) < len(squeezed(passage["text"]))
+    assert page.locator("mark").count() == 0
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(SHOTS / "quote.png"))
+    # the passage highlight fades; the quote stays until the next highlight
+    page.wait_for_function(
+        "(id) => !document.getElementById(id).classList.contains('ragcite-highlight')",
+        arg=target["passage_id"],
+        timeout=6000,
+    )
+    assert page.evaluate(QUOTE_MARKED) == marked
+    page.evaluate("(id) => window.ragcite.highlight(id)", target["passage_id"])
+    assert page.evaluate(QUOTE_MARKED) is None
+
+
+def reopen(page) -> None:  # type: ignore[no-untyped-def]
+    if not page.get_by_role("dialog", name="Ask this book").is_visible():
+        page.locator(".ragcite-launcher").click()
+
+
+def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) -> None:  # type: ignore[no-untyped-def]
+    """<mark> fallback, on this page: table rows, a sentence across a link,
+    and a quote the page does not have (the passage alone is highlighted)."""
+    records = {p["passage_id"]: p for p in read_passages(site)}
+    on_page = [p for p in records.values() if p["docname"] == "grinding"]
+    table = next(p for p in on_page if " | " in p["text"])
+    after = next(p for p in on_page if p["text"].startswith("The recipes in"))
+    other = on_page[1]
+    rows = table["text"].split("\n")[2:4]
+    sentence = after["text"][: after["text"].index(".") + 1]
+    template = ask_api(server, QUESTION)
+    base = template["citations"][0]
+
+    def cite(n: int, record: dict, quoted: list[str], spans=None) -> dict:  # type: ignore[no-untyped-def]
+        if spans is None:
+            spans = [[a, a + len(q)] for q in quoted for a in [record["text"].index(q)]]
+        return {
+            **base,
+            **{k: record[k] for k in ("passage_id", "url", "chapter", "section")},
+            "n": n,
+            "heading_path": record["heading_path"],
+            "snippet": record["snippet"],
+            "quote": " … ".join(quoted),
+            "quote_spans": spans,
+        }
+
+    fake = {
+        **template,
+        "answer": "Rows [1]. A sentence [2]. Missing [3].",
+        "citations": [
+            cite(1, table, rows),
+            cite(2, after, [sentence]),
+            cite(3, other, ["A sentence this page does not have."], [[0, 35]]),
+        ],
+    }
+    page.add_init_script("delete window.Highlight")
+    page.goto(f"{server}/grinding.html")
+    before = page.evaluate(
+        "(id) => document.getElementById(id).innerHTML", table["passage_id"]
+    )
+    page.route("**/api/ask/stream", lambda route: fake_stream(route, fake))
+    ask(page, QUESTION)
+
+    page.click('li[data-ragcite-source="1"] a')  # the source's title
+    wait_highlighted(page, table["passage_id"])
+    marked = marked_quote(page)
+    assert marked["api"] == "mark"
+    assert squeezed("".join(marked["parts"])) == squeezed("".join(rows))
+    assert len(marked["parts"]) == 6  # one <mark> per table cell
+    assert page.evaluate(
+        "() => [...document.querySelectorAll('mark.ragcite-quote')]"
+        ".every((m) => m.closest('td'))"
+    )
+
+    reopen(page)  # the panel steps aside when it covers a passage
+    page.click('a[data-ragcite-n="2"]')
+    wait_highlighted(page, after["passage_id"])
+    marked = marked_quote(page)
+    assert words("".join(marked["parts"])) == sentence
+    assert len(marked["parts"]) >= 3  # before, inside and after the link
+    # the table's marks are gone and its markup is as it was
+    assert (
+        page.evaluate(
+            "(id) => document.getElementById(id).innerHTML", table["passage_id"]
+        )
+        == before
+    )
+
+    reopen(page)  # the panel steps aside when it covers a passage
+    page.click('a[data-ragcite-n="3"]')
+    wait_highlighted(page, other["passage_id"])
+    assert page.evaluate(QUOTE_MARKED) is None
 
 
 # -- old links after an edit ---------------------------------------------------
