@@ -178,7 +178,9 @@
    */
   function createDeepLinks(env) {
     const { el, reducedMotion, loadScript } = lib.dom;
-    const quotes = lib.quotes.createQuoteMarker();
+    // A page written before quotes.js existed (an incremental build keeps
+    // it) loads the new scripts but not quotes.js: passages only, then.
+    const quotes = lib.quotes ? lib.quotes.createQuoteMarker() : { mark: () => null, clear: () => {} };
 
     /** @type {Element | null} */
     let highlighted = null;

@@ -208,48 +208,44 @@
 
   /**
    * The text nodes of a passage in the page: its anchor element and the
-   * sibling blocks after it, up to the next passage's anchor, a heading or
-   * a section. Page furniture the index leaves out (header links, line
-   * numbers, buttons, the widget) is skipped.
+   * sibling blocks after it, up to the next passage's anchor (which may sit
+   * inside a sibling, as a code block's does in its captioned wrapper), a
+   * heading or a section. Page furniture the index leaves out (header links,
+   * line numbers, buttons, the widget) is skipped.
    * @param {Element} anchor the element whose id is the passage ID
    * @returns {Text[]}
    */
   function passageTextNodes(anchor) {
-    /** @type {Element[]} */
-    const blocks = [anchor];
-    for (let next = anchor.nextElementSibling; next && blocks.length < MAX_BLOCKS; next = next.nextElementSibling) {
-      if (endsPassage(next)) break;
-      blocks.push(next);
-    }
     /** @type {Text[]} */
     const nodes = [];
-    for (const block of blocks) {
+    const isAnchor = (/** @type {Element} */ e) => e !== anchor && PASSAGE_ID.test(e.id);
+    let block = /** @type {Element | null} */ (anchor);
+    for (let n = 0; block && n < MAX_BLOCKS; n++, block = block.nextElementSibling) {
+      if (block !== anchor && (isAnchor(block) || endsSection(block))) break;
       if (block.matches(SKIP)) continue;
       const walker = document.createTreeWalker(block, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
-        acceptNode: (node) =>
-          node.nodeType === Node.TEXT_NODE
-            ? NodeFilter.FILTER_ACCEPT
-            : /** @type {Element} */ (node).matches(SKIP)
-              ? NodeFilter.FILTER_REJECT
-              : NodeFilter.FILTER_SKIP,
+        acceptNode: (node) => {
+          if (node.nodeType === Node.TEXT_NODE) return NodeFilter.FILTER_ACCEPT;
+          const element = /** @type {Element} */ (node);
+          if (isAnchor(element)) return NodeFilter.FILTER_ACCEPT; // the next passage
+          return element.matches(SKIP) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_SKIP;
+        },
       });
-      for (let n = walker.nextNode(); n && nodes.length < MAX_NODES; n = walker.nextNode()) {
-        nodes.push(/** @type {Text} */ (n));
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (node.nodeType !== Node.TEXT_NODE || nodes.length >= MAX_NODES) return nodes;
+        nodes.push(/** @type {Text} */ (node));
       }
     }
     return nodes;
   }
 
   /**
-   * Whether a sibling block belongs to the next passage or section.
+   * Whether a sibling block starts another section.
    * @param {Element} element
    */
-  function endsPassage(element) {
+  function endsSection(element) {
     if (/^H[1-6]$/.test(element.tagName) || element.tagName === "SECTION") return true;
-    if (element.classList.contains("section")) return true; // docutils before 0.18
-    if (element.id && PASSAGE_ID.test(element.id)) return true;
-    for (const inner of element.querySelectorAll("[id]")) if (PASSAGE_ID.test(inner.id)) return true;
-    return false;
+    return element.classList.contains("section"); // docutils before 0.18
   }
 
   /**

@@ -37,18 +37,7 @@
 
   const STATIC_RESULTS = 5;
   const STORAGE_KEY = "ragcite:last";
-  const PARTS = [
-    "citations",
-    "createSseParser",
-    "settings",
-    "dom",
-    "client",
-    "staticMode",
-    "quotes",
-    "deeplinks",
-    "selection",
-    "panel",
-  ];
+  const PARTS = ["citations", "createSseParser", "settings", "dom", "client", "staticMode", "deeplinks", "selection", "panel"];
 
   const g = /** @type {any} */ (globalThis);
   if (g.ragcite) return; // loaded twice

@@ -369,6 +369,19 @@ def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path)
     assert page.evaluate(QUOTE_MARKED) is None
 
 
+def test_a_page_without_quotes_js_still_follows_citations(page, server: str):  # type: ignore[no-untyped-def]
+    """Pages an incremental build kept from before quotes.js load the new
+    widget without it: citations still highlight their passage."""
+    page.route("**/_static/ragcite/quotes.js*", lambda route: route.abort())
+    page.goto(f"{server}/index.html")
+    target = ask(page, QUESTION)["citations"][0]
+    page.click('a[data-ragcite-n="1"]')
+    page.wait_for_url(f"{server}/{target['url']}")
+    wait_highlighted(page, target["passage_id"])
+    assert page.evaluate("window.ragcite_lib.quotes") is None
+    assert page.evaluate(QUOTE_MARKED) is None
+
+
 def reopen(page) -> None:  # type: ignore[no-untyped-def]
     if not page.get_by_role("dialog", name="Ask this book").is_visible():
         page.locator(".ragcite-launcher").click()
