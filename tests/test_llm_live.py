@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -32,17 +33,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class LlamaServer:
+    url: str
+    log: Path
+
+    def said(self, text: str) -> bool:
+        return text in self.log.read_text("utf-8", errors="replace")
+
+
 @pytest.fixture(scope="module")
-def llama_server():  # type: ignore[no-untyped-def]
+def llama_server(tmp_path_factory):  # type: ignore[no-untyped-def]
     """llama-cpp-python's own OpenAI-compatible server, on loopback."""
     pytest.importorskip("sse_starlette", reason="llama-cpp-python[server] missing")
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-u", "-m", "llama_cpp.server",
+             "--model", str(default_gguf()),
+             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 60
@@ -55,17 +68,17 @@ def llama_server():  # type: ignore[no-untyped-def]
             assert process.poll() is None, "llama_cpp.server exited"
             assert time.time() < deadline, "llama_cpp.server did not start"
             time.sleep(0.25)
-        yield url
+        yield LlamaServer(url, log)
     finally:
         process.terminate()
         process.wait(10)
 
 
 def test_llm_url_goes_through_the_same_verification(
-    example_site: Path, llama_server: str
+    example_site: Path, llama_server: LlamaServer
 ) -> None:
     site = Site.load(example_site)
-    engine = AnswerEngine(site, llm=OpenAIGenerator(llama_server))
+    engine = AnswerEngine(site, llm=OpenAIGenerator(llama_server.url))
     events = list(engine.stream("What pressure does espresso use?", generator="llm"))
     assert any(e.kind == "token" for e in events)
     answer = events[-1].data
@@ -235,17 +248,18 @@ def test_llama_cpp_stops_when_time_is_up(
 
 
 def test_a_reader_who_leaves_frees_llama_cpp_server(
-    example_site: Path, llama_server: str
+    example_site: Path, llama_server: LlamaServer
 ) -> None:
-    """Through --llm-url: the endpoint sees the disconnect and serves the next."""
+    """Through --llm-url: the endpoint itself sees the reader leave."""
     from test_server_generation import health, serving, wait_until
 
     settings = ServerSettings(
-        build_dir=example_site, generator="llm", llm_url=llama_server, rate_limit=0
+        build_dir=example_site, generator="llm", llm_url=llama_server.url, rate_limit=0
     )
+    assert not llama_server.said("Disconnected from client")
     with serving(create_app(settings)) as url:
         with (
-            httpx.Client(timeout=60) as client,
+            httpx.Client(timeout=120) as client,
             client.stream(
                 "POST", f"{url}/api/ask/stream", json={"question": QUESTION}
             ) as response,
@@ -254,11 +268,22 @@ def test_a_reader_who_leaves_frees_llama_cpp_server(
                 if line.startswith("event: token"):
                     break
         wait_until(lambda: health(url)["queue_depth"] == 0, 1)
+    # llama_cpp.server prints this when its client goes away mid-stream
+    wait_until(lambda: llama_server.said("Disconnected from client"), 5)
+
+
+def test_a_cancel_stops_llama_cpp_while_it_reads_the_prompt(model) -> None:  # type: ignore[no-untyped-def]
+    """A long prompt takes seconds before the first token: decode is aborted."""
+    import threading
+
+    from sphinx_ragcite.answer.llm import Cancel, GenerationCancelled
+
+    prompt = f"{time.time()} " + "the bloom lets carbon dioxide escape " * 250
+    messages = [{"role": "user", "content": prompt}]  # ~1,500 tokens, uncached
+    cancel = Cancel()
+    threading.Timer(0.3, cancel.expire).start()
     started = time.monotonic()
-    reply = httpx.post(
-        f"{llama_server}/v1/chat/completions",
-        json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1},
-        timeout=60,
-    )
-    assert reply.status_code == 200
-    assert time.monotonic() - started < 1.5  # not queued behind the old answer
+    with pytest.raises(GenerationCancelled):
+        list(model.stream(messages, max_tokens=20, cancel=cancel))
+    assert time.monotonic() - started < 1.5
+    assert "".join(model.stream([{"role": "user", "content": "Hi"}], max_tokens=5))

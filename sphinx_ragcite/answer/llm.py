@@ -191,7 +191,9 @@ class LlamaCppGenerator:
     """llama-cpp-python in process; the model is not thread-safe, hence the lock.
 
     llama.cpp keeps the KV cache of the previous prompt and reuses its longest
-    common prefix, so the fixed system prompt is evaluated once.
+    common prefix, so the fixed system prompt is evaluated once. A cancelled
+    generation stops between tokens, and inside ``llama_decode`` too (its
+    abort callback), so a long prompt being read does not hold the model.
     """
 
     cancellable = True
@@ -204,7 +206,7 @@ class LlamaCppGenerator:
         n_ctx: int = 2048,
     ) -> None:
         try:
-            from llama_cpp import Llama
+            from llama_cpp import Llama, ggml_abort_callback, llama_set_abort_callback
         except ImportError:
             raise ModelNotFoundError(
                 "llama-cpp-python is not installed: `pip install "
@@ -223,6 +225,16 @@ class LlamaCppGenerator:
             verbose=False,
         )
         self.context_tokens = int(self._llm.n_ctx())
+        #: the cancellation of the generation holding the lock, if any
+        self._running: Cancel | None = None
+        # kept on self: llama.cpp holds only a pointer to it
+        self._abort = ggml_abort_callback(self._should_abort)
+        llama_set_abort_callback(self._llm.ctx, self._abort, None)
+
+    def _should_abort(self, _data: object) -> bool:
+        """Asked by llama.cpp during a decode, from its own threads."""
+        running = self._running
+        return running is not None and running.is_set()
 
     def count_tokens(self, text: str) -> int:
         """Tokens of *text* by the model's own tokenizer (thread-safe: no lock)."""
@@ -240,6 +252,7 @@ class LlamaCppGenerator:
         while not self._lock.acquire(timeout=0.05):
             if cancel is not None:
                 cancel.check()
+        self._running = cancel
         try:
             chunks = self._llm.create_chat_completion(
                 messages=messages,  # type: ignore[arg-type]
@@ -257,9 +270,13 @@ class LlamaCppGenerator:
                         yield str(text)
             finally:
                 chunks.close()  # type: ignore[union-attr]
-        except ValueError as error:  # e.g. a prompt longer than the context
+        except (ValueError, RuntimeError) as error:
+            # a prompt longer than the context; a decode aborted by cancel
+            if cancel is not None:
+                cancel.check()
             raise GenerationError(str(error)) from error
         finally:
+            self._running = None
             self._lock.release()
 
 
