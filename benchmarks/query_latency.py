@@ -129,6 +129,7 @@ def _passages_file(site: Path) -> Path:
 def write_synthetic(source: Path, directory: Path, passages: int) -> float:
     """Write a ``_ragcite/`` of *passages* records under *directory*; seconds."""
     from sphinx_ragcite import __version__
+    from sphinx_ragcite.contracts import make_snippet
     from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25
     from sphinx_ragcite.index.embed import (
         DEFAULT_MAX_TOKENS,
@@ -145,7 +146,6 @@ def write_synthetic(source: Path, directory: Path, passages: int) -> float:
     )
     from sphinx_ragcite.passages.ids import passage_id
     from sphinx_ragcite.passages.records import content_hash
-    from sphinx_ragcite.passages.text import make_snippet
 
     started = time.perf_counter()
     real = [

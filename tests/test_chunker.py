@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from sphinx_ragcite.contracts import make_snippet
 from sphinx_ragcite.passages.ids import parse_passage_id
-from sphinx_ragcite.passages.text import make_snippet
 
 from conftest import read_passages
 

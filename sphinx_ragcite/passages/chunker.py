@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from docutils import nodes
 from sphinx import addnodes
 
-from sphinx_ragcite.models import Chunk, DocChunks, Section
+from sphinx_ragcite.passages.chunks import Chunk, DocChunks, Section
 from sphinx_ragcite.passages.text import block_text, count_words, is_ignored
 
 if TYPE_CHECKING:

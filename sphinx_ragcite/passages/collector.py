@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from sphinx.builders import Builder
     from sphinx.environment import BuildEnvironment
 
-    from sphinx_ragcite.models import DocChunks
+    from sphinx_ragcite.passages.chunks import DocChunks
 
 logger = logging.getLogger(__name__)
 

@@ -200,12 +200,3 @@ def strip_placeholders(text: str) -> str:
 
 def count_words(text: str) -> int:
     return len(strip_placeholders(text).split())
-
-
-def make_snippet(text: str, limit: int = 200, minimum: int = 50) -> str:
-    """A prefix of the passage's text cut at a word boundary."""
-    flat = _SPACES.sub(" ", text).strip()
-    if len(flat) <= limit:
-        return flat
-    cut = flat.rfind(" ", 0, limit + 1)
-    return flat[: cut if cut >= minimum else limit].rstrip()
