@@ -168,6 +168,23 @@ class Site:
             )
         return embedder
 
+    @cached_property
+    def _idf(self) -> dict[str, float]:
+        """Lucene's idf of every indexed term (answers weigh rare words more)."""
+        indptr = np.asarray(self.bm25.scores["indptr"], dtype=np.int64)
+        df = np.diff(indptr)
+        n = len(self.passages)
+        values = np.log1p((n - df + 0.5) / (df + 0.5))
+        return {
+            term: float(values[i])
+            for term, i in self.bm25.vocab_dict.items()
+            if term and i < len(values)
+        }
+
+    def idf(self, term: str) -> float:
+        """A term's idf; a term no passage has weighs as the rarest would."""
+        return self._idf.get(term, float(np.log1p(len(self.passages) + 0.5)))
+
     @property
     def has_dense(self) -> bool:
         return self.vectors is not None

@@ -105,7 +105,10 @@ def test_verification_removes_and_reattributes_planted_citations(
     )
     result = engine.answer(question, generator="llm")
     check_contract(result, site)
-    assert result.metadata["generator"] == "llm"
+    # one unsupported sentence and the whole generated answer gives way to
+    # the quote: the model may only rephrase what verification accepts
+    assert result.metadata["generator"] == "llm->extractive"
+    assert result.metadata["fallback"] == "a generated sentence was not supported"
     assert "Moon" not in result.answer
     assert [r["sentence"] for r in result.metadata["removed"]] == [
         "Coffee was first roasted on the Moon in 1850."
@@ -119,20 +122,21 @@ def test_verification_removes_and_reattributes_planted_citations(
 def test_markers_are_renumbered_in_order_of_appearance(site: Site) -> None:
     question = "How hot should the water be, and how long should the bloom take?"
     engine = AnswerEngine(site)
-    retrieved = engine.answer(question).metadata["retrieved"]
-    texts = {pid: site.passage(pid)["text"] for pid in retrieved}  # type: ignore[index]
-    # quote two real sentences of two retrieved passages, cited out of order
-    picks = []
-    for i, pid in enumerate(retrieved, 1):
-        sentence = max(split_sentences(texts[pid]), key=lambda s: len(s.text)).text
-        picks.append((i, sentence))
-        if len(picks) == 2:
-            break
-    (i1, s1), (i2, s2) = picks
-    engine.llm = Scripted(f"{s2} [{i2}] {s1} [{i1}]")
+    probe = engine.answer(question)
+    retrieved = probe.metadata["retrieved"]
+    chosen = probe.citations[0]
+    i_chosen = retrieved.index(chosen.passage_id) + 1
+    # join a sentence of another retrieved passage, cited first, to the quote
+    i_other, other = next(
+        (i, pid) for i, pid in enumerate(retrieved, 1) if pid != chosen.passage_id
+    )
+    text = site.passage(other)["text"]  # type: ignore[index]
+    sentence = max(split_sentences(text), key=lambda s: len(s.text)).text
+    engine.llm = Scripted(f"{sentence} [{i_other}] {chosen.quote} [{i_chosen}]")
     result = engine.answer(question, generator="llm")
     check_contract(result, site)
-    assert result.answer == f"{s2} [1] {s1} [2]"
+    assert result.metadata["generator"] == "llm", result.metadata.get("fallback")
+    assert result.answer == f"{sentence} [1] {chosen.quote} [2]"
 
 
 def test_hostile_generator_output_cannot_cite_outside_the_retrieved_set(

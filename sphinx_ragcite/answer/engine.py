@@ -8,19 +8,21 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
+from sphinx_ragcite.answer import ranker
 from sphinx_ragcite.answer.confidence import answer_confidence, citation_confidence
 from sphinx_ragcite.answer.evidence import Evidence, SentenceVectors, build_evidence
-from sphinx_ragcite.answer.extractive import (
-    ABSTAIN_THRESHOLD,
-    answerability,
-    compose,
-    fit,
-    rank_sentences,
-)
-from sphinx_ragcite.answer.grounding import Verified, verify
+from sphinx_ragcite.answer.extractive import compose, fit, rank_sentences
+from sphinx_ragcite.answer.grounding import Claim, Verified, support, verify
 from sphinx_ragcite.answer.llm import generate
 from sphinx_ragcite.answer.prompt import fit_messages
-from sphinx_ragcite.answer.sentences import Sentence, content_words, strip_markup
+from sphinx_ragcite.answer.sentences import (
+    Sentence,
+    content_words,
+    numbers,
+    strip_markup,
+)
 from sphinx_ragcite.contracts import (
     Answer,
     Citation,
@@ -32,10 +34,10 @@ from sphinx_ragcite.contracts import (
 
 if TYPE_CHECKING:
     from collections.abc import Generator as EventStream
-
-    import numpy as np
+    from collections.abc import Sequence
 
     from sphinx_ragcite.answer.llm import Cancel, Generator
+    from sphinx_ragcite.answer.prompt import Quotable
     from sphinx_ragcite.contracts import AnswerMode, GeneratorName
     from sphinx_ragcite.retrieval import Filters, Site
 
@@ -67,6 +69,10 @@ class AnswerEngine:
     @cached_property
     def sentences(self) -> SentenceVectors:
         return SentenceVectors(self.site.embedder)
+
+    @cached_property
+    def ranker(self) -> ranker.Ranker:
+        return ranker.load_ranker()
 
     def answer(self, question: str, **options: Any) -> Answer:
         final = None
@@ -104,6 +110,8 @@ class AnswerEngine:
 
         generating = time.perf_counter()
         meta: dict[str, Any] = {"generator": "extractive", "model": "extractive"}
+        chosen: list[ranker.Candidate] = []
+        candidates: Sequence[Quotable]
         if selection:
             # "What does this mean?" carries no evidence of its own: the reader
             # chose the selection, so it is ranked against question + selection
@@ -112,8 +120,15 @@ class AnswerEngine:
             candidates = rank_sentences(about, embedder.embed([about])[0], evidence)
             unanswerable = not candidates
         else:
-            candidates = rank_sentences(question, vector, evidence)
-            unanswerable = answerability(candidates) < ABSTAIN_THRESHOLD
+            bm25 = [h.bm25 or 0.0 for h in hits]
+            ranked = ranker.rank_units(
+                question, vector, evidence, bm25, self.site.idf, self.ranker
+            )
+            chosen = candidates = ranker.choose(ranked, self.ranker)
+            unanswerable = not chosen
+            if ranked:
+                answerable = ranker.answerability(ranked, self.ranker)
+                meta["answerability"] = round(answerable, 4)
         if unanswerable:
             timings["generation_ms"] = _ms(generating)
             yield Event("final", self._abstain(question, mode, evidence, meta, timings))
@@ -150,14 +165,22 @@ class AnswerEngine:
         verified = verify(text, evidence, embedder) if text else None
         if verified is not None:
             meta["llm_answer"] = text
-        if verified is None or not verified.claims:
-            if verified is not None:
-                meta["fallback"] = "no generated sentence was supported"
+            problem = _rephrasing_problem(verified, chosen, evidence)
+            if problem:
+                meta["fallback"] = problem
                 meta["generator"] = "llm->extractive"
-            generated = verified
-            verified = verify(compose(candidates, evidence), evidence, embedder)
+                generated, verified = verified, None
+        else:
+            generated = None
+        if verified is None:
+            if chosen:
+                verified = quote_units(chosen, evidence)
+            else:
+                text = compose(candidates, evidence)  # type: ignore[arg-type]
+                verified = verify(text, evidence, embedder)
             if generated is not None:
                 verified.removed[:0] = generated.removed
+                verified.reattributed[:0] = generated.reattributed
                 verified.unknown_markers[:0] = generated.unknown_markers
         timings["verification_ms"] = _ms(verifying)
         answer = self._assemble(question, vector, mode, evidence, verified, meta)
@@ -197,7 +220,7 @@ class AnswerEngine:
                 n = numbers.setdefault(source, len(numbers) + 1)
                 marks.append(f"[{n}]")
                 support = claim.supports[source]
-                sentence = evidence[source].sentences[support.sentence]
+                sentence = claim.quote or evidence[source].sentences[support.sentence]
                 if sentence not in quotes.setdefault(source, []):
                     quotes[source].append(sentence)
                 supports[source] = max(supports.get(source, 0.0), support.score)
@@ -317,10 +340,56 @@ def _citation(
     )
 
 
+def quote_units(
+    chosen: Sequence[ranker.Candidate], evidence: list[Evidence]
+) -> Verified:
+    """The chosen units as claims, each citing the passage it is quoted from.
+
+    A quote is supported by construction; its support is still computed, as
+    for any claim, so confidence means the same for every answer.
+    """
+    claims = []
+    for candidate in chosen:
+        unit, item = candidate.unit, evidence[candidate.evidence]
+        vector = item.vectors[list(unit.sentence_indices())].mean(axis=0)
+        vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
+        supports = [support(unit.text, vector, e) for e in evidence]
+        quote = Sentence(item.text[unit.start : unit.end], unit.start, unit.end)
+        claims.append(Claim(unit.text, [unit.evidence], supports, vector, quote))
+    return Verified(claims)
+
+
+def _rephrasing_problem(
+    verified: Verified, chosen: Sequence[ranker.Candidate], evidence: list[Evidence]
+) -> str | None:
+    """Why a generated answer may not replace the quote, or None if it may.
+
+    The model may only say again, in its words, what the chosen units say,
+    and join other evidence that verification accepts: every sentence
+    verified, the chosen passages still cited, their numbers and most of
+    their content words kept.
+    """
+    if not verified.claims:
+        return "no generated sentence was supported"
+    if any(r["reason"] == "unsupported" for r in verified.removed):
+        return "a generated sentence was not supported"
+    needed = {c.evidence for c in chosen}
+    cited = {source for claim in verified.claims for source in claim.sources}
+    if not needed <= cited:
+        return "the generated answer left out the passage that answers"
+    said = " ".join(claim.text for claim in verified.claims)
+    quoted = " ".join(c.text for c in chosen)
+    if not numbers(quoted) <= numbers(said):
+        return "the generated answer dropped a number"
+    words = content_words(quoted)
+    if words and len(words & content_words(said)) < 0.6 * len(words):
+        return "the generated answer left out what the book says"
+    return None
+
+
 def _dedupe(rows: list[int]) -> list[int]:
     return list(dict.fromkeys(rows))
 
 
 def _ms(since: float) -> float:
     return round(1000 * (time.perf_counter() - since), 2)
-

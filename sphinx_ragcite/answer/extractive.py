@@ -35,6 +35,8 @@ REDUNDANT = 0.85
 
 @dataclass(frozen=True)
 class Candidate:
+    """A sentence of the evidence (selection mode ranks sentences, not units)."""
+
     score: float
     #: how well the sentence answers, plus a bonus for its passage's
     #: retrieval rank (which carries BM25's evidence): decides abstention

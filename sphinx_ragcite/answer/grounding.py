@@ -16,6 +16,7 @@ import numpy as np
 
 from sphinx_ragcite.answer.citations import parse_markers
 from sphinx_ragcite.answer.sentences import (
+    Sentence,
     content_words,
     numbers,
     split_claims,
@@ -64,6 +65,8 @@ class Claim:
     sources: list[int]  # indices into the evidence list, best first
     supports: list[Support]
     vector: np.ndarray
+    #: what to quote from the first source, when not its best sentence
+    quote: Sentence | None = None
 
 
 @dataclass

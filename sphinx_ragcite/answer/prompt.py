@@ -7,13 +7,28 @@ tokens, and a 230,000-character paragraph without full stops is one
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sphinx_ragcite.answer.llm import ENDPOINT_CONTEXT, GenerationError, Measured
 
 if TYPE_CHECKING:
-    from sphinx_ragcite.answer.extractive import Candidate
+    from collections.abc import Sequence
+
     from sphinx_ragcite.answer.llm import Generator
+
+
+class Quotable(Protocol):
+    """What the prompt needs of a piece of evidence: where it is, its words."""
+
+    @property
+    def evidence(self) -> int: ...
+
+    @property
+    def sentence(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
 
 #: First-token latency grows with prompt length (150-240 tokens/s here).
 PROMPT_SENTENCES = 4
@@ -36,7 +51,7 @@ class PromptTooLong(GenerationError):
 
 
 def build_messages(
-    question: str, candidates: list[Candidate], *, cap: int = MAX_SOURCE_CHARS
+    question: str, candidates: Sequence[Quotable], *, cap: int = MAX_SOURCE_CHARS
 ) -> list[dict[str, str]]:
     """Sources numbered by evidence, each at most *cap* characters."""
     picked = sorted(
@@ -55,7 +70,7 @@ def build_messages(
 
 
 def fit_messages(
-    question: str, candidates: list[Candidate], llm: Generator, *, max_tokens: int
+    question: str, candidates: Sequence[Quotable], llm: Generator, *, max_tokens: int
 ) -> list[dict[str, str]]:
     """The prompt, trimmed until it and *max_tokens* fit the model's context.
 

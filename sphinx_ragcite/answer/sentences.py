@@ -26,7 +26,10 @@ _ABBREVIATIONS = frozenset(
 # split_claims() restores; without the split the next sentence rides along.
 _BOUNDARY = re.compile(r"(?<=[.!?…])[\"”’)]*\s+(?=\[|[\"“(]?[A-Z0-9])")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_MARKER = re.compile(r"\s*\[[^\[\]\n]{1,80}\]")
+_MARKER = re.compile(
+    r"\s*(?:\[[^\[\]\n]{1,80}\]|\((?:chapter|section|source)\b[^()\n]{0,80}\))",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,13 @@ def _add(out: list[Sentence], line: str, start: int, end: int, offset: int) -> N
     out.append(Sentence(stripped, begin, begin + len(stripped)))
 
 
-_LEADING_MARKERS = re.compile(r"^(?:\[[^\[\]\n]{1,80}\]\s*)+")
+#: Markers, bracketed or a parenthesised "(Chapter 5, Section 5.1.2)", that
+#: the splitter left at the start of the next sentence.
+_LEADING_MARKERS = re.compile(
+    r"^(?:(?:\[[^\[\]\n]{1,80}\]|\((?:chapter|section|source)\b[^()\n]{0,80}\))"
+    r"\s*)+",
+    re.IGNORECASE,
+)
 
 
 def split_claims(text: str) -> list[str]:

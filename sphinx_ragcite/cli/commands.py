@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sphinx_ragcite.answer.llm import Generator
+    from sphinx_ragcite.contracts import GeneratorName
     from sphinx_ragcite.retrieval import Site
 
 EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE = 0, 1, 2
@@ -47,7 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
             build_dir=Path(args.build_dir).resolve(),
             host=args.host,
             port=args.port,
-            generator=args.generator,
+            generator=generator_of(args),
             model=args.model,
             llm_url=args.llm_url,
             embedding_model=args.embedding_model,
@@ -86,6 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader (head, a closed pager) left: not an error of ours.
         sys.stderr.close()
         return EXIT_OK
+
+
+def generator_of(args: argparse.Namespace) -> GeneratorName:
+    """Extractive unless a model is asked for (--generator llm, --model, --llm-url)."""
+    if args.generator in ("extractive", "llm"):
+        return args.generator  # type: ignore[no-any-return]
+    return "llm" if args.model or args.llm_url else "extractive"
 
 
 def _load(args: argparse.Namespace) -> Site:
@@ -142,7 +150,8 @@ def _ask(args: argparse.Namespace) -> int:
             style=check_style(args.style or settings.style),
             max_quote_length=args.max_quote_length or settings.max_quote_length,
         )
-        llm = make_llm(args) if args.generator == "llm" else None
+        generator = generator_of(args)
+        llm = make_llm(args) if generator == "llm" else None
         engine = AnswerEngine(site, llm=llm, k=args.k)
         spinner.update("Searching the book…")
         answer = None
@@ -150,7 +159,7 @@ def _ask(args: argparse.Namespace) -> int:
             question,
             mode="selection" if selection else "book",
             selection=selection,
-            generator=args.generator,
+            generator=generator,
         ):
             if event.kind == "retrieval":
                 count = len(event.data["retrieved"])

@@ -121,8 +121,8 @@ def _ask_parser(commands: Any) -> None:
     ask.add_argument(
         "--generator",
         choices=GENERATORS,
-        default="extractive",
-        help="quote the book (default) or write with a language model",
+        help="extractive quotes the book (the default); llm rephrases the quote "
+        "with a language model (the default when --model or --llm-url is given)",
     )
     ask.add_argument(
         "--selection-file",
@@ -195,8 +195,9 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--generator",
         choices=GENERATORS,
-        default="llm",
-        help="default answer generator (requests may ask for the other)",
+        help="default answer generator: extractive quotes the book (measures "
+        "best, the default); llm rephrases the quote with a model (the default "
+        "when --model or --llm-url is given)",
     )
     parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument(

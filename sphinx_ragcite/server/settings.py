@@ -18,7 +18,8 @@ class ServerSettings(BaseModel):
     build_dir: Path
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
-    generator: Literal["extractive", "llm"] = "llm"
+    #: extractive measures best (benchmarks/answer_quality.py); "llm" loads a model
+    generator: Literal["extractive", "llm"] = "extractive"
     model: str | None = Field(None, description="GGUF model path")
     llm_url: str | None = Field(None, description="OpenAI-compatible endpoint")
     embedding_model: str | None = None

@@ -1,0 +1,212 @@
+"""Answer units -> the one that answers: a logistic model over their signals.
+
+The weights are learned by ``benchmarks/train_answer_ranker.py`` from the
+project's dev sets (our example book, the click and Python Packaging User
+Guide documentation with questions written for them, and a SQuAD v1.1 dev
+sample; see ``benchmarks/qa/README.md``), leaving each set out in turn to
+choose the features and the abstention threshold, and are shipped in
+``ranker.json`` beside this module. ``RAGCITE_RANKER`` names another file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sphinx_ragcite.answer.sentences import content_words
+from sphinx_ragcite.answer.units import (
+    FEATURES,
+    Unit,
+    features,
+    question_kind,
+    units_of,
+)
+from sphinx_ragcite.errors import ModelNotFoundError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from sphinx_ragcite.answer.evidence import Evidence
+
+RANKER_ENV = "RAGCITE_RANKER"
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """A logistic model over standardised inputs."""
+
+    weights: np.ndarray
+    bias: float
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        z = ((rows - self.mean) / self.scale) @ self.weights + self.bias
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], size: int) -> Logistic:
+        model = cls(
+            weights=np.asarray(data["weights"], dtype=np.float64),
+            bias=float(data["bias"]),
+            mean=np.asarray(data["mean"], dtype=np.float64),
+            scale=np.asarray(data["scale"], dtype=np.float64),
+        )
+        if not model.weights.shape == model.mean.shape == model.scale.shape == (size,):
+            raise ValueError(f"expected {size} weights")
+        return model
+
+
+@dataclass(frozen=True)
+class Ranker:
+    """Which unit answers (``units``), and whether the best one does (``gate``).
+
+    The gate sees the best unit's probability and signals and says how likely
+    its passage answers the question at all: abstention is decided on it.
+    """
+
+    units: Logistic
+    gate: Logistic
+    #: below this gate probability the book is taken not to answer
+    threshold: float
+    #: a second unit is cited only when this close to the best
+    second: float
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Ranker:
+        names = list(data["features"])
+        if names != list(FEATURES):
+            raise ModelNotFoundError(
+                f"the answer ranker was trained on features {names}, this "
+                f"sphinx-ragcite computes {list(FEATURES)}: retrain it with "
+                "benchmarks/train_answer_ranker.py"
+            )
+        return cls(
+            units=Logistic.from_json(data, len(FEATURES)),
+            gate=Logistic.from_json(data["gate"], len(FEATURES) + 1),
+            threshold=float(data["threshold"]),
+            second=float(data["second"]),
+        )
+
+
+@lru_cache(maxsize=4)
+def load_ranker(path: str | None = None) -> Ranker:
+    """The shipped ranker, or the file ``path`` / ``$RAGCITE_RANKER`` names."""
+    chosen = path or os.environ.get(RANKER_ENV)
+    try:
+        if chosen:
+            text = Path(chosen).read_text("utf-8")
+        else:
+            text = (resources.files("sphinx_ragcite.answer") / "ranker.json").read_text(
+                "utf-8"
+            )
+        return Ranker.from_json(json.loads(text))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ModelNotFoundError(
+            f"the answer ranker {chosen or 'ranker.json'} cannot be read ({error}); "
+            "reinstall sphinx-ragcite or fix $RAGCITE_RANKER"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    unit: Unit
+    probability: float
+    row: np.ndarray
+
+    @property
+    def evidence(self) -> int:
+        return self.unit.evidence
+
+    @property
+    def sentence(self) -> int:
+        return self.unit.first
+
+    @property
+    def text(self) -> str:
+        return self.unit.text
+
+
+def unit_rows(
+    question: str,
+    vector: np.ndarray,
+    evidence: Sequence[Evidence],
+    bm25: Sequence[float],
+    idf: Callable[[str], float],
+) -> tuple[list[Unit], np.ndarray]:
+    """Every unit of the evidence and its feature row."""
+    asked = {term: idf(term) for term in sorted(content_words(question))}
+    kind = question_kind(question)
+    best_bm25 = max([b for b in bm25 if b > 0], default=0.0)
+    units: list[Unit] = []
+    rows: list[list[float]] = []
+    for e, item in enumerate(evidence):
+        if not len(item.sentences):
+            continue
+        sims = item.vectors @ vector
+        share = bm25[e] / best_bm25 if best_bm25 > 0 and e < len(bm25) else 0.0
+        for unit in units_of(e, item):
+            units.append(unit)
+            rows.append(features(unit, item, sims, asked, kind, share, question))
+    matrix = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(FEATURES))
+    return units, matrix
+
+
+def rank_units(
+    question: str,
+    vector: np.ndarray,
+    evidence: Sequence[Evidence],
+    bm25: Sequence[float],
+    idf: Callable[[str], float],
+    ranker: Ranker,
+) -> list[Candidate]:
+    """Every unit, most likely answer first."""
+    units, rows = unit_rows(question, vector, evidence, bm25, idf)
+    if not units:
+        return []
+    probabilities = ranker.units(rows)
+    ranked = [
+        Candidate(u, float(p), row)
+        for u, p, row in zip(units, probabilities, rows, strict=True)
+    ]
+    ranked.sort(key=lambda c: (-c.probability, c.unit.evidence, c.unit.first))
+    return ranked
+
+
+def answerability(candidates: Sequence[Candidate], ranker: Ranker) -> float:
+    """How likely the best unit's passage answers the question (the gate)."""
+    if not candidates:
+        return 0.0
+    best = candidates[0]
+    row = np.concatenate([[best.probability], best.row])[None, :]
+    return float(ranker.gate(row)[0])
+
+
+def choose(candidates: Sequence[Candidate], ranker: Ranker) -> list[Candidate]:
+    """The answer: the best unit, and a second only when nearly as likely.
+
+    Nothing when the gate says the book does not answer. A second unit from
+    another passage makes a second citation, so it must be nearly as likely
+    as the first; units overlapping the first add nothing.
+    """
+    if answerability(candidates, ranker) < ranker.threshold:
+        return []
+    best = candidates[0]
+    chosen = [best]
+    for other in candidates[1:4]:
+        if other.probability < ranker.second * best.probability:
+            break
+        if other.unit.evidence == best.unit.evidence and (
+            other.unit.start < best.unit.end and best.unit.start < other.unit.end
+        ):
+            continue
+        chosen.append(other)
+        break
+    return chosen

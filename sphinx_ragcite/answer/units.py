@@ -1,0 +1,266 @@
+"""Evidence -> answer units: the pieces of a passage an answer may quote.
+
+A unit is one sentence, or a sentence with what it cannot stand without: the
+list, table or code block it introduces (it ends with a colon), or the
+sentence before it when it refers back ("This ...", "It ..."). Documentation
+answers "how do I ..." in option names and code, which only such units carry.
+Each unit gets the signals the ranker (:mod:`sphinx_ragcite.answer.ranker`)
+weighs, including whether it holds the kind of answer the question asks for.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sphinx_ragcite.answer.sentences import Sentence, content_words, word_count
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sphinx_ragcite.answer.evidence import Evidence
+
+#: Lines a unit may take from the block a sentence introduces.
+MAX_FOLLOW_LINES = 6
+#: Words of a unit beyond which it stops growing.
+MAX_UNIT_WORDS = 80
+
+_BACK_REFERENCE = re.compile(
+    r"^(this|that|these|those|it|they|such|then|otherwise|however|instead)\b",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
+_CAUSE = re.compile(
+    r"\b(because|since|so that|in order to|to avoid|to prevent|to make sure|"
+    r"reason|due to|thus|therefore|otherwise|so you|which means|allows?|lets?)\b",
+    re.IGNORECASE,
+)
+_DEFINITION = re.compile(r"\b(is|are|means|refers to|stands for|describes)\b")
+_CODE_TOKEN = re.compile(
+    r"(--?[a-z][\w-]*|\w+\(|\w+=\S|\w+\.\w+\(|`|\$ |>>> |/\w+|\w+_\w+|\.\w{2,4}\b)"
+)
+
+#: Question kinds and the words that ask for them (first match wins).
+QUESTION_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("when", re.compile(r"^(when|what year|which year|in what year|what date)\b")),
+    (
+        "quantity",
+        re.compile(
+            r"\b(how (many|much|long|often|far|old|large|big|high|fast|hot)|"
+            r"percentage|proportion|temperature|ratio|what (size|amount|number))\b"
+        ),
+    ),
+    ("who", re.compile(r"^(who|whom|whose)\b|\bwhich (person|people|company)\b")),
+    ("why", re.compile(r"^why\b|\bwhat is the (reason|point|purpose)\b")),
+    (
+        "howto",
+        re.compile(
+            r"^(how (do|can|should|would) (i|you|we)|how to)\b|"
+            r"\b(what|which) (command|option|flag|argument|parameter|function|"
+            r"file|setting|decorator|method|class|key|field|tool)\b"
+        ),
+    ),
+    ("where", re.compile(r"^where\b")),
+    ("definition", re.compile(r"^what (is|are|does)\b")),
+    (
+        "yesno",
+        re.compile(r"^(is|are|can|could|does|do|did|should|will|must|may)\b"),
+    ),
+)
+
+
+def question_kind(question: str) -> str:
+    """What kind of answer the question asks for ("other" when unsure)."""
+    text = question.strip().lower()
+    for kind, pattern in QUESTION_KINDS:
+        if pattern.search(text):
+            return kind
+    return "other"
+
+
+def looks_like_code(text: str) -> bool:
+    symbols = sum(
+        1 for c in text if not (c.isalnum() or c.isspace() or c in ".,;:'\"()-%°")
+    )
+    return symbols > 0.15 * max(len(text), 1)
+
+
+def kind_match(kind: str, text: str, question: str = "") -> float:
+    """1 if *text* holds the kind of answer asked for, 0 if not, 0.5 if unknown.
+
+    What the question itself contains does not count: "Who invented the
+    French press?" is not answered by a sentence naming the French press.
+    """
+    asked = set(re.findall(r"\w+", question.lower()))
+
+    def new(pattern: re.Pattern[str]) -> bool:
+        return any(m.group(0).lower() not in asked for m in pattern.finditer(text))
+
+    if kind == "when":
+        return float(new(_YEAR) or new(_NUMBER))
+    if kind == "quantity":
+        return float(new(_NUMBER))
+    if kind == "who":
+        return float(new(_NAME))
+    if kind == "why":
+        return float(bool(_CAUSE.search(text)))
+    if kind == "howto":
+        return float(bool(_CODE_TOKEN.search(text)))
+    if kind == "definition":
+        return float(bool(_DEFINITION.search(text)))
+    return 0.5
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Consecutive sentences ``first..last`` of evidence item ``evidence``."""
+
+    evidence: int
+    first: int
+    last: int
+    text: str
+    start: int
+    end: int
+    #: the unit grew past its sentence (a list/code it introduces, a referent)
+    extended: bool
+
+    def sentence_indices(self) -> range:
+        return range(self.first, self.last + 1)
+
+
+def _block_of(text: str, offset: int) -> int:
+    return text.count("\n\n", 0, offset)
+
+
+def units_of(e: int, item: Evidence) -> list[Unit]:
+    """Every unit of one evidence item, in text order."""
+    sentences = item.sentences
+    text = item.text
+    blocks = [_block_of(text, s.start) for s in sentences]
+    out: list[Unit] = []
+    for i, sentence in enumerate(sentences):
+        words = word_count(sentence.text)
+        code = looks_like_code(sentence.text)
+        if sentence.text.endswith("?") or (code and not _opens(i, blocks)):
+            continue  # questions are not answers; code rides with its start
+        first, last = i, i
+        if (
+            i > 0
+            and _BACK_REFERENCE.match(sentence.text)
+            and blocks[i - 1] == blocks[i]
+        ):
+            first = i - 1
+        introduces = sentence.text.rstrip().endswith(":")
+        if introduces or code:
+            # an introduction takes the block after it; a code block, itself
+            blocks_taken = (blocks[i], blocks[i] + 1) if introduces else (blocks[i],)
+            total = words
+            j = i + 1
+            while (
+                j < len(sentences)
+                and j - i <= MAX_FOLLOW_LINES
+                and blocks[j] in blocks_taken
+                and total < MAX_UNIT_WORDS
+            ):
+                total += word_count(sentences[j].text)
+                last = j
+                j += 1
+        if first == last and words < 3 and not code:
+            continue
+        out.append(_unit(e, item, sentences, first, last, first != i or last != i))
+    return out
+
+
+def _opens(i: int, blocks: list[int]) -> bool:
+    """The sentence starts its block (a code block nobody introduces)."""
+    return i == 0 or blocks[i - 1] != blocks[i]
+
+
+def _unit(
+    e: int,
+    item: Evidence,
+    sentences: tuple[Sentence, ...],
+    first: int,
+    last: int,
+    extended: bool,
+) -> Unit:
+    start, end = sentences[first].start, sentences[last].end
+    if first == last:
+        body = sentences[first].text
+    else:  # keep a code block's lines, a paragraph's single spaces
+        body = "\n".join(" ".join(s.text.split()) for s in sentences[first : last + 1])
+    return Unit(e, first, last, body, start, end, extended)
+
+
+#: The signals of one unit, in the order of the ranker's weights.
+FEATURES = (
+    "similarity",  # best cosine of the question and the unit's sentences
+    "overlap",  # share of the question's content words in the unit
+    "heading_overlap",  # ... in the unit and its passage's headings
+    "idf_overlap",  # share of the question's idf mass in the unit
+    "idf_heading",  # ... in the unit and its headings
+    "idf_passage",  # ... in the whole passage
+    "similarity_gap",  # the unit's similarity below its passage's best unit
+    "relevance",  # cosine of the question and the whole passage
+    "bm25",  # the passage's BM25 score over the best retrieved one
+    "inverse_rank",  # 1 / the passage's retrieval rank
+    "kind_match",  # the unit holds the kind of answer asked for
+    "kind_mismatch",  # a typed question whose kind the unit lacks
+    "extended",  # the unit grew past its sentence
+    "code_share",  # share of the unit's lines that look like code
+    "log_words",  # log(1 + words)
+    "leading",  # the passage's first sentence
+    "similarity_x_overlap",
+)
+
+
+def features(
+    unit: Unit,
+    item: Evidence,
+    sims: np.ndarray,
+    asked: dict[str, float],
+    kind: str,
+    bm25_share: float,
+    question: str = "",
+) -> list[float]:
+    """The unit's signals; *sims* holds the question's cosine per sentence,
+    *asked* the question's content words with their idf."""
+    similarity = float(max(sims[i] for i in unit.sentence_indices()))
+    words = content_words(unit.text)
+    path = " ".join(item.record["heading_path"]) if item.record else ""
+    headings = content_words(path)
+    total = sum(asked.values()) or 1.0
+
+    def share(found: frozenset[str]) -> float:
+        return sum(w for t, w in asked.items() if t in found) / total
+
+    count = len(asked) or 1
+    overlap = sum(1 for t in asked if t in words) / count if asked else 0.0
+    heading_overlap = (
+        sum(1 for t in asked if t in words or t in headings) / count if asked else 0.0
+    )
+    lines = unit.text.split("\n")
+    match = kind_match(kind, unit.text, question)
+    return [
+        similarity,
+        overlap,
+        heading_overlap,
+        share(words),
+        share(words | headings),
+        share(item.words | headings),
+        float(sims.max()) - similarity,
+        float(item.relevance),
+        bm25_share,
+        1.0 / max(item.rank, 1),
+        float(match == 1.0),
+        float(match == 0.0),
+        float(unit.extended),
+        sum(looks_like_code(line) for line in lines) / len(lines),
+        math.log1p(word_count(unit.text)),
+        float(unit.first == 0),
+        similarity * overlap,
+    ]
