@@ -11,9 +11,12 @@ import datetime as dt
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# pydantic reads TypedDicts from typing_extensions only (before Python 3.12)
+from typing_extensions import TypedDict
 
 from sphinx_ragcite.errors import RagciteError
 

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
+
+# The ID grammar is a contract both sides read; numbering is the build's.
+from sphinx_ragcite.contracts import PASSAGE_ID, parse_passage_id, passage_id
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence, Set
 
-PASSAGE_ID = re.compile(r"^ch(?P<c>[0-9]+)-sec(?P<s>[0-9]+)-p(?P<p>[0-9]+)$")
-
-
-def passage_id(chapter: int, section: int, position: int) -> str:
-    return f"ch{chapter}-sec{section}-p{position}"
-
-
-def parse_passage_id(value: str) -> tuple[int, int, int] | None:
-    match = PASSAGE_ID.match(value)
-    if match is None:
-        return None
-    return int(match["c"]), int(match["s"]), int(match["p"])
+__all__ = [
+    "PASSAGE_ID",
+    "parse_passage_id",
+    "passage_id",
+    "reading_order",
+    "toctree_docs",
+]
 
 
 def toctree_docs(

@@ -14,6 +14,7 @@ from sphinx_ragcite.contracts import (
     AnswerMode,
     CitationStyle,
     GeneratorName,
+    PassageRecord,
 )
 
 
@@ -134,16 +135,8 @@ class Health(BaseModel):
     queue_size: int
 
 
-class Passage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    passage_id: str
-    url: str
-    chapter: str
-    section: str
-    heading_path: list[str]
-    text: str
-    snippet: str
+#: ``GET /api/passages/{id}``: the record of passages.jsonl, as it is.
+Passage = PassageRecord
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
