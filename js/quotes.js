@@ -48,8 +48,9 @@
   const SKIP =
     "script, style, template, noscript, button, select, textarea, .headerlink, .linenos, " +
     ".fn-bracket, .no-search, .ragcite-ignore, .ragcite-root";
-  /** Bounds on the page walked for one passage. */
-  const MAX_BLOCKS = 200;
+  /** A footnote reference's brackets, which only the page has. */
+  const BRACKET = ".fn-bracket";
+  /** Bound on the text nodes walked for one passage. */
   const MAX_NODES = 20000;
   const PASSAGE_ID = /^ch[0-9]+-sec[0-9]+-p[0-9]+$/;
 
@@ -207,45 +208,48 @@
   }
 
   /**
-   * The text nodes of a passage in the page: its anchor element and the
-   * sibling blocks after it, up to the next passage's anchor (which may sit
-   * inside a sibling, as a code block's does in its captioned wrapper), a
-   * heading or a section. Page furniture the index leaves out (header links,
-   * line numbers, buttons, the widget) is skipped.
+   * The text nodes of a passage in the page: from its anchor element on, in
+   * document order, up to the next passage's anchor, a heading or a
+   * section, within the anchor's section. The passage's blocks usually
+   * follow the anchor as siblings, but the page may wrap them (a code
+   * block's anchor inside its captioned wrapper; footnotes in two lists).
+   * Page furniture the index leaves out (header links, line numbers,
+   * buttons, the widget) is skipped.
    * @param {Element} anchor the element whose id is the passage ID
    * @returns {Text[]}
    */
   function passageTextNodes(anchor) {
     /** @type {Text[]} */
     const nodes = [];
-    const isAnchor = (/** @type {Element} */ e) => e !== anchor && PASSAGE_ID.test(e.id);
-    let block = /** @type {Element | null} */ (anchor);
-    for (let n = 0; block && n < MAX_BLOCKS; n++, block = block.nextElementSibling) {
-      if (block !== anchor && (isAnchor(block) || endsSection(block))) break;
-      if (block.matches(SKIP)) continue;
-      const walker = document.createTreeWalker(block, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
-        acceptNode: (node) => {
-          if (node.nodeType === Node.TEXT_NODE) return NodeFilter.FILTER_ACCEPT;
-          const element = /** @type {Element} */ (node);
-          if (isAnchor(element)) return NodeFilter.FILTER_ACCEPT; // the next passage
-          return element.matches(SKIP) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_SKIP;
-        },
-      });
-      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-        if (node.nodeType !== Node.TEXT_NODE || nodes.length >= MAX_NODES) return nodes;
-        nodes.push(/** @type {Text} */ (node));
-      }
+    const root = anchor.parentElement && anchor.parentElement.closest("section, div.section");
+    const walker = document.createTreeWalker(root || document.body, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => {
+        if (node.nodeType === Node.TEXT_NODE) return NodeFilter.FILTER_ACCEPT;
+        const element = /** @type {Element} */ (node);
+        if (endsPassage(element, anchor.id)) return NodeFilter.FILTER_ACCEPT; // stop here
+        return element.matches(SKIP) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_SKIP;
+      },
+    });
+    walker.currentNode = anchor;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (node.nodeType !== Node.TEXT_NODE || nodes.length >= MAX_NODES) break;
+      nodes.push(/** @type {Text} */ (node));
     }
     return nodes;
   }
 
   /**
-   * Whether a sibling block starts another section.
+   * Whether an element after a passage's anchor belongs to what comes
+   * next: another passage's anchor (a theme may copy an ID onto a wrapper,
+   * as furo does for tables: the same ID is still this passage), a heading,
+   * a section.
    * @param {Element} element
+   * @param {string} id the passage's ID
    */
-  function endsSection(element) {
+  function endsPassage(element, id) {
+    if (element.id && element.id !== id && PASSAGE_ID.test(element.id)) return true;
     if (/^H[1-6]$/.test(element.tagName) || element.tagName === "SECTION") return true;
-    return element.classList.contains("section"); // docutils before 0.18
+    return element.tagName === "DIV" && element.classList.contains("section"); // docutils < 0.18
   }
 
   /**
@@ -291,7 +295,7 @@
           const range = document.createRange();
           range.setStart(nodes[start[0]], start[1]);
           range.setEnd(nodes[end[0]], end[1]);
-          return range;
+          return widen(range);
         });
         const text = ranges.map((r) => r.toString()).join(JOIN);
         const css = /** @type {any} */ (globalThis).CSS;
@@ -306,6 +310,20 @@
         clear();
         return null;
       }
+    }
+
+    /**
+     * Take in the page's own brackets of a footnote reference the quote
+     * starts or ends with ("[1]" in the page is "1" in the index).
+     * @param {Range} range
+     */
+    function widen(range) {
+      const { startContainer: s, endContainer: e } = range;
+      const prev = range.startOffset === 0 ? s.previousSibling : null;
+      if (prev instanceof Element && prev.matches(BRACKET)) range.setStartBefore(prev);
+      const next = range.endOffset === (e.nodeValue || "").length ? e.nextSibling : null;
+      if (next instanceof Element && next.matches(BRACKET)) range.setEndAfter(next);
+      return range;
     }
 
     /**

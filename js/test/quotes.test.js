@@ -149,14 +149,14 @@ test("surrogate pairs and non-Latin text map to UTF-16 offsets", () => {
 test("a source marks its own quote, never the snippet or the selection", () => {
   const base = { url: "a.html#ch1-sec1-p1", chapter: "c", section: "s", snippet: "Snip", confidence_score: 0.9 };
   const sources = buildSources(
-    {
+    /** @type {any} */ ({
       citations: [
         { ...base, n: 1, passage_id: "ch1-sec1-p1", quote: "Q one.", quote_spans: [[4, 10]] },
         { ...base, n: 2, passage_id: "ch1-sec1-p2", quote: "Q two." },
         { ...base, n: 3, passage_id: "ch1-sec1-p3", quote: "", quote_spans: [[0, 4]] },
         { ...base, n: 4, passage_id: "user-selection", source_type: "selection", url: null, quote: "Sel." },
       ],
-    },
+    }),
     "http://127.0.0.1/",
   );
   assert.deepEqual(
