@@ -12,14 +12,14 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 from sphinx_ragcite import __version__, assets, config
-from sphinx_ragcite.passages.chunker import MARK
+from sphinx_ragcite.passages.chunker import MARK, is_inline_tab
 from sphinx_ragcite.passages.collector import (
     PassageCollector,
     RagciteDomain,
     document_failed,
     passages_of,
 )
-from sphinx_ragcite.passages.ids import passage_id
+from sphinx_ragcite.passages.ids import PASSAGE_ID, passage_id
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: Bump when the pickled passage data changes shape.
-ENV_VERSION = 1
+ENV_VERSION = 2
 
 
 def is_site_builder(builder: Builder) -> bool:
@@ -40,9 +40,12 @@ def is_site_builder(builder: Builder) -> bool:
     )
 
 
-def add_anchors(env: BuildEnvironment, doctree: nodes.document) -> None:
-    """Give each passage's first block its ``chC-secS-pP`` id."""
+def add_anchors(
+    env: BuildEnvironment, doctree: nodes.document
+) -> dict[str, nodes.Element]:
+    """Give each passage's first block its ``chC-secS-pP`` id; ID -> that block."""
     chapters = passages_of(env).chapters
+    anchored: dict[str, nodes.Element] = {}
     for node in doctree.findall(nodes.Element):
         mark = node.get(MARK)
         if mark is None:
@@ -53,6 +56,54 @@ def add_anchors(env: BuildEnvironment, doctree: nodes.document) -> None:
         pid = passage_id(chapters[owner], section, position)
         if pid not in node["ids"]:
             node["ids"].insert(0, pid)
+        anchored[pid] = node
+    return anchored
+
+
+#: Nodes whose HTML has no ``id`` (sphinx-toolbox's ``<details>``): an anchor
+#: on one moves to a ``<div>`` around it.
+_RENDERS_NO_ID = frozenset({"CollapseNode"})
+
+
+def _attached(node: nodes.Node, document: nodes.document) -> bool:
+    while node.parent is not None:
+        node = node.parent
+    return node is document
+
+
+def repair_anchors(
+    document: nodes.document, anchored: dict[str, nodes.Element]
+) -> None:
+    """Keep each anchor once, on an element that shows it, after other transforms.
+
+    furo wraps every table and math block in a ``<div>`` with the same ids (the
+    first, outer one keeps the anchor); sphinx-inline-tabs replaces a set of
+    tabs by one element (the set gets its first tab's anchor).
+    """
+    holders: dict[str, list[nodes.Element]] = {}
+    for node in document.findall(nodes.Element):
+        for value in node.get("ids", ()):
+            if value in anchored:
+                holders.setdefault(value, []).append(node)
+    for pid, original in anchored.items():
+        found = holders.get(pid, [])
+        for copy in found[1:]:
+            copy["ids"].remove(pid)
+        if found and type(found[0]).__name__ in _RENDERS_NO_ID:
+            target = found[0]
+            target["ids"].remove(pid)
+            wrapper = nodes.container(ids=[pid])
+            target.replace_self(wrapper)
+            wrapper.append(target)
+        elif not found and is_inline_tab(original) and len(original.children) == 2:
+            tab_set = original.children[1].parent
+            if (
+                tab_set is not None
+                and tab_set is not original
+                and _attached(tab_set, document)
+                and not any(PASSAGE_ID.match(i) for i in tab_set["ids"])
+            ):
+                tab_set["ids"].insert(0, pid)
 
 
 class AnchorPassages(SphinxPostTransform):
@@ -67,7 +118,24 @@ class AnchorPassages(SphinxPostTransform):
 
     def run(self, **kwargs: object) -> None:
         try:
-            add_anchors(self.env, self.document)
+            anchored = add_anchors(self.env, self.document)
+        except Exception as error:
+            document_failed(self.env.docname, "anchoring", error)
+            anchored = None
+        self.document.ragcite_anchored = anchored or {}  # type: ignore[attr-defined]
+
+
+class RepairAnchors(SphinxPostTransform):
+    """Runs after the other post-transforms (themes', extensions')."""
+
+    default_priority = 990
+
+    def run(self, **kwargs: object) -> None:
+        anchored = getattr(self.document, "ragcite_anchored", None)
+        if not anchored:
+            return
+        try:
+            repair_anchors(self.document, anchored)
         except Exception as error:
             document_failed(self.env.docname, "anchoring", error)
 
@@ -76,6 +144,7 @@ def register_anchors(app: Sphinx) -> None:
     """Anchors on site builds only: LaTeX, text or EPUB output keeps its ids."""
     if is_site_builder(app.builder):
         app.add_post_transform(AnchorPassages)
+        app.add_post_transform(RepairAnchors)
 
 
 def add_widget(app: Sphinx) -> None:

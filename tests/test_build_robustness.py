@@ -354,3 +354,29 @@ def test_a_killed_rebuild_leaves_the_old_index_answering(rootdir, tmp_path):  # 
     sphinx_build(srcdir, out, *options)
     assert search(out, "edited para")[0]["text"].startswith("Edited para one")
     assert set(snapshot(out)) == named_files(out) | {"search.js", "moved.js"}
+
+
+# -- anchors that themes and extensions move ----------------------------------------
+
+
+def test_anchors_survive_furo_inline_tabs_collapse_and_glossary(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+    """Seen on the Python Packaging User Guide: anchors doubled or lost.
+
+    furo copies a table's ids to the ``<div>`` it wraps it in;
+    sphinx-inline-tabs replaces a set of tabs by new elements;
+    sphinx-toolbox's ``<details>`` and Sphinx's glossary render no id.
+    """
+    for module in ("furo", "sphinx_inline_tabs", "sphinx_toolbox"):
+        pytest.importorskip(module)
+    out = tmp_path / "html"
+    assert sphinx_build(copy_root(rootdir, tmp_path, "widgets"), out, "-W") == ""
+    records = {r["passage_id"]: r["text"] for r in check_anchors(out)}
+    html = (out / "index.html").read_text("utf-8")
+    assert '<div class="table-wrapper docutils container" id="ch0-sec0-p2">' in html
+    assert '<dl class="simple glossary" id="ch0-sec0-p3">' in html
+    # the set of tabs is one passage, anchored on the set
+    assert '<div class="tab-set docutils container" id="ch0-sec0-p5">' in html
+    assert records["ch0-sec0-p5"].startswith("Unix\nRun the installer")
+    assert "Windows\nRun the installer from PowerShell" in records["ch0-sec0-p5"]
+    assert records["ch0-sec0-p6"].startswith("Click to show the whole configuration")
+    assert 'container" id="ch0-sec0-p6">\n<details' in html

@@ -27,6 +27,7 @@ class _Open:
     words: int = 0
     #: Holds only an API signature, which the next block joins whatever its size.
     sticky: bool = False
+    last: nodes.Element | None = None
 
 
 class _Chunker:
@@ -131,13 +132,18 @@ class _Chunker:
         if (
             current is None
             or current.section != section
-            or (current.words + words > self.max_words and not current.sticky)
+            or (
+                current.words + words > self.max_words
+                and not current.sticky
+                and not _same_tab_set(current.last, node)
+            )
         ):
             self.flush()
             current = self.open = _Open(section, node)
         current.texts.append(text)
         current.words += words
         current.sticky = False
+        current.last = node
 
     def flush(self) -> None:
         current, self.open = self.open, None
@@ -154,13 +160,37 @@ class _Chunker:
         current.first[MARK] = (self.docname, current.section, position)
 
 
+def is_inline_tab(node: nodes.Node | None) -> bool:
+    """A ``.. tab::`` of sphinx-inline-tabs (not imported: it is optional)."""
+    return type(node).__name__ == "TabContainer" and isinstance(node, nodes.container)
+
+
+def _same_tab_set(previous: nodes.Element | None, node: nodes.Element) -> bool:
+    """*node* is a tab right after tab *previous*, in the same set.
+
+    sphinx-inline-tabs replaces a set's tabs by one element after the anchors
+    are placed: only the first tab's anchor can move to it, so a passage
+    never starts at a later tab.
+    """
+    return (
+        is_inline_tab(previous)
+        and is_inline_tab(node)
+        and not node.get("new_set")
+        and node.parent is not None
+        and previous is not None
+        and previous.parent is node.parent
+        and node.parent.index(node) == node.parent.index(previous) + 1
+    )
+
+
 def _is_wrapper(node: nodes.Element) -> bool:
     """Containers whose children are the blocks (MyST-NB code cells are not).
 
     A container of inline text only is a block itself: its children need not
     render an element of their own (sphinx-design's card titles do not).
     """
-    if isinstance(node, nodes.compound):
+    if isinstance(node, (nodes.compound, addnodes.glossary)):
+        # A glossary renders no element of its own: its <dl> carries the anchor.
         return True
     if type(node) is not nodes.container or node.get("nb_element") == "cell_code":
         return False
