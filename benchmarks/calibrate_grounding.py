@@ -1,9 +1,10 @@
 """Calibrate the grounding thresholds and the confidence curve on the QA set.
 
 Why: the answer engine keeps a generated sentence only when its support clears
-``grounding.SUPPORT_THRESHOLD``, abstains when the best sentence scores below
-``extractive.ABSTAIN_THRESHOLD``, and maps (fit, relevance, support) to a
-confidence with a logistic curve. Those constants must come from measurement,
+``grounding.SUPPORT_THRESHOLD`` and maps (fit, relevance, support) to a
+confidence with a logistic curve. (Abstention is the answer ranker's gate,
+trained by ``train_answer_ranker.py``; the old sentence-score threshold is
+still reported here for comparison.) Those constants must come from measurement,
 not taste. This script measures them on ``example_book/qa.jsonl`` and prints
 the values to put in the code, with 5-fold cross-validated figures so the
 in-sample numbers are not the only evidence.
@@ -20,6 +21,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,15 +29,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sphinx_ragcite.answer import engine as engine_module  # noqa: E402
 from sphinx_ragcite.answer.engine import AnswerEngine  # noqa: E402
 from sphinx_ragcite.answer.evidence import build_evidence  # noqa: E402
 from sphinx_ragcite.answer.extractive import answerability, rank_sentences  # noqa: E402
 from sphinx_ragcite.answer.grounding import support  # noqa: E402
 from sphinx_ragcite.answer.sentences import content_words  # noqa: E402
+from sphinx_ragcite.contracts import confidence_level  # noqa: E402
 from sphinx_ragcite.evaluate import load_qa  # noqa: E402
 from sphinx_ragcite.retrieval import Site  # noqa: E402
-from sphinx_ragcite.contracts import confidence_level  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -148,32 +149,28 @@ def main() -> int:
 
     # 3. Confidence: fit on the citations the engine returns with abstention
     # off; citations answering an unanswerable question are wrong by definition.
-    saved = engine_module.ABSTAIN_THRESHOLD
-    engine_module.ABSTAIN_THRESHOLD = -1.0
+    engine.ranker = replace(engine.ranker, threshold=-1.0)  # never abstain
     features, labels = [], []
-    try:
-        for q, _, _, _, vector in rows:
-            answer = engine.answer(q.question)
-            asked = content_words(q.question)
-            for citation in answer.citations:
-                text = site.passage(citation.passage_id)["text"].lower()  # type: ignore[index]
-                correct = q.answer is not None and (
-                    citation.passage_id in q.passage_ids or q.answer.lower() in text
-                )
-                claims = [
-                    s for s in answer.answer.split("] ") if f"[{citation.n}" in s + "]"
-                ]
-                claim_vectors = site.embedder.embed(claims or [answer.answer])
-                similarity = float((claim_vectors @ vector).max())
-                overlap = max(
-                    len(asked & content_words(c)) / max(1, len(asked))
-                    for c in (claims or [answer.answer])
-                )
-                fit_value = 0.55 * similarity + 0.35 * overlap
-                features.append([fit_value, citation.similarity_score, 1.0])
-                labels.append(float(correct))
-    finally:
-        engine_module.ABSTAIN_THRESHOLD = saved
+    for q, _, _, _, vector in rows:
+        answer = engine.answer(q.question)
+        asked = content_words(q.question)
+        for citation in answer.citations:
+            text = site.passage(citation.passage_id)["text"].lower()  # type: ignore[index]
+            correct = q.answer is not None and (
+                citation.passage_id in q.passage_ids or q.answer.lower() in text
+            )
+            claims = [
+                s for s in answer.answer.split("] ") if f"[{citation.n}" in s + "]"
+            ]
+            claim_vectors = site.embedder.embed(claims or [answer.answer])
+            similarity = float((claim_vectors @ vector).max())
+            overlap = max(
+                len(asked & content_words(c)) / max(1, len(asked))
+                for c in (claims or [answer.answer])
+            )
+            fit_value = 0.55 * similarity + 0.35 * overlap
+            features.append([fit_value, citation.similarity_score, 1.0])
+            labels.append(float(correct))
     x, y = np.array(features)[:, :2], np.array(labels)
     w = fit_logistic(x, y)
     probabilities = predict(w, x)
