@@ -274,3 +274,12 @@ def test_markup_from_the_model_never_reaches_the_answer() -> None:
     assert "javascript:" not in text
     assert "data:" not in text
     assert text.startswith("Nine bars [1].")
+
+
+def test_quoted_code_with_brackets_makes_no_marker(site: Site) -> None:
+    """``parts[0]`` in a quoted code line is text, not a citation ``[0]``."""
+    from sphinx_ragcite.answer.engine import _BRACKETED_NUMBER
+
+    quoted = _BRACKETED_NUMBER.sub("[\u2060\\1]", "return parts[0] + rows[1, 2]")
+    assert not re.search(r"\[\d+(?:,\s*\d+)*\]", quoted)
+    assert quoted.replace("\u2060", "") == "return parts[0] + rows[1, 2]"
