@@ -212,10 +212,6 @@ class Manifest(BaseModel):
                 raise ValueError(f"bytes: no valid size for {role!r}")
         return self
 
-    @property
-    def as_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
 
 # -- retrieval results --------------------------------------------------------
 

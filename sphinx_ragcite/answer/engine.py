@@ -356,14 +356,18 @@ def quote_units(
         vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
         supports = [support(unit.text, vector, e) for e in evidence]
         quote = Sentence(item.text[unit.start : unit.end], unit.start, unit.end)
-        text = _BRACKETED_NUMBER.sub("[\u2060\\1]", unit.text)
+        text = defuse_markers(unit.text)
         claims.append(Claim(text, [unit.evidence], supports, vector, quote))
     return Verified(claims)
 
 
-#: ``x[0]`` in quoted code would read as a citation marker: a word joiner
-#: after the bracket keeps it as it looks and out of the marker syntax.
 _BRACKETED_NUMBER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+def defuse_markers(text: str) -> str:
+    """``x[0]`` in quoted code would read as a citation marker: a word joiner
+    after the bracket keeps it as it looks and out of the marker syntax."""
+    return _BRACKETED_NUMBER.sub("[\u2060\\1]", text)
 
 
 def _rephrasing_problem(
