@@ -513,12 +513,19 @@ def run(
     llm: Any,
     dump: Path,
     with_signals: bool,
+    lazy: bool = False,
 ) -> dict[str, Any]:
-    """Answer every item with a fresh engine; metrics, failures and a JSONL dump."""
+    """Answer every item with a fresh engine; metrics, failures and a JSONL dump.
+
+    *lazy* ignores the build's sentence vectors: every passage's sentences are
+    embedded when first retrieved (the baseline for the latency they save).
+    """
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.retrieval import Site
 
     site = Site.load(devset.site)
+    if lazy:
+        site.sentences = None
     site.embedder  # noqa: B018  load the model before timing; no passage is embedded
     engine = AnswerEngine(site, llm=llm)
     started = time.perf_counter()
@@ -784,6 +791,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also dump the ranked extractive candidates with their signals",
     )
+    parser.add_argument(
+        "--lazy-baseline",
+        action="store_true",
+        help="also answer without the build's sentence vectors (latency baseline)",
+    )
     parser.add_argument("--dump-dir", type=Path, default=CACHE / "answers")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
@@ -831,6 +843,13 @@ def main(argv: list[str] | None = None) -> int:
             entry["generators"][generator] = run(
                 devset, items, generator, llm, dump, args.signals
             )
+            if args.lazy_baseline and generator == "extractive":
+                print(f"{name} / {generator}, sentences embedded lazily ...")
+                lazy_dump = dump.with_name(f"{name}.{generator}.lazy.jsonl")
+                lazy = run(devset, items, generator, llm, lazy_dump, False, lazy=True)
+                entry["generators"][generator]["lazy_sentences"] = {
+                    k: lazy[k] for k in ("latency_p50_ms", "latency_p90_ms")
+                }
         results[name] = entry
 
     rows = target_rows(results)

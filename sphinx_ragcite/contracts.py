@@ -135,6 +135,8 @@ class EmbeddingInfo(BaseModel):
     dtype: Literal["int8"] = "int8"
     scale_dtype: Literal["float32"] = "float32"
     max_tokens: int = Field(gt=0)
+    #: sentence vectors embedded at build time (0: the server embeds them)
+    sentences: int = Field(default=0, ge=0)
 
 
 #: A SHA-256 digest in hex.

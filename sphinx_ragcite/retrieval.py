@@ -23,6 +23,7 @@ from sphinx_ragcite.index.files import REBUILD, read_index_file
 from sphinx_ragcite.index.manifest import index_dir, read_manifest
 from sphinx_ragcite.index.moved import read_moved
 from sphinx_ragcite.index.records import read_passages
+from sphinx_ragcite.index.sentence_vectors import MAPPED, read_sentence_matrix
 from sphinx_ragcite.index.tokenize import tokenize
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     import bm25s
 
     from sphinx_ragcite.contracts import Fusion, Manifest, PassageRecord, SearchMode
+    from sphinx_ragcite.index.sentence_vectors import SentenceMatrix
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +54,13 @@ class Filters:
 
 
 def read_site_files(directory: Path, manifest: Manifest) -> dict[str, bytes]:
-    """Every file the server needs, each checked against its size and digest."""
+    """Every file the server reads whole, each checked against its size and digest.
+
+    Large files the server maps instead (:data:`MAPPED`) are checked as mapped.
+    """
     data: dict[str, bytes] = {}
     for role, name in sorted(manifest.files.items()):
-        if role in BROWSER_ONLY:
+        if role in BROWSER_ONLY or role in MAPPED:
             continue
         data[role] = read_index_file(directory, name, manifest.bytes[role])
         if hashlib.sha256(data[role]).hexdigest() != manifest.sha256[role]:
@@ -78,6 +83,8 @@ class Site:
     model_dir: str | None = None
     #: links of earlier builds (page#ID) -> URL of their text now (``moved.js``)
     moved: dict[str, str] = field(default_factory=dict, repr=False)
+    #: each passage's sentence vectors, embedded at build time (or None)
+    sentences: SentenceMatrix | None = field(default=None, repr=False)
     _rows: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -100,7 +107,7 @@ class Site:
                 f"says {count}. {REBUILD}"
             )
         retriever = read_bm25(data, count, where)
-        vectors = None
+        vectors = sentences = None
         if manifest.embedding is not None:
             vectors = read_vectors(
                 data["embeddings"],
@@ -109,9 +116,13 @@ class Site:
                 manifest.embedding.dim,
                 where,
             )
+            sentences = read_sentence_matrix(
+                directory, manifest, data, count, manifest.embedding.dim, where
+            )
         moved = read_moved(data["moved"], f"{where}/moved") if "moved" in data else {}
         site = cls(directory, manifest, passages, retriever, vectors, model_dir)
         site.moved = moved
+        site.sentences = sentences
         site._rows = {p["passage_id"]: i for i, p in enumerate(passages)}
         return site
 

@@ -135,6 +135,7 @@ def test_incremental_build_embeds_only_changed_passages(
     (book / "water.rst").touch()
     sphinx_build(book, out, *options)
     assert read_manifest(out)["embedding"]["embedded"] == 0
+    assert read_manifest(out)["embedding"]["sentences_embedded"] == 0
     assert index_files(out) == index_files(example_site)  # incremental == clean
 
     care = book / "care.rst"
@@ -143,6 +144,51 @@ def test_incremental_build_embeds_only_changed_passages(
     care.write_text(text[:first] + "Freshly edited. " + text[first:], "utf-8")
     sphinx_build(book, out, *options)
     assert read_manifest(out)["embedding"]["embedded"] == 1
+    # one paragraph's sentences: its first one changed, the others are reused
+    assert read_manifest(out)["embedding"]["sentences_embedded"] == 1
+
+
+def test_sentence_vectors_are_the_answer_engines_sentences(
+    example_site: Path,
+) -> None:
+    """Built vectors line up with the split the engine makes at query time,
+    and are the vectors it would compute itself (up to int8 rounding)."""
+    from sphinx_ragcite.answer.sentences import split_sentences
+
+    site = Site.load(example_site)
+    assert site.sentences is not None
+    total = 0
+    for row in (0, len(site.passages) // 2, len(site.passages) - 1):
+        texts = [s.text for s in split_sentences(site.passages[row]["text"])]
+        built = site.sentences.of(row)
+        assert built.shape == (len(texts), site.embedder.dim)
+        fresh = site.embedder.embed(texts)
+        assert (np.sum(built * fresh, axis=1) > 0.995).all()
+        total += len(texts)
+    assert total > 3
+    assert site.manifest.embedding is not None
+    assert site.manifest.embedding.sentences == int(site.sentences.offsets[-1])
+
+
+def test_without_sentence_vectors_answers_are_the_same(
+    book: Path, tmp_path: Path, example_site: Path
+) -> None:
+    out = tmp_path / "plain"
+    sphinx_build(book, out, "-D", "ragcite_sentence_vectors=0")
+    manifest = read_manifest(out)
+    assert "sentence_embeddings" not in manifest["files"]
+    lazy, built = Site.load(out), Site.load(example_site)
+    assert lazy.sentences is None
+    question = "What water temperature should I use?"
+    a = AnswerEngine(lazy).answer(question)
+    b = AnswerEngine(built).answer(question)
+    assert a.answer
+    assert a.answer == b.answer
+    assert [(c.passage_id, c.quote) for c in a.citations] == [
+        (c.passage_id, c.quote) for c in b.citations
+    ]
+    # int8 rounding of the built vectors moves scores in the 4th decimal only
+    assert a.confidence == pytest.approx(b.confidence, abs=0.005)
 
 
 def test_parallel_build_writes_identical_index(

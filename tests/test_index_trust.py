@@ -245,6 +245,30 @@ def test_embeddings_that_are_not_numbers(copy: Path) -> None:
     fails(copy, "non-numbers")
 
 
+def test_sentence_vectors_with_a_flipped_byte(copy: Path) -> None:
+    """The mapped file is checked like a read one: its digest, at load."""
+    manifest = manifest_of(copy)
+    path = copy / "_ragcite" / manifest["files"]["sentence_embeddings"]
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    fails(copy, "checksum")
+
+
+def test_sentence_vectors_of_the_wrong_shape(copy: Path) -> None:
+    total = manifest_of(copy)["embedding"]["sentences"]
+    replace_role(copy, "sentence_embeddings", npy(np.zeros((total, 16), dtype=np.int8)))
+    fails(copy, "sentence_embeddings")
+
+
+def test_sentence_offsets_that_run_backwards(copy: Path) -> None:
+    count = manifest_of(copy)["counts"]["passages"]
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    offsets[1] = 5  # then back to 0
+    replace_role(copy, "sentence_offsets", npy(offsets))
+    fails(copy, "row starts")
+
+
 def test_empty_bm25_parameters(copy: Path) -> None:
     replace_role(copy, "bm25.params", b"{}")
     fails(copy, "does not index")

@@ -54,13 +54,19 @@ class SentenceVectors:
         )
         self._lock = threading.Lock()
 
-    def get(self, key: str, text: str) -> tuple[tuple[Sentence, ...], np.ndarray]:
+    def get(
+        self, key: str, text: str, built: np.ndarray | None = None
+    ) -> tuple[tuple[Sentence, ...], np.ndarray]:
+        """The sentences of *text* and their vectors; *built* are the build's
+        vectors, used when they match the split (same splitter, same text)."""
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
         sentences = tuple(split_sentences(text))
-        if sentences:
+        if built is not None and len(built) == len(sentences):
+            vectors = built
+        elif sentences:
             vectors = self.embedder.embed([s.text for s in sentences])
         else:
             vectors = np.zeros((0, self.embedder.dim), dtype=np.float32)
@@ -104,7 +110,9 @@ def build_evidence(
     for rank, row in enumerate(rows, start=1):
         record = site.passages[row]
         sentences, vectors = cache.get(
-            f"{site.version}:{record['passage_id']}", record["text"]
+            f"{site.version}:{record['passage_id']}",
+            record["text"],
+            site.sentences.of(row) if site.sentences is not None else None,
         )
         if site.vectors is not None:
             relevance = float(site.vectors[row] @ question_vector)

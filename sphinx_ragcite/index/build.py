@@ -11,6 +11,7 @@ from sphinx.util import logging
 from sphinx.util.display import status_iterator
 
 from sphinx_ragcite import __version__
+from sphinx_ragcite.answer.sentences import split_sentences
 from sphinx_ragcite.config import RagciteConfig
 from sphinx_ragcite.errors import ModelNotFoundError
 from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
@@ -22,6 +23,7 @@ from sphinx_ragcite.index.manifest import INDEX_DIR
 from sphinx_ragcite.index.moved import FILE_NAME as MOVED_FILE
 from sphinx_ragcite.index.moved import Moved, moved_file
 from sphinx_ragcite.index.records import passages_jsonl
+from sphinx_ragcite.index.sentence_vectors import CODES, OFFSETS, SCALES
 from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.index.static import static_file, static_index
 from sphinx_ragcite.index.tokenize import SPEC
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CACHE_FILE = "ragcite-embeddings.npz"
+SENTENCE_CACHE_FILE = "ragcite-sentences.npz"
 HISTORY_FILE = "ragcite-links.json"
 #: Texts handed to the encoder per progress step.
 STEP = 32
@@ -191,7 +194,7 @@ def _write_embeddings(
         )
         return None
     try:
-        return _embed(app, records, embedder, writer)
+        return _embed(app, config, records, embedder, writer)
     except Exception as error:
         logger.warning(
             "ragcite: embedding the passages failed (%s: %s). The index is "
@@ -205,48 +208,17 @@ def _write_embeddings(
 
 
 def _embed(
-    app: Sphinx, records: list[Record], embedder: Embedder, writer: IndexWriter
+    app: Sphinx,
+    config: RagciteConfig,
+    records: list[Record],
+    embedder: Embedder,
+    writer: IndexWriter,
 ) -> dict[str, Any]:
-    cache_path = Path(app.doctreedir) / CACHE_FILE
-    cache = EmbeddingCache.load(cache_path, embedder.cache_key)
     texts = [indexed_text(r) for r in records]
-    keys = [text_key(t) for t in texts]
-    new = {k: t for k, t in zip(keys, texts, strict=True) if k not in cache.rows}
-    todo = sorted(new.items(), key=lambda item: (len(item[1]), item[0]))
-    steps = [todo[i : i + STEP] for i in range(0, len(todo), STEP)]
-    started = time.perf_counter()
-    for step in status_iterator(
-        steps,
-        "ragcite: embedding passages... ",
-        "darkgreen",
-        len(steps),
-        app.verbosity,
-        stringify_func=lambda s: f"{len(s)} passages",
-    ):
-        codes, scales = quantize(embedder.embed([t for _, t in step]))
-        for (key, _), code, scale in zip(step, codes, scales, strict=True):
-            cache.rows[key] = (code, scale)
-    elapsed = time.perf_counter() - started
-    logger.info(
-        "ragcite: embedded %d passages in %.1f s, reused %d from the cache",
-        len(todo),
-        elapsed,
-        sum(1 for k in keys if k not in new),
-    )
-    try:
-        cache.save(cache_path, keys)
-    except OSError as error:
-        logger.warning(
-            "ragcite: could not keep the embeddings for the next build (%s).",
-            error,
-            type="ragcite",
-            subtype="model",
-        )
-    codes = np.stack([cache.rows[k][0] for k in keys]).astype(np.int8)
-    scales = np.array([cache.rows[k][1] for k in keys], dtype=np.float32)
+    codes, scales, embedded = _embed_texts(app, embedder, texts, CACHE_FILE, "passages")
     writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
     writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
-    return {
+    info: dict[str, Any] = {
         "model": embedder.model_id,
         "dim": int(codes.shape[1]),
         "dtype": "int8",
@@ -254,5 +226,67 @@ def _embed(
         "max_tokens": embedder.max_tokens,
         "pooling": "mean",
         "normalized": True,
-        "embedded": len(todo),
+        "embedded": embedded,
     }
+    if config.sentence_vectors:
+        # The same split and text the answer engine uses (record["text"]).
+        split = [[s.text for s in split_sentences(r["text"])] for r in records]
+        offsets = np.zeros(len(records) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(s) for s in split])
+        flat = [s for sentences in split for s in sentences]
+        s_codes, s_scales, s_embedded = _embed_texts(
+            app, embedder, flat, SENTENCE_CACHE_FILE, "sentences"
+        )
+        writer.add(CODES, "sentence_embeddings.npy", npy_bytes(s_codes))
+        writer.add(SCALES, "sentence_scales.npy", npy_bytes(s_scales))
+        writer.add(OFFSETS, "sentence_offsets.npy", npy_bytes(offsets))
+        info["sentences"] = len(flat)
+        info["sentences_embedded"] = s_embedded
+    return info
+
+
+def _embed_texts(
+    app: Sphinx, embedder: Embedder, texts: list[str], cache_file: str, what: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """int8 codes and scales of *texts*, reusing the last build's vectors."""
+    cache_path = Path(app.doctreedir) / cache_file
+    cache = EmbeddingCache.load(cache_path, embedder.cache_key)
+    keys = [text_key(t) for t in texts]
+    new = {k: t for k, t in zip(keys, texts, strict=True) if k not in cache.rows}
+    todo = sorted(new.items(), key=lambda item: (len(item[1]), item[0]))
+    steps = [todo[i : i + STEP] for i in range(0, len(todo), STEP)]
+    started = time.perf_counter()
+    for step in status_iterator(
+        steps,
+        f"ragcite: embedding {what}... ",
+        "darkgreen",
+        len(steps),
+        app.verbosity,
+        stringify_func=lambda s: f"{len(s)} {what}",
+    ):
+        codes, scales = quantize(embedder.embed([t for _, t in step]))
+        for (key, _), code, scale in zip(step, codes, scales, strict=True):
+            cache.rows[key] = (code, scale)
+    elapsed = time.perf_counter() - started
+    logger.info(
+        "ragcite: embedded %d %s in %.1f s, reused %d from the cache",
+        len(todo),
+        what,
+        elapsed,
+        sum(1 for k in keys if k not in new),
+    )
+    unique = list(dict.fromkeys(keys))
+    try:
+        cache.save(cache_path, unique)
+    except OSError as error:
+        logger.warning(
+            "ragcite: could not keep the embeddings for the next build (%s).",
+            error,
+            type="ragcite",
+            subtype="model",
+        )
+    if not keys:
+        return np.zeros((0, embedder.dim), np.int8), np.zeros(0, np.float32), 0
+    codes = np.stack([cache.rows[k][0] for k in keys]).astype(np.int8)
+    scales = np.array([cache.rows[k][1] for k in keys], dtype=np.float32)
+    return codes, scales, len(todo)

@@ -37,7 +37,8 @@ class EmbeddingCache:
         except (OSError, KeyError, ValueError):
             return cache  # no cache yet, or an unreadable one: embed afresh
         for key, code, scale in zip(keys, codes, scales, strict=True):
-            cache.rows[bytes(key)] = (code, scale)
+            # numpy's S16 drops trailing NUL bytes: 1 key in 256 ends in one
+            cache.rows[bytes(key).ljust(16, b"\0")] = (code, scale)
         return cache
 
     def save(self, path: Path, keys: list[bytes]) -> None:
