@@ -103,6 +103,14 @@ class RagciteConfig:
         "Characters of a supporting quote shown before it is cut at a word (…).",
     )
 
+    llms_txt: bool = _opt(
+        True,
+        "",
+        "Write llms.txt, llms-full.txt and a Markdown copy of each page (page.html.md) "
+        "whose paragraphs keep their passage IDs, for assistants that read the site "
+        "(llmstxt.org). HTML builders only.",
+    )
+
     widget: bool = _opt(
         True,
         "html",
@@ -206,6 +214,7 @@ _COSMETIC: dict[str, tuple[Any, str]] = {
         lambda v: _int_in(v, 20, 100_000),
         "an integer from 20 to 100000",
     ),
+    "llms_txt": _BOOL,
     "widget": _BOOL,
     "server_url": (
         lambda v: (

@@ -66,11 +66,42 @@ def _serve(args: argparse.Namespace) -> int:
     return serve(settings, args.log_level)
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    try:
+        from sphinx_ragcite.server.mcp import run_stdio
+        from sphinx_ragcite.server.settings import ServerSettings
+    except ImportError as error:
+        raise RagciteError(
+            f"the MCP server needs the serve extra ({error.name} is missing): "
+            "pip install 'sphinx-ragcite[serve]'"
+        ) from None
+    from pydantic import ValidationError
+
+    try:
+        settings = ServerSettings(
+            build_dir=Path(args.build_dir).resolve(),
+            generator=generator_of(args),
+            model=args.model,
+            llm_url=args.llm_url,
+            embedding_model=args.embedding_model,
+            request_timeout=args.timeout,
+            rate_limit=0,
+        )
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
+        )
+        raise RagciteError(f"invalid options: {problems}") from None
+    return run_stdio(settings, args.log_level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "mcp":
+            return _mcp(args)
         if args.command == "search":
             return _search(args)
         if args.command == "ask":

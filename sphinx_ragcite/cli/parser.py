@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _ask_parser(commands)
     _cite_parser(commands)
     _serve_parser(commands)
+    _mcp_parser(commands)
 
     evaluate = commands.add_parser("eval", help="retrieval quality on a QA file")
     _site_arguments(evaluate)
@@ -184,6 +185,30 @@ def _serve_parser(commands: Any) -> None:
     _serve_arguments(serve)
     _llm_arguments(serve)
     _embedding_argument(serve)
+
+
+def _mcp_parser(commands: Any) -> None:
+    mcp = commands.add_parser(
+        "mcp",
+        help="answer coding assistants over MCP (stdio)",
+        description="Serve BUILD_DIR's index as an MCP server on standard input "
+        "and output, for editors and assistants that launch it (tools: search, "
+        "ask, get_passage, cite; resources: passages and the table of contents). "
+        "Logs go to standard error. `ragcite serve` offers the same server over "
+        "HTTP at /mcp.",
+    )
+    mcp.add_argument(
+        "build_dir", metavar="BUILD_DIR", help="HTML output with _ragcite/"
+    )
+    mcp.add_argument(
+        "--generator",
+        choices=GENERATORS,
+        help="default answer generator (extractive unless --model or --llm-url)",
+    )
+    mcp.add_argument("--timeout", type=float, default=60.0, help="seconds per answer")
+    mcp.add_argument("--log-level", default="warning", help="on standard error")
+    _llm_arguments(mcp)
+    _embedding_argument(mcp)
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,22 @@ from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25, indexed_te
 from sphinx_ragcite.index.cache import EmbeddingCache, text_key
 from sphinx_ragcite.index.embed import Embedder, model_files
 from sphinx_ragcite.index.embeddings import npy_bytes, quantize
+from sphinx_ragcite.index.files import atomic_write
 from sphinx_ragcite.index.link_history import LinkHistory, update
-from sphinx_ragcite.index.manifest import INDEX_DIR
+from sphinx_ragcite.index.llms_txt import (
+    LLMS_FULL,
+    LLMS_TXT,
+    Book,
+    group_pages,
+    listed_paths,
+    llms_files,
+    manifest_entry,
+    safe_path,
+)
+from sphinx_ragcite.index.llms_txt import (
+    MANIFEST_KEY as LLMS_KEY,
+)
+from sphinx_ragcite.index.manifest import INDEX_DIR, MANIFEST
 from sphinx_ragcite.index.moved import FILE_NAME as MOVED_FILE
 from sphinx_ragcite.index.moved import Moved, moved_file
 from sphinx_ragcite.index.records import passages_jsonl
@@ -28,6 +43,7 @@ from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.index.static import static_file, static_index
 from sphinx_ragcite.index.tokenize import SPEC
 from sphinx_ragcite.index.writer import IndexWriter, build_time
+from sphinx_ragcite.passages.ids import toctree_docs
 from sphinx_ragcite.passages.records import build_records, page_url
 
 if TYPE_CHECKING:
@@ -66,6 +82,7 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
         embedding = _write_embeddings(app, config, records, writer)
 
     project = app.config
+    llms = _write_llms_txt(app, records) if config.llms_txt else None
     manifest = writer.finish(
         {
             "generator": f"sphinx-ragcite {__version__}",
@@ -93,6 +110,7 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
                 "link_to_source": config.link_to_source,
                 "max_quote_length": config.max_quote_length,
             },
+            **({LLMS_KEY: llms} if llms is not None else {}),
         }
     )
     if links:
@@ -122,6 +140,90 @@ def config_text(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
     return str(value)
+
+
+def _write_llms_txt(app: Sphinx, records: list[Record]) -> dict[str, Any] | None:
+    """``llms.txt``, ``llms-full.txt`` and the pages' Markdown, before the manifest.
+
+    Each file is written atomically and only if its bytes changed; the files
+    an earlier build listed and this one does not are removed. A file this
+    extension did not write (an author's own ``llms.txt`` from
+    ``html_extra_path``) is left alone with a ``ragcite.llms`` warning. A
+    failure costs these files, never the index.
+    """
+    outdir = Path(app.builder.outdir)
+    try:
+        previous = _previous_manifest(outdir)
+        ours = listed_paths(previous)
+        config = app.config
+        reached = toctree_docs(
+            config.root_doc, app.env.toctree_includes, set(app.env.all_docs)
+        )
+        book = Book(
+            project=config_text(config.project),
+            release=config_text(config.release),
+            base_url=_base_url(config_text(config.html_baseurl)),
+            pages=group_pages(records, frozenset(app.env.all_docs) - set(reached)),
+        )
+        files = {p: d for p, d in llms_files(book).items() if safe_path(p)}
+        written = {}
+        for path, data in sorted(files.items()):
+            target = outdir / path
+            if path in (LLMS_TXT, LLMS_FULL) and not _ours(target, path in ours):
+                logger.warning(
+                    "ragcite: %s exists and was not written by sphinx-ragcite; it "
+                    "is left as it is (set ragcite_llms_txt = False to stop this "
+                    "warning).",
+                    target,
+                    type="ragcite",
+                    subtype="llms",
+                )
+                continue
+            if target.is_symlink():
+                target.unlink()
+            if not (target.is_file() and target.read_bytes() == data):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(target, data)
+            written[path] = data
+        for path in sorted(ours - set(written)):
+            stale = outdir / path
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+    except Exception as error:
+        logger.warning(
+            "ragcite: llms.txt could not be written (%s: %s).",
+            type(error).__name__,
+            error,
+            type="ragcite",
+            subtype="llms",
+        )
+        return None
+    return manifest_entry(written)
+
+
+def _ours(path: Path, listed: bool) -> bool:
+    """A file this extension may replace: absent, listed, or one it wrote."""
+    if listed or not (path.exists() or path.is_symlink()):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return b"passage ID" in f.read(8192)
+    except OSError:
+        return False
+
+
+def _base_url(html_baseurl: str) -> str:
+    """Absolute links when the site's URL is known, else links from the root."""
+    return html_baseurl.rstrip("/") + "/" if html_baseurl else ""
+
+
+def _previous_manifest(outdir: Path) -> dict[str, Any] | None:
+    """The last build's manifest, read leniently (only its llms.txt list is used)."""
+    try:
+        data = json.loads((outdir / INDEX_DIR / MANIFEST).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _follow_links(

@@ -1,6 +1,8 @@
 """One answer at a time on the shared executor: events out, cancellation in.
 
-``/api/ask`` and ``/api/ask/stream`` run the same :class:`Job`. The model's
+``/api/ask``, ``/api/ask/stream`` and the MCP ``ask`` tool run the same
+:class:`Job`; ``/api/ask`` and MCP ``ask`` share :func:`answer` too (request
+-> options -> cache -> job -> style), so one input gives one answer JSON. The model's
 slot is given back when the work really stops, never before, so the queue
 depth counts what is running. The deadline (``--timeout``) expires the
 job's :class:`Cancel`: generation stops and the answer falls back to the
@@ -10,6 +12,7 @@ extractive one; a reader who leaves abandons it: everything stops at once.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 from contextlib import suppress
@@ -18,15 +21,18 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import Response
 
 from sphinx_ragcite.answer.llm import Cancel
+from sphinx_ragcite.contracts import Answer
+from sphinx_ragcite.retrieval import Filters
 from sphinx_ragcite.server.schemas import error_body
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from starlette.types import Receive, Scope, Send
 
     from sphinx_ragcite.answer.engine import Event
-    from sphinx_ragcite.server.app import State
+    from sphinx_ragcite.server.schemas import AskRequest
+    from sphinx_ragcite.server.state import State
 
 logger = logging.getLogger("sphinx_ragcite.server")
 
@@ -104,13 +110,15 @@ class Job:
         while (item := await self._queue.get()) is not None:
             yield item
 
-    async def result(self, receive: Receive) -> Any:
+    async def result(self, receive: Receive | None) -> Any:
         """The final Answer, an error body, or None if the reader left.
 
-        Raises ``asyncio.TimeoutError`` if the job does not end by the
-        deadline plus :data:`GRACE`.
+        *receive* is the HTTP connection to watch for a disconnect; without
+        one (MCP), cancelling the awaiting task abandons the job. Raises
+        ``asyncio.TimeoutError`` if the job does not end by the deadline plus
+        :data:`GRACE`.
         """
-        watcher = self.watch(receive)
+        watcher = self.watch(receive) if receive is not None else None
         try:
             return await asyncio.wait_for(
                 self._last(), self.state.settings.request_timeout + GRACE
@@ -122,13 +130,125 @@ class Job:
             self.cancel.abandon()
             raise
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
 
     async def _last(self) -> Any:
         async for name, data in self.events():
             if name in ("final", "error"):
                 return data
         return None
+
+
+class AskFailure(Exception):
+    """Why a request got no answer: what ``/api/ask`` sends as its error."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        headers: Mapping[str, object] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = dict(headers or {})
+
+
+async def answer(
+    state: State, body: AskRequest, receive: Receive | None = None
+) -> Answer | None:
+    """The answer JSON for a validated request, or None if the reader left.
+
+    The one path of ``POST /api/ask`` and the MCP ``ask`` tool; raises
+    :class:`AskFailure` for a request that cannot be answered.
+    """
+    options = prepare(state, body)
+    key = cache_key(state, body, options["generator"])
+    cached = state.cache.get(key)
+    if cached is None:
+        uses_llm = options["generator"] == "llm"
+        if uses_llm and not state.slots.try_acquire():
+            raise AskFailure(
+                503,
+                "busy",
+                "The answer model is busy; retry shortly or ask for an extractive "
+                "answer.",
+                headers={"Retry-After": 2},
+            )
+        job = Job(state, body.question, options, holds_slot=uses_llm)
+        try:
+            result = await job.result(receive)
+        except asyncio.TimeoutError:
+            raise AskFailure(
+                504, "timeout", "The answer took too long; try again."
+            ) from None
+        if result is None:  # the reader left; nobody reads this
+            return None
+        if not isinstance(result, Answer):
+            detail = result.get("error", {}) if isinstance(result, dict) else {}
+            raise AskFailure(
+                500,
+                str(detail.get("code", "internal_error")),
+                str(detail.get("message", "The answer failed.")),
+            )
+        cached = result
+        if not str(cached.metadata.get("fallback", "")).startswith("generation"):
+            state.cache.put(key, cached)  # a failed generation may work next time
+    return with_style(cached, body.style)
+
+
+def prepare(state: State, body: AskRequest) -> dict[str, Any]:
+    """The engine's options for a request; generator is what will really run."""
+    if body.mode == "selection" and not body.selection:
+        raise AskFailure(
+            400,
+            "invalid_request",
+            "selection: is required when mode is 'selection'",
+            field="selection",
+        )
+    generator = body.generator or state.settings.generator
+    if state.llm is None:
+        generator = "extractive"
+    filters = (
+        Filters(tuple(body.filters.docnames), tuple(body.filters.chapters))
+        if body.filters
+        else None
+    )
+    return {
+        "mode": body.mode,
+        "selection": body.selection if body.mode == "selection" else None,
+        "k": body.k,
+        "filters": filters,
+        "generator": generator,
+    }
+
+
+def cache_key(state: State, body: AskRequest, generator: str) -> tuple[Any, ...]:
+    """Everything the answer depends on; the style is applied after the cache."""
+    selection = hashlib.sha256((body.selection or "").encode()).hexdigest()
+    filters = body.filters.model_dump_json() if body.filters else ""
+    return (
+        body.question,
+        body.mode,
+        selection,
+        state.site.version,
+        generator,
+        body.k,
+        filters,
+    )
+
+
+def with_style(answer: Answer, style: str | None) -> Answer:
+    """A copy naming *style*: the cached answer is shared and never changed."""
+    if style is None:
+        return answer
+    return answer.model_copy(update={"metadata": {**answer.metadata, "style": style}})
 
 
 async def _disconnected(receive: Receive) -> None:

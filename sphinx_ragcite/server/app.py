@@ -9,8 +9,9 @@ answers run as jobs on one executor (``answering.py``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -28,12 +29,16 @@ from sphinx_ragcite.server.settings import ENV_SETTINGS, ServerSettings
 from sphinx_ragcite.server.state import State, load_llm, load_state
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
     from starlette.responses import Response
     from starlette.types import Scope
 
     from sphinx_ragcite.answer.llm import Generator
+    from sphinx_ragcite.server.mcp import HttpMount
+
+#: Headers an MCP client in a browser sends and reads (CORS).
+MCP_HEADERS = ["Mcp-Session-Id", "Mcp-Protocol-Version"]
 
 __all__ = ["State", "app_from_env", "create_app", "load_llm", "load_state"]
 
@@ -50,7 +55,10 @@ def create_app(
         loaded = state if state is not None else await _load(settings, llm)
         app.state.ragcite = loaded
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                if mcp is not None:
+                    await stack.enter_async_context(mcp.running())
+                yield
         finally:
             loaded.close()
 
@@ -72,12 +80,30 @@ def create_app(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
-            allow_headers=["Content-Type"],
+            allow_headers=["Content-Type", *MCP_HEADERS],
+            expose_headers=MCP_HEADERS,
         )
     app.add_middleware(SecurityHeaders)
     app.include_router(router)
+    mcp = _mcp_mount(settings, lambda: app.state.ragcite)
+    if mcp is not None:
+        app.router.routes.append(mcp.route)
     app.mount("/", SiteFiles(directory=settings.build_dir, html=True), name="site")
     return app
+
+
+def _mcp_mount(
+    settings: ServerSettings, current: Callable[[], State]
+) -> HttpMount | None:
+    """``/mcp``, the MCP server over streamable HTTP, if the SDK is installed."""
+    try:
+        from sphinx_ragcite.server.mcp import HttpMount
+    except ImportError as error:
+        logging.getLogger("sphinx_ragcite.server").info(
+            "no /mcp: the MCP SDK is not installed (%s)", error
+        )
+        return None
+    return HttpMount(settings, current)
 
 
 async def _load(settings: ServerSettings, llm: Generator | None) -> State:

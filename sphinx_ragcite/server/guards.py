@@ -32,6 +32,13 @@ SITE_CSP = (
     "object-src 'none'; base-uri 'self'; frame-ancestors 'self'"
 )
 DOCS_PATH = "/api/docs"
+#: The MCP server over streamable HTTP (``server/mcp.py``).
+MCP_PATH = "/mcp"
+
+
+def is_api(path: str) -> bool:
+    """``/api/...`` and ``/mcp``: the same limits, headers and CORS."""
+    return path.startswith("/api/") or path == MCP_PATH
 
 
 class RateLimiter:
@@ -126,7 +133,7 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        api = path.startswith("/api/")
+        api = is_api(path)
         csp = DOCS_CSP if path == DOCS_PATH else API_CSP if api else SITE_CSP
         started = False
 
@@ -169,7 +176,7 @@ class ApiGuard:
         state = getattr(scope["app"].state, "ragcite", None) if "app" in scope else None
         if (
             scope["type"] != "http"
-            or not scope["path"].startswith("/api/")
+            or not is_api(scope["path"])
             or state is None
             or scope["method"] == "OPTIONS"
         ):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,8 +12,8 @@ from starlette.routing import Route
 
 from sphinx_ragcite import __version__
 from sphinx_ragcite.contracts import MAX_K, MAX_QUESTION, Answer
-from sphinx_ragcite.retrieval import Filters
-from sphinx_ragcite.server.answering import EventStreamResponse, Job
+from sphinx_ragcite.server import answering
+from sphinx_ragcite.server.answering import AskFailure, EventStreamResponse, Job
 from sphinx_ragcite.server.guards import DOCS_PATH
 from sphinx_ragcite.server.openapi import docs
 from sphinx_ragcite.server.responses import error
@@ -109,28 +108,12 @@ async def passage(state: Loaded, passage_id: str) -> Any:
 async def ask(body: AskRequest, request: Request, state: Loaded) -> Any:
     """A grounded, cited answer (the answer JSON)."""
     try:
-        options = prepare(state, body)
-    except _Invalid as invalid:
-        return error(400, "invalid_request", str(invalid), field=invalid.field)
-    key = cache_key(state, body, options["generator"])
-    answer = state.cache.get(key)
-    if answer is None:
-        uses_llm = options["generator"] == "llm"
-        if uses_llm and not state.slots.try_acquire():
-            return busy()
-        job = Job(state, body.question, options, holds_slot=uses_llm)
-        try:
-            result = await job.result(request.receive)
-        except asyncio.TimeoutError:
-            return error(504, "timeout", "The answer took too long; try again.")
-        if result is None:  # the reader left; nobody reads this
-            return Response(status_code=204)
-        if not isinstance(result, Answer):
-            return JSONResponse(result, 500)
-        answer = result
-        if not str(answer.metadata.get("fallback", "")).startswith("generation"):
-            state.cache.put(key, answer)  # a failed generation may work next time
-    return with_style(answer, body.style)
+        answer = await answering.answer(state, body, request.receive)
+    except AskFailure as failure:
+        return failed(failure)
+    if answer is None:  # the reader left; nobody reads this
+        return Response(status_code=204)
+    return answer
 
 
 @router.post(
@@ -147,9 +130,9 @@ async def ask(body: AskRequest, request: Request, state: Loaded) -> Any:
 async def ask_stream(body: AskRequest, state: Loaded) -> Any:
     """The answer as server-sent events: retrieval, token..., final."""
     try:
-        options = prepare(state, body)
-    except _Invalid as invalid:
-        return error(400, "invalid_request", str(invalid), field=invalid.field)
+        options = answering.prepare(state, body)
+    except AskFailure as failure:
+        return failed(failure)
     uses_llm = options["generator"] == "llm"
     if uses_llm and not state.slots.try_acquire():
         return busy()
@@ -193,47 +176,14 @@ async def unknown(rest: str, request: Request) -> JSONResponse:
     )
 
 
-def prepare(state: State, body: AskRequest) -> dict[str, Any]:
-    """The engine's options for a request; generator is what will really run."""
-    if body.mode == "selection" and not body.selection:
-        raise _Invalid("selection", "is required when mode is 'selection'")
-    generator = body.generator or state.settings.generator
-    if state.llm is None:
-        generator = "extractive"
-    filters = (
-        Filters(tuple(body.filters.docnames), tuple(body.filters.chapters))
-        if body.filters
-        else None
+def failed(failure: AskFailure) -> JSONResponse:
+    return error(
+        failure.status,
+        failure.code,
+        failure.message,
+        field=failure.field,
+        headers=failure.headers,
     )
-    return {
-        "mode": body.mode,
-        "selection": body.selection if body.mode == "selection" else None,
-        "k": body.k,
-        "filters": filters,
-        "generator": generator,
-    }
-
-
-def cache_key(state: State, body: AskRequest, generator: str) -> tuple[Any, ...]:
-    """Everything the answer depends on; the style is applied after the cache."""
-    selection = hashlib.sha256((body.selection or "").encode()).hexdigest()
-    filters = body.filters.model_dump_json() if body.filters else ""
-    return (
-        body.question,
-        body.mode,
-        selection,
-        state.site.version,
-        generator,
-        body.k,
-        filters,
-    )
-
-
-def with_style(answer: Answer, style: str | None) -> Answer:
-    """A copy naming *style*: the cached answer is shared and never changed."""
-    if style is None:
-        return answer
-    return answer.model_copy(update={"metadata": {**answer.metadata, "style": style}})
 
 
 def busy() -> JSONResponse:
@@ -243,9 +193,3 @@ def busy() -> JSONResponse:
         "The answer model is busy; retry shortly or ask for an extractive answer.",
         headers={"Retry-After": 2},
     )
-
-
-class _Invalid(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field

@@ -1,0 +1,243 @@
+"""Passage records -> ``llms.txt``, ``llms-full.txt`` and a Markdown copy per page.
+
+Tools that read a site instead of asking it (llmstxt.org) get the same
+passages, in reading order, each preceded by its passage ID linking to its
+paragraph, so whatever they quote can be cited as ``page.html#chC-secS-pP``.
+The bytes are a pure function of the records and a few book facts, so
+rebuilds write identical files. Passage text is plain text: it is escaped so
+that no Markdown renderer turns it into HTML or links.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from sphinx_ragcite.contracts import make_snippet
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from sphinx_ragcite.contracts import PassageRecord
+
+LLMS_TXT = "llms.txt"
+LLMS_FULL = "llms-full.txt"
+#: The manifest key that lists the files written here (paths from the site root).
+MANIFEST_KEY = "llms_txt"
+#: Characters of a page's description in llms.txt.
+DESCRIPTION_CHARS = 120
+
+#: Characters that could make plain text into Markdown links, HTML or code.
+_INLINE = re.compile(r"([\\`*\[\]<>&])")
+#: Line starts that Markdown reads as headings, quotes, lists, tables, rules.
+_BLOCK_START = re.compile(r"^(\s*)([#>+=|~-]|(?P<n>\d+)[.)])")
+
+
+@dataclass(frozen=True)
+class Page:
+    """One HTML page with passages: its URL (site root relative) and title."""
+
+    url: str
+    title: str
+    records: tuple[PassageRecord, ...]
+    #: in no toctree of the root document (listed under "Optional")
+    optional: bool = False
+
+    @property
+    def markdown_path(self) -> str:
+        """llmstxt.org: the page's URL with ``.md`` appended (``index.html.md``)."""
+        if not self.url or self.url.endswith("/"):
+            return f"{self.url}index.html.md"
+        return f"{self.url}.md"
+
+
+@dataclass(frozen=True)
+class Book:
+    """The facts about the book that llms.txt states."""
+
+    project: str
+    release: str = ""
+    #: conf.py's html_baseurl: links become absolute when it is set
+    base_url: str = ""
+    pages: tuple[Page, ...] = field(default_factory=tuple)
+
+
+def group_pages(
+    records: Sequence[PassageRecord], optional_docs: frozenset[str] = frozenset()
+) -> tuple[Page, ...]:
+    """Records (in reading order) -> pages, in order of their first passage."""
+    grouped: dict[str, list[PassageRecord]] = {}
+    for record in records:
+        grouped.setdefault(record["url"].partition("#")[0], []).append(record)
+    pages = []
+    for url, items in grouped.items():
+        docnames = {r["docname"] for r in items}
+        pages.append(
+            Page(
+                url=url,
+                title=_one_line(items[0]["chapter"]) or url,
+                records=tuple(items),
+                optional=docnames <= optional_docs,
+            )
+        )
+    return tuple(pages)
+
+
+def escape(text: str) -> str:
+    """Plain text as Markdown that renders as the same text, never as markup."""
+    return "\n".join(
+        _BLOCK_START.sub(_escape_start, escape_inline(line))
+        for line in text.split("\n")
+    )
+
+
+def escape_inline(text: str) -> str:
+    """Text inside a line (a heading, a link's text): no links, HTML or code."""
+    return _INLINE.sub(r"\\\1", text)
+
+
+def _escape_start(match: re.Match[str]) -> str:
+    indent, start = match[1], match[2]
+    if match["n"]:  # "1." -> "1\.": only punctuation can be escaped
+        return f"{indent}{match['n']}\\{start[-1]}"
+    return f"{indent}\\{start}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _link_text(text: str) -> str:
+    """A link's text for the llms.txt parser: one line, no brackets."""
+    return _one_line(text).replace("[", "(").replace("]", ")")
+
+
+def _url(url: str) -> str:
+    """A link target without spaces or parentheses (they would end it)."""
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+
+
+def page_markdown(book: Book, page: Page, link: Callable[[str], str]) -> str:
+    """The Markdown of one page: headings, then each passage after its ID link."""
+    cite = book.base_url + page.url
+    out = [
+        f"# {escape_inline(page.title)}",
+        "",
+        f"Page: {escape_inline(cite or 'the site root')}. Each paragraph starts "
+        f"with its passage ID, a link to it; cite a paragraph as "
+        f"{escape_inline(cite)}#ID.",
+        "",
+    ]
+    # singlehtml: one page holds several documents, each under its own H2
+    several = len({r["docname"] for r in page.records}) > 1
+    docname, heading = "", cast("tuple[str, ...]", ())
+    for record in page.records:
+        path = tuple(record["heading_path"])
+        if several and record["docname"] != docname:
+            out += [f"## {escape_inline(_one_line(record['chapter']))}", ""]
+            docname, heading = record["docname"], path[:1]
+        elif not heading:
+            heading = path[:1]
+        if len(path) > 1 and path != heading:
+            # The first title is the document's own (the H1, or an H2 above).
+            level = min(len(path) + several, 6)
+            out += [f"{'#' * level} {escape_inline(_one_line(record['section']))}", ""]
+        heading = path or heading
+        pid = record["passage_id"]
+        out += [f"[{pid}]({_url(link(record['url']))})", escape(record["text"]), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _relative(from_path: str) -> Callable[[str], str]:
+    """Links relative to the Markdown file at *from_path* (site root relative)."""
+    folder = posixpath.dirname(from_path) or "."
+
+    def link(url: str) -> str:
+        target, _, anchor = url.partition("#")
+        relative = posixpath.relpath(target or ".", folder)
+        if not target or target.endswith("/"):
+            relative = "./" if relative == "." else relative + "/"
+        return f"{relative}#{anchor}" if anchor else relative
+
+    return link
+
+
+def llms_files(book: Book) -> dict[str, bytes]:
+    """Path (from the site root) -> bytes of every file, in a stable order."""
+    files: dict[str, bytes] = {}
+    full = []
+    for page in book.pages:
+        if book.base_url:
+            link: Callable[[str], str] = lambda url: book.base_url + url  # noqa: E731
+        else:
+            link = _relative(page.markdown_path)
+        files[page.markdown_path] = page_markdown(book, page, link).encode()
+        full.append(page_markdown(book, page, lambda url: book.base_url + url))
+    files[LLMS_TXT] = llms_txt(book).encode()
+    files[LLMS_FULL] = ("\n".join(full) if full else f"# {book.project}\n").encode()
+    return files
+
+
+def llms_txt(book: Book) -> str:
+    """The llmstxt.org index: H1, blockquote summary, details, link sections."""
+    title = _one_line(book.project) or "Documentation"
+    first = book.pages[0].records[0]["text"] if book.pages else ""
+    summary = _one_line(make_snippet(first)) or f"The {title} documentation."
+    out = [f"# {escape_inline(title)}", "", f"> {escape_inline(summary)}", ""]
+    release = f" (release {escape_inline(book.release)})" if book.release else ""
+    out += [
+        f"Every page of this book{release} has a Markdown copy, linked below. "
+        "In it each paragraph starts with its passage ID (chC-secS-pP) linking to "
+        "that paragraph on the HTML page: cite what you use as the page URL plus "
+        "#ID (for example index.html#ch0-sec0-p1). llms-full.txt holds every page "
+        "in one file.",
+        "",
+    ]
+    sections: dict[str, list[str]] = {"Docs": [], "Optional": []}
+    for page in book.pages:
+        description = make_snippet(page.records[0]["text"], DESCRIPTION_CHARS, 40)
+        sections["Optional" if page.optional else "Docs"].append(
+            f"- [{_link_text(page.title)}]({_url(book.base_url + page.markdown_path)})"
+            f": {_one_line(description)}"
+        )
+    sections["Optional"].append(
+        f"- [All pages in one file]({_url(book.base_url + LLMS_FULL)}): every "
+        "page's Markdown with its passage IDs"
+    )
+    for name, lines in sections.items():
+        if lines:
+            out += [f"## {name}", "", *lines, ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def manifest_entry(files: dict[str, bytes]) -> dict[str, Any]:
+    """What the manifest lists: path -> digest and size."""
+    return {
+        "files": {
+            path: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+            for path, data in sorted(files.items())
+        }
+    }
+
+
+def listed_paths(manifest: dict[str, Any] | None) -> set[str]:
+    """The llms.txt files an earlier manifest lists (this build may remove them)."""
+    entry = (manifest or {}).get(MANIFEST_KEY)
+    if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict):
+        return set()
+    return {p for p in entry["files"] if isinstance(p, str) and safe_path(p)}
+
+
+def safe_path(path: str) -> bool:
+    """A relative POSIX path inside the site (no ``..``, no dot-folders)."""
+    parts = posixpath.normpath(path).split("/")
+    return (
+        bool(path)
+        and not path.startswith("/")
+        and "\\" not in path
+        and "\0" not in path
+        and not any(p in ("", ".", "..") or p.startswith(".") for p in parts)
+    )
