@@ -112,7 +112,7 @@ def _one_line(text: str) -> str:
 
 def _link_text(text: str) -> str:
     """A link's text for the llms.txt parser: one line, no brackets."""
-    return _one_line(text).replace("[", "(").replace("]", ")")
+    return escape_inline(_one_line(text).replace("[", "(").replace("]", ")"))
 
 
 def _url(url: str) -> str:
@@ -201,7 +201,7 @@ def llms_txt(book: Book) -> str:
         description = make_snippet(page.records[0]["text"], DESCRIPTION_CHARS, 40)
         sections["Optional" if page.optional else "Docs"].append(
             f"- [{_link_text(page.title)}]({_url(book.base_url + page.markdown_path)})"
-            f": {_one_line(description)}"
+            f": {escape_inline(_one_line(description))}"
         )
     sections["Optional"].append(
         f"- [All pages in one file]({_url(book.base_url + LLMS_FULL)}): every "
