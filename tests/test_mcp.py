@@ -69,8 +69,17 @@ def served(example_site: Path):  # type: ignore[no-untyped-def]
     """A real ``ragcite serve`` process; yields its base URL."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "sphinx_ragcite", "serve", str(example_site)]
-        + ["--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "sphinx_ragcite",
+            "serve",
+            str(example_site),
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         env=ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -156,7 +165,8 @@ async def exercise(session: ClientSession, site: Path) -> dict[str, Any]:
     bib = structured(
         await session.call_tool("cite", {"passage_ids": [pid], "export": "bibtex"})
     )
-    assert bib["text"].startswith("@") and pid in bib["text"]
+    assert bib["text"].startswith("@")
+    assert pid in bib["text"]
 
     # bad input: a tool error that says what is wrong, never a dead server
     bad = {
