@@ -33,6 +33,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+SERVER = """
+import sys
+from llama_cpp.server.__main__ import main
+from sphinx_ragcite.answer.llm import plain_cpu_buffers
+sys.argv[0] = "llama_cpp.server"
+with plain_cpu_buffers():
+    main()
+"""
+
+
 @dataclass(frozen=True)
 class LlamaServer:
     url: str
@@ -50,7 +60,9 @@ def llama_server(tmp_path_factory):  # type: ignore[no-untyped-def]
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-u", "-m", "llama_cpp.server",
+            # llama_cpp.server with the weights in plain CPU buffers: AMX
+            # repacking segfaults on some Xeons (see plain_cpu_buffers)
+            [sys.executable, "-u", "-c", SERVER,
              "--model", str(default_gguf()),
              "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"],
             stdout=out,

@@ -187,6 +187,44 @@ def resolve_gguf(path: str | os.PathLike[str] | None = None) -> Path:
     return resolved
 
 
+_DEFAULT_PARAMS_LOCK = threading.Lock()
+
+
+@contextmanager
+def plain_cpu_buffers() -> Iterator[None]:
+    """Load weights into plain CPU buffers, not llama.cpp's "extra" ones.
+
+    On Sapphire Rapids and newer Xeons a native build repacks the weights for
+    AMX, and the first decode segfaults (the kernel grants AMX tile state per
+    thread; llama.cpp asks on its main thread only: ggml-org/llama.cpp#20824,
+    #26954). The small models this runs gain nothing from repacking, and a
+    crash would take the reader's server down. ``llama-cpp-python`` takes no
+    argument for it, so its default model parameters are adjusted while one
+    model loads. ``RAGCITE_LLAMA_EXTRA_BUFFERS=1`` keeps llama.cpp's choice.
+    """
+    import llama_cpp
+    import llama_cpp.llama
+
+    if os.environ.get("RAGCITE_LLAMA_EXTRA_BUFFERS") == "1" or not any(
+        name == "use_extra_bufts" for name, *_ in llama_cpp.llama_model_params._fields_
+    ):
+        yield
+        return
+    original = llama_cpp.llama_model_default_params
+
+    def plain() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    with _DEFAULT_PARAMS_LOCK:
+        llama_cpp.llama.llama_cpp.llama_model_default_params = plain  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            llama_cpp.llama.llama_cpp.llama_model_default_params = original  # type: ignore[attr-defined]
+
+
 class LlamaCppGenerator:
     """llama-cpp-python in process; the model is not thread-safe, hence the lock.
 
@@ -216,14 +254,15 @@ class LlamaCppGenerator:
         self.name = path.stem
         self.path = path
         self._lock = threading.Lock()
-        self._llm = Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_threads=threads or max(1, min(4, os.cpu_count() or 1)),
-            n_batch=512,
-            flash_attn=True,
-            verbose=False,
-        )
+        with plain_cpu_buffers():
+            self._llm = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads or max(1, min(4, os.cpu_count() or 1)),
+                n_batch=512,
+                flash_attn=True,
+                verbose=False,
+            )
         self.context_tokens = int(self._llm.n_ctx())
         #: the cancellation of the generation holding the lock, if any
         self._running: Cancel | None = None
