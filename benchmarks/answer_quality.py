@@ -748,6 +748,28 @@ def report(results: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             [row + [""] * (8 - len(row)) for row in extra],
         )
     )
+    lazy = [
+        [
+            name,
+            str(entry["passages"]),
+            f"{r['latency_p50_ms']:.1f} / {r['latency_p90_ms']:.1f}",
+            f"{r['lazy_sentences']['latency_p50_ms']:.1f} / "
+            f"{r['lazy_sentences']['latency_p90_ms']:.1f}",
+            f"{r['lazy_sentences']['latency_p50_ms'] / r['latency_p50_ms']:.1f}x",
+        ]
+        for name, entry in results.items()
+        for generator, r in entry["generators"].items()
+        if "lazy_sentences" in r
+    ]
+    if lazy:
+        out.append("\nExtractive latency, sentence vectors from the build vs embedded")
+        out.append("on first use (same run, same questions):")
+        out.append(
+            table(
+                ["set", "passages", "built p50/p90 ms", "lazy p50/p90 ms", "p50 ratio"],
+                lazy,
+            )
+        )
     failures = []
     for name, entry in results.items():
         for generator, r in entry["generators"].items():

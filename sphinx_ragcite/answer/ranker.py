@@ -23,8 +23,11 @@ import numpy as np
 from sphinx_ragcite.answer.sentences import content_words
 from sphinx_ragcite.answer.units import (
     FEATURES,
+    GATE_FEATURES,
+    UNIT_FEATURES,
     Unit,
     features,
+    listwise,
     question_kind,
     units_of,
 )
@@ -66,13 +69,18 @@ class Logistic:
 
 @dataclass(frozen=True)
 class Ranker:
-    """Which unit answers (``units``), and whether the best one does (``gate``).
+    """Which unit answers (``units``), and whether the book answers (``gate``).
 
-    The gate sees the best unit's probability and signals and says how likely
-    its passage answers the question at all: abstention is decided on it.
+    ``units`` weighs every signal, a unit's standing among its rivals
+    included. The gate sees the best unit by ``gate_units`` (a unit's own
+    signals only), its probability and signals, and says how likely its
+    passage answers the question at all: abstention is decided on it. Fed
+    the listwise signals, the gate fitted each set's abstentions and
+    transferred worse to a set it had not seen (see ``FEATURES``).
     """
 
     units: Logistic
+    gate_units: Logistic
     gate: Logistic
     #: below this gate probability the book is taken not to answer
     threshold: float
@@ -90,7 +98,8 @@ class Ranker:
             )
         return cls(
             units=Logistic.from_json(data, len(FEATURES)),
-            gate=Logistic.from_json(data["gate"], len(FEATURES) + 1),
+            gate_units=Logistic.from_json(data["gate_units"], len(GATE_FEATURES)),
+            gate=Logistic.from_json(data["gate"], len(GATE_FEATURES) + 1),
             threshold=float(data["threshold"]),
             second=float(data["second"]),
         )
@@ -155,8 +164,8 @@ def unit_rows(
         for unit in units_of(e, item):
             units.append(unit)
             rows.append(features(unit, item, sims, asked, kind, share, question))
-    matrix = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(FEATURES))
-    return units, matrix
+    own = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(UNIT_FEATURES))
+    return units, listwise(own)
 
 
 def rank_units(
@@ -184,8 +193,10 @@ def answerability(candidates: Sequence[Candidate], ranker: Ranker) -> float:
     """How likely the best unit's passage answers the question (the gate)."""
     if not candidates:
         return 0.0
-    best = candidates[0]
-    row = np.concatenate([[best.probability], best.row])[None, :]
+    own = np.stack([c.row[: len(GATE_FEATURES)] for c in candidates])
+    p = ranker.gate_units(own)
+    top = int(np.argmax(p))
+    row = np.concatenate([[p[top]], own[top]])[None, :]
     return float(ranker.gate(row)[0])
 
 
