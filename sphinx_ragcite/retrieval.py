@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from sphinx_ragcite.index.sentence_vectors import MAPPED, read_sentence_matrix
 from sphinx_ragcite.index.tokenize import tokenize
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     import bm25s
 
@@ -69,6 +69,97 @@ def read_site_files(directory: Path, manifest: Manifest) -> dict[str, bytes]:
                 f"manifest. {REBUILD}"
             )
     return data
+
+
+class SearchableSite(Protocol):
+    """What the answer engine, the server and ``cite`` use of a loaded site.
+
+    :class:`Site` holds everything in memory; ``qdrant_store.QdrantSite``
+    answers the same calls from a Qdrant collection.
+    """
+
+    manifest: Manifest
+    model_dir: str | None
+
+    @property
+    def passages(self) -> Sequence[PassageRecord]: ...
+    @property
+    def vectors(self) -> RowVectors | None: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def has_dense(self) -> bool: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def where(self) -> str: ...
+
+    def passage(self, passage_id: str) -> PassageRecord | None: ...
+    def moved_hint(self, passage_id: str) -> str: ...
+    def idf(self, term: str) -> float: ...
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: SearchMode = "hybrid",
+        fusion: Fusion = "rrf",
+        filters: Filters | None = None,
+        depth: int = 50,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]: ...
+
+
+class RowVectors(Protocol):
+    """A passage's dense vector by row (a numpy matrix is one)."""
+
+    def __getitem__(self, row: int, /) -> np.ndarray: ...
+
+
+def load_embedder(manifest: Manifest, model_dir: str | None) -> Embedder:
+    """The model a site's passages were embedded with.
+
+    A BM25-only index still gets one (``--embedding-model`` or the default):
+    answers are verified sentence by sentence with it.
+    """
+    embedding = manifest.embedding
+    if embedding is None:
+        return Embedder(model_files(model_dir))
+    if model_dir is None and embedding.model != DEFAULT_MODEL_ID:
+        raise SiteIndexError(
+            f"This index was embedded with model {embedding.model!r}: pass its "
+            "folder (--embedding-model) to search it."
+        )
+    embedder = Embedder(model_files(model_dir), max_tokens=embedding.max_tokens)
+    if embedder.dim != embedding.dim:
+        raise SiteIndexError(
+            f"This index holds {embedding.dim}-dimensional vectors; the model "
+            f"gives {embedder.dim}. Pass the model it was built with "
+            "(--embedding-model), or rebuild the site."
+        )
+    return embedder
+
+
+def lucene_idf(df: np.ndarray | float, n: int) -> np.ndarray | float:
+    """bm25s's (and Qdrant's IDF modifier's) idf of a term in *df* of *n* passages."""
+    return np.log1p((n - df + 0.5) / (df + 0.5))
+
+
+def moved_hint(moved: dict[str, str], passage_id: str) -> str:
+    """Where an ID of an earlier build went (``moved.js``), as a clause."""
+    found = sorted(
+        (old.partition("#")[0], url)
+        for old, url in moved.items()
+        if old.partition("#")[2] == passage_id
+    )
+    if len(found) == 1:
+        url = found[0][1]
+        return f"its text is now {url.rpartition('#')[2]} ({url})"
+    return "; ".join(
+        f"its text on {page or 'the root page'} is now "
+        f"{url.rpartition('#')[2]} ({url})"
+        for page, url in found
+    )
 
 
 @dataclass
@@ -131,6 +222,11 @@ class Site:
         """Changes whenever the indexed passages change (for caches)."""
         return self.manifest.sha256["passages"][:16]
 
+    @property
+    def where(self) -> str:
+        """Where the passages come from, for log lines."""
+        return str(self.root)
+
     def passage(self, passage_id: str) -> PassageRecord | None:
         row = self._rows.get(passage_id)
         return None if row is None else self.passages[row]
@@ -139,53 +235,18 @@ class Site:
         """Where an ID of an earlier build went, as a clause for error messages."""
         if passage_id in self._rows:
             return ""
-        found = sorted(
-            (old.partition("#")[0], url)
-            for old, url in self.moved.items()
-            if old.partition("#")[2] == passage_id
-        )
-        if len(found) == 1:
-            url = found[0][1]
-            return f"its text is now {url.rpartition('#')[2]} ({url})"
-        return "; ".join(
-            f"its text on {page or 'the root page'} is now "
-            f"{url.rpartition('#')[2]} ({url})"
-            for page, url in found
-        )
+        return moved_hint(self.moved, passage_id)
 
     @cached_property
     def embedder(self) -> Embedder:
-        """The model the passages were embedded with, loaded on first use.
-
-        A BM25-only index still gets one (``--embedding-model`` or the
-        default): answers are verified sentence by sentence with it.
-        """
-        embedding = self.manifest.embedding
-        if embedding is None:
-            return Embedder(model_files(self.model_dir))
-        if self.model_dir is None and embedding.model != DEFAULT_MODEL_ID:
-            raise SiteIndexError(
-                f"This index was embedded with model {embedding.model!r}: pass its "
-                "folder (--embedding-model) to search it."
-            )
-        embedder = Embedder(
-            model_files(self.model_dir), max_tokens=embedding.max_tokens
-        )
-        if embedder.dim != embedding.dim:
-            raise SiteIndexError(
-                f"This index holds {embedding.dim}-dimensional vectors; the model "
-                f"gives {embedder.dim}. Pass the model it was built with "
-                "(--embedding-model), or rebuild the site."
-            )
-        return embedder
+        """The model the passages were embedded with, loaded on first use."""
+        return load_embedder(self.manifest, self.model_dir)
 
     @cached_property
     def _idf(self) -> dict[str, float]:
         """Lucene's idf of every indexed term (answers weigh rare words more)."""
         indptr = np.asarray(self.bm25.scores["indptr"], dtype=np.int64)
-        df = np.diff(indptr)
-        n = len(self.passages)
-        values = np.log1p((n - df + 0.5) / (df + 0.5))
+        values = np.asarray(lucene_idf(np.diff(indptr), len(self.passages)))
         return {
             term: float(values[i])
             for term, i in self.bm25.vocab_dict.items()
@@ -299,9 +360,12 @@ def _top(
         wanted = keep if wanted is None else wanted & keep
     candidates = np.arange(len(scores)) if wanted is None else np.flatnonzero(wanted)
     if len(candidates) > k:
-        part = np.argpartition(-scores[candidates], k - 1)[:k]
-        candidates = candidates[part]
-    order = np.lexsort((candidates, -scores[candidates]))
+        values = scores[candidates]
+        # argpartition keeps an arbitrary few of the scores tied at the cut:
+        # keep them all, so the lowest rows win as the sort below says.
+        kth = values[np.argpartition(-values, k - 1)[:k]].min()
+        candidates = candidates[values >= kth]
+    order = np.lexsort((candidates, -scores[candidates]))[:k]
     return [int(r) for r in candidates[order]]
 
 

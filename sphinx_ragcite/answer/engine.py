@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sphinx_ragcite.answer.llm import Cancel, Generator
     from sphinx_ragcite.answer.prompt import Quotable
     from sphinx_ragcite.contracts import AnswerMode, GeneratorName
-    from sphinx_ragcite.retrieval import Filters, Site
+    from sphinx_ragcite.retrieval import Filters, SearchableSite
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class Event:
 class AnswerEngine:
     """Answers questions over one loaded site; safe to share between threads."""
 
-    site: Site
+    site: SearchableSite
     llm: Generator | None = None
     k: int = 6
 

@@ -20,7 +20,7 @@ from sphinx_ragcite.contracts import USER_SELECTION
 if TYPE_CHECKING:
     from sphinx_ragcite.contracts import PassageRecord
     from sphinx_ragcite.index.embed import Embedder
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval import SearchableSite
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class SentenceVectors:
 
 
 def build_evidence(
-    site: Site,
+    site: SearchableSite,
     cache: SentenceVectors,
     question_vector: np.ndarray,
     rows: list[int],

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from sphinx_ragcite.contracts import Citation, Manifest
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval import SearchableSite
 
 #: ``author`` values Sphinx or its quickstart use when none was given.
 NO_AUTHOR = frozenset({"", "unknown", "author name not set", "author"})
@@ -300,7 +300,7 @@ def from_citation(
 
 
 def lookup(
-    site: Site,
+    site: SearchableSite,
     passage_ids: Sequence[str],
     book: Book,
     today: dt.date | None = None,
