@@ -27,7 +27,7 @@ from sphinx_ragcite.index.sentence_vectors import MAPPED, read_sentence_matrix
 from sphinx_ragcite.index.tokenize import tokenize
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator
 
     import bm25s
 
@@ -82,7 +82,7 @@ class SearchableSite(Protocol):
     model_dir: str | None
 
     @property
-    def passages(self) -> Sequence[PassageRecord]: ...
+    def passages(self) -> RowRecords: ...
     @property
     def vectors(self) -> RowVectors | None: ...
     @property
@@ -108,6 +108,14 @@ class SearchableSite(Protocol):
         depth: int = 50,
         query_vector: np.ndarray | None = None,
     ) -> list[Hit]: ...
+
+
+class RowRecords(Protocol):
+    """The passage records by row (a list is one)."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, row: int, /) -> PassageRecord: ...
+    def __iter__(self) -> Iterator[PassageRecord]: ...
 
 
 class RowVectors(Protocol):
@@ -156,8 +164,7 @@ def moved_hint(moved: dict[str, str], passage_id: str) -> str:
         url = found[0][1]
         return f"its text is now {url.rpartition('#')[2]} ({url})"
     return "; ".join(
-        f"its text on {page or 'the root page'} is now "
-        f"{url.rpartition('#')[2]} ({url})"
+        f"its text on {page or 'the root page'} is now {url.rpartition('#')[2]} ({url})"
         for page, url in found
     )
 

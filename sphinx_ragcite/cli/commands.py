@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.answer.llm import Generator
     from sphinx_ragcite.contracts import GeneratorName
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval import SearchableSite
 
 EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE = 0, 1, 2
 
@@ -57,6 +57,8 @@ def _serve(args: argparse.Namespace) -> int:
             cors_origins=tuple(args.cors_origin),
             rate_limit=args.rate_limit,
             request_timeout=args.timeout,
+            qdrant=args.qdrant,
+            qdrant_collection=args.collection,
         )
     except ValidationError as error:
         problems = "; ".join(
@@ -102,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "mcp":
             return _mcp(args)
+        if args.command == "push":
+            return _push(args)
         if args.command == "search":
             return _search(args)
         if args.command == "ask":
@@ -127,10 +131,40 @@ def generator_of(args: argparse.Namespace) -> GeneratorName:
     return "llm" if args.model or args.llm_url else "extractive"
 
 
-def _load(args: argparse.Namespace) -> Site:
+def _load(args: argparse.Namespace) -> SearchableSite:
     from sphinx_ragcite.retrieval import Site
 
+    if getattr(args, "qdrant", None):
+        from sphinx_ragcite.qdrant_store import QdrantSite
+
+        return QdrantSite.for_build(
+            args.qdrant, args.site, args.collection, model_dir=args.embedding_model
+        )
     return Site.load(args.site, model_dir=args.embedding_model)
+
+
+def _push(args: argparse.Namespace) -> int:
+    from sphinx_ragcite.qdrant_store import connect, push
+    from sphinx_ragcite.retrieval import Site
+
+    site = Site.load(args.build_dir)
+    client = connect(args.qdrant)
+    try:
+        result = push(
+            client,
+            site,
+            args.collection,
+            name=args.site_name,
+            version=args.site_version,
+        )
+    finally:
+        client.close()
+    print(
+        f"pushed {result.upserted} passages of {result.site} "
+        f"{result.version!r} to collection {result.collection} at {args.qdrant}; "
+        f"removed {result.removed} that are gone"
+    )
+    return EXIT_OK
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -239,9 +273,10 @@ def _cite(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from sphinx_ragcite.evaluate import CUTOFFS, evaluate_retrieval, load_qa
+    from sphinx_ragcite.retrieval import Site
 
     questions = load_qa(args.qa)
-    site = _load(args)
+    site = Site.load(args.site, model_dir=args.embedding_model)
     if args.answers:
         return _eval_answers(args, site, questions)
     modes = args.mode or (["bm25", "dense", "hybrid"] if site.has_dense else ["bm25"])

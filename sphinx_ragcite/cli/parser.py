@@ -17,7 +17,7 @@ from sphinx_ragcite.contracts import (
 )
 
 
-def _site_arguments(parser: argparse.ArgumentParser) -> None:
+def _site_arguments(parser: argparse.ArgumentParser, *, qdrant: bool = True) -> None:
     parser.add_argument(
         "--site",
         required=True,
@@ -25,6 +25,23 @@ def _site_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTML output of a Sphinx build with sphinx_ragcite (holds _ragcite/)",
     )
     _embedding_argument(parser)
+    if qdrant:
+        _qdrant_arguments(parser, "read the passages pushed there, not BUILD_DIR's")
+
+
+def _qdrant_arguments(parser: argparse.ArgumentParser, purpose: str) -> None:
+    parser.add_argument(
+        "--qdrant",
+        metavar="URL",
+        help=f"Qdrant: http(s)://host:6333, or a folder for qdrant-client's local "
+        f"mode; {purpose}",
+    )
+    parser.add_argument(
+        "--collection",
+        default="ragcite",
+        metavar="NAME",
+        help="Qdrant collection (default: ragcite)",
+    )
 
 
 def _embedding_argument(parser: argparse.ArgumentParser) -> None:
@@ -71,9 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     _cite_parser(commands)
     _serve_parser(commands)
     _mcp_parser(commands)
+    _push_parser(commands)
 
     evaluate = commands.add_parser("eval", help="retrieval quality on a QA file")
-    _site_arguments(evaluate)
+    _site_arguments(evaluate, qdrant=False)
     evaluate.add_argument("--qa", required=True, metavar="QA.jsonl")
     evaluate.add_argument(
         "--mode",
@@ -185,6 +203,46 @@ def _serve_parser(commands: Any) -> None:
     _serve_arguments(serve)
     _llm_arguments(serve)
     _embedding_argument(serve)
+    _qdrant_arguments(
+        serve, "answer from the passages `ragcite push BUILD_DIR` stored there"
+    )
+
+
+def _push_parser(commands: Any) -> None:
+    push = commands.add_parser(
+        "push",
+        help="store a built site's passages in Qdrant",
+        description="Upsert the passages of BUILD_DIR into a Qdrant collection "
+        "(dense vectors, BM25 as sparse vectors, the citation fields as payload). "
+        "Pushing again updates the site in place and removes passages it no "
+        "longer has.",
+    )
+    push.add_argument(
+        "build_dir", metavar="BUILD_DIR", help="HTML output with _ragcite/"
+    )
+    push.add_argument(
+        "--qdrant",
+        required=True,
+        metavar="URL",
+        help="http(s)://host:6333, or a folder for qdrant-client's local mode",
+    )
+    push.add_argument(
+        "--collection",
+        default="ragcite",
+        metavar="NAME",
+        help="collection to push to, created if missing (default: ragcite)",
+    )
+    push.add_argument(
+        "--site-name",
+        metavar="NAME",
+        help="the site's name in the collection (default: the project's name "
+        "as a slug; `serve --qdrant` looks it up by that default)",
+    )
+    push.add_argument(
+        "--site-version",
+        metavar="VERSION",
+        help="the site's version (default: the project's version in conf.py)",
+    )
 
 
 def _mcp_parser(commands: Any) -> None:

@@ -32,3 +32,6 @@ class ServerSettings(BaseModel):
     request_timeout: float = Field(60.0, gt=0)
     cache_size: int = Field(256, ge=0)
     max_body_bytes: int = Field(64 * 1024, ge=1024)
+    #: answer from passages pushed to Qdrant (URL or local-mode folder)
+    qdrant: str | None = None
+    qdrant_collection: str = "ragcite"

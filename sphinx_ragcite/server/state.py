@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sphinx_ragcite.answer.engine import AnswerEngine
-from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.retrieval import SearchableSite, Site
 from sphinx_ragcite.server.guards import AnswerCache, GenerationSlots, RateLimiter
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ class State:
     """Lives on ``app.state.ragcite`` from start-up to shutdown."""
 
     settings: ServerSettings
-    site: Site
+    site: SearchableSite
     engine: AnswerEngine
     llm: Generator | None
     slots: GenerationSlots
@@ -56,17 +56,31 @@ def load_llm(settings: ServerSettings) -> Generator | None:
     )
 
 
+def load_site(settings: ServerSettings) -> SearchableSite:
+    """BUILD_DIR's index in memory, or its passages pushed to Qdrant."""
+    if settings.qdrant:
+        from sphinx_ragcite.qdrant_store import QdrantSite
+
+        return QdrantSite.for_build(
+            settings.qdrant,
+            settings.build_dir,
+            settings.qdrant_collection,
+            model_dir=settings.embedding_model,
+        )
+    return Site.load(settings.build_dir, model_dir=settings.embedding_model)
+
+
 def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
     """Load index, embedder and model once; raises RagciteError with a fix."""
     started = time.perf_counter()
-    site = Site.load(settings.build_dir, model_dir=settings.embedding_model)
+    site = load_site(settings)
     if site.has_dense:
         site.embedder.embed(["warm up"])
     loaded = time.perf_counter()
     logger.info(
         "loaded %d passages from %s in %.2f s",
         len(site.passages),
-        site.root,
+        site.where,
         loaded - started,
     )
     if llm is None:
