@@ -131,19 +131,13 @@ def write_synthetic(source: Path, directory: Path, passages: int) -> float:
     from sphinx_ragcite import __version__
     from sphinx_ragcite.contracts import make_snippet
     from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25
-    from sphinx_ragcite.index.embed import (
-        DEFAULT_MAX_TOKENS,
-        DEFAULT_MODEL_ID,
-        quantize,
-    )
+    from sphinx_ragcite.index.embed import DEFAULT_MAX_TOKENS, DEFAULT_MODEL_ID
+    from sphinx_ragcite.index.embeddings import npy_bytes, quantize
+    from sphinx_ragcite.index.records import passages_jsonl
     from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
     from sphinx_ragcite.index.static import static_file, static_index
     from sphinx_ragcite.index.tokenize import SPEC
-    from sphinx_ragcite.index.writer import (
-        IndexWriter,
-        npy_bytes,
-        passages_jsonl,
-    )
+    from sphinx_ragcite.index.writer import IndexWriter
     from sphinx_ragcite.passages.ids import passage_id
     from sphinx_ragcite.passages.records import content_hash
 
