@@ -22,6 +22,12 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
             f"{settings.build_dir} is not a folder: pass the HTML output of "
             "`python -m sphinx -b html SRC OUT`."
         )
+    qdrant = settings.qdrant or ""
+    if qdrant and settings.workers > 1 and not qdrant.startswith(("http:", "https:")):
+        raise RagciteError(
+            f"--qdrant {qdrant} is qdrant-client's local mode, which one process "
+            "opens at a time: use --workers 1, or a Qdrant server (http://...)."
+        )
     # Load everything now: a broken index or a missing model stops here with
     # its message, before any port is opened.
     state = load_state(settings)
