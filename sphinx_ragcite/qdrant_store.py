@@ -207,6 +207,7 @@ def ensure_collection(client: QdrantClient, collection: str, dim: int | None) ->
                 ("version", models.PayloadSchemaType.KEYWORD),
                 ("passage_id", models.PayloadSchemaType.KEYWORD),
                 ("doc_prefixes", models.PayloadSchemaType.KEYWORD),
+                ("doc_parents", models.PayloadSchemaType.KEYWORD),
                 ("row", models.PayloadSchemaType.INTEGER),
                 ("chapter_number", models.PayloadSchemaType.INTEGER),
             ):
@@ -266,6 +267,7 @@ def push(
             "version": version,
             "row": row,
             "doc_prefixes": _prefixes(record["docname"]),
+            "doc_parents": _prefixes(record["docname"])[:-1],
             "chapter_number": chapter,
         }
         batch.append(models.PointStruct(id=pid, vector=vector, payload=payload))
@@ -643,12 +645,17 @@ class QdrantSite:
 
         must = list(self._scope.must or [])  # type: ignore[arg-type]
         if filters and filters.docnames:
+            # "guide" is the document guide and those under guide/; "guide/"
+            # only those under it (as Site.mask reads them)
+            whole = [d for d in filters.docnames if not d.endswith("/")]
+            under = [d.rstrip("/") for d in filters.docnames if d.endswith("/")]
             must.append(
-                models.FieldCondition(
-                    key="doc_prefixes",
-                    match=models.MatchAny(
-                        any=[d.rstrip("/") for d in filters.docnames]
-                    ),
+                models.Filter(
+                    should=[
+                        models.FieldCondition(key=key, match=models.MatchAny(any=ds))
+                        for key, ds in (("doc_prefixes", whole), ("doc_parents", under))
+                        if ds
+                    ]
                 )
             )
         if filters and filters.chapters:

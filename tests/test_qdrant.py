@@ -212,6 +212,7 @@ def test_filters_are_applied_in_qdrant(
     for filters in (
         Filters(docnames=("water",)),
         Filters(docnames=("brewing/",)),
+        Filters(docnames=("water/", "brewing/pour_over")),
         Filters(chapters=(2, 3)),
         Filters(docnames=("brewing",), chapters=(5,)),
     ):
@@ -219,7 +220,8 @@ def test_filters_are_applied_in_qdrant(
             expected = memory_site.search(question, 10, filters=filters)
             found = qdrant_site.search(question, 10, filters=filters)
             assert ids(found) == ids(expected), (filters, question)
-    assert qdrant_site.search("water", 5, filters=Filters(docnames=("nope",))) == []
+    for nothing in (Filters(docnames=("nope",)), Filters(docnames=("water/",))):
+        assert qdrant_site.search("water", 5, filters=nothing) == []
 
 
 def test_the_site_answers_the_calls_the_engine_makes(
@@ -282,6 +284,16 @@ def test_clear_errors(
     other = copy_of(qdrant_dir, tmp_path / "other")
     assert main([*search, "--qdrant", str(other), "--collection", "x"]) == 2
     assert "collection x" in capsys.readouterr().err
+
+
+def test_a_local_folder_serves_one_process(
+    qdrant_dir: Path, example_site: Path
+) -> None:
+    from sphinx_ragcite.server.run import serve
+
+    settings = ServerSettings(build_dir=example_site, qdrant=str(qdrant_dir), workers=2)
+    with pytest.raises(RagciteError, match="one process"):
+        serve(settings)
 
 
 def _without_timings(answer: dict[str, Any]) -> dict[str, Any]:
