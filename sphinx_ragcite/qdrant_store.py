@@ -22,6 +22,7 @@ the same points and then deletes the site's points whose passage is gone.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -38,6 +39,7 @@ import numpy as np
 from sphinx_ragcite.contracts import PASSAGE_FIELDS, Hit, parse_passage_id
 from sphinx_ragcite.errors import RagciteError, SiteIndexError
 from sphinx_ragcite.index.bm25 import indexed_text
+from sphinx_ragcite.index.embeddings import dequantize
 from sphinx_ragcite.index.manifest import index_dir, read_manifest
 from sphinx_ragcite.index.tokenize import tokenize
 from sphinx_ragcite.retrieval import (
@@ -69,6 +71,8 @@ NAMESPACE = uuid.UUID("6f1d3c52-8a0e-5c4b-9d2e-2f3a6b7c8d90")
 #: candidates fetched beyond ``depth``, so ties at the cut rank as in memory
 SLACK = 10
 BATCH = 256
+#: rows per call when every record is listed
+PAGE = 1024
 #: passages kept on an answer server after a search (records + vectors)
 CACHE_SIZE = 4096
 INSTALL = "install the extra: pip install 'sphinx-ragcite[qdrant]'"
@@ -260,6 +264,15 @@ def push(
         if site.vectors is not None:
             vector[DENSE] = [float(v) for v in site.vectors[row]]
         chapter = (parse_passage_id(record["passage_id"]) or (-1,))[0]
+        if site.sentences is not None:
+            start, end = site.sentences.offsets[row : row + 2]
+            codes = np.asarray(site.sentences.codes[start:end], dtype=np.int8)
+            sentences = {
+                "sentence_codes": base64.b64encode(codes.tobytes()).decode("ascii"),
+                "sentence_scales": [float(v) for v in site.sentences.scales[start:end]],
+            }
+        else:
+            sentences = {}
         payload = {
             **record,
             "page": None,
@@ -269,6 +282,7 @@ def push(
             "doc_prefixes": _prefixes(record["docname"]),
             "doc_parents": _prefixes(record["docname"])[:-1],
             "chapter_number": chapter,
+            **sentences,
         }
         batch.append(models.PointStruct(id=pid, vector=vector, payload=payload))
         if len(batch) == BATCH:
@@ -364,8 +378,29 @@ class _Passages:
         return self._site.row(row)[0]
 
     def __iter__(self) -> Iterator[PassageRecord]:
-        for row in range(len(self)):
-            yield self[row]
+        """Every record in row order, a page of rows per call (for a contents)."""
+        from qdrant_client import models
+
+        site = self._site
+        for start in range(0, len(self), PAGE):
+            rows = models.FieldCondition(
+                key="row", range=models.Range(gte=start, lt=start + PAGE)
+            )
+            points, _ = _call(
+                "list passages",
+                site.client.scroll,
+                site.collection,
+                scroll_filter=models.Filter(must=[*(site._scope.must or []), rows]),  # type: ignore[misc]
+                limit=PAGE,
+                with_payload=True,
+            )
+            page = sorted(points, key=lambda p: int(p.payload["row"]))
+            if len(page) != min(PAGE, len(self) - start):
+                raise SiteIndexError(
+                    f"Qdrant lost passages of {site.where}: push the site again."
+                )
+            for point in page:
+                yield {key: point.payload[key] for key in PASSAGE_FIELDS}  # type: ignore[misc]
 
 
 class _Vectors:
@@ -378,6 +413,26 @@ class _Vectors:
         vector = self._site.row(row)[1]
         assert vector is not None
         return vector
+
+
+class _Sentences:
+    """``site.sentences`` of a Qdrant site: a row's sentence vectors."""
+
+    def __init__(self, site: QdrantSite) -> None:
+        self._site = site
+
+    def of(self, row: int) -> np.ndarray:
+        sentences = self._site.row(row)[2]
+        if sentences is None:
+            raise SiteIndexError(
+                f"{self._site.where} has no sentence vectors for row {row}: push "
+                "the site again."
+            )
+        return sentences
+
+
+#: a row's record, dense vector and sentence vectors
+_Row = tuple["PassageRecord", "np.ndarray | None", "np.ndarray | None"]
 
 
 class QdrantSite:
@@ -413,9 +468,7 @@ class QdrantSite:
         )
         self._scope = _site_filter(self.name, self.site_version)
         self._lock = threading.Lock()
-        self._cache: OrderedDict[int, tuple[PassageRecord, np.ndarray | None]] = (
-            OrderedDict()
-        )
+        self._cache: OrderedDict[int, _Row] = OrderedDict()
 
     @classmethod
     def open(
@@ -515,6 +568,12 @@ class QdrantSite:
     def has_dense(self) -> bool:
         return self.manifest.embedding is not None
 
+    @property
+    def sentences(self) -> _Sentences | None:
+        """Build-time sentence vectors, when the build made them."""
+        embedding = self.manifest.embedding
+        return _Sentences(self) if embedding and embedding.sentences else None
+
     @cached_property
     def embedder(self) -> Embedder:
         return load_embedder(self.manifest, self.model_dir)
@@ -543,8 +602,8 @@ class QdrantSite:
             return ""
         return moved_hint(self.moved, passage_id)
 
-    def row(self, row: int) -> tuple[PassageRecord, np.ndarray | None]:
-        """A row's record and vector (cached: the rows just searched are)."""
+    def row(self, row: int) -> _Row:
+        """A row's record and vectors (cached: the rows just searched are)."""
         with self._lock:
             if row in self._cache:
                 self._cache.move_to_end(row)
@@ -772,13 +831,20 @@ class QdrantSite:
                 "the site again."
             )
 
-    def _remember(self, point: Any) -> tuple[PassageRecord, np.ndarray | None]:
+    def _remember(self, point: Any) -> _Row:
         payload = point.payload or {}
         record: PassageRecord = {key: payload[key] for key in PASSAGE_FIELDS}  # type: ignore[assignment]
         vector = None
         if self.has_dense and point.vector:
             vector = np.asarray(point.vector[DENSE], dtype=np.float32)
-        entry = (record, vector)
+        sentences = None
+        if "sentence_codes" in payload:
+            scales = np.asarray(payload["sentence_scales"], dtype=np.float32)
+            codes = np.frombuffer(
+                base64.b64decode(payload["sentence_codes"]), dtype=np.int8
+            ).reshape(len(scales), -1)
+            sentences = dequantize(codes, scales)
+        entry = (record, vector, sentences)
         with self._lock:
             self._cache[int(payload["row"])] = entry
             while len(self._cache) > CACHE_SIZE:

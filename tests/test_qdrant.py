@@ -241,6 +241,10 @@ def test_the_site_answers_the_calls_the_engine_makes(
     assert qdrant_site.passage("ch999-sec0-p1") is None
     with pytest.raises(IndexError):
         qdrant_site.passages[len(memory_site.passages)]
+    assert list(qdrant_site.passages) == memory_site.passages
+    assert memory_site.sentences is not None
+    assert qdrant_site.sentences is not None
+    assert qdrant_site.sentences.of(9) == pytest.approx(memory_site.sentences.of(9))
 
 
 # -- doors: CLI and server ----------------------------------------------------
