@@ -352,3 +352,34 @@ def test_serve_qdrant_answers_exactly_as_in_memory(
             assert (y.status_code, y.json()) == (x.status_code, x.json()), path
         health = b.get("/api/health").json()
         assert health["passages"] == a.get("/api/health").json()["passages"]
+
+
+# -- the server's own tests, against a server answering from Qdrant ------------
+
+from test_server import (  # noqa: E402, F401  collected here with the client below
+    test_a_selection_is_trimmed_before_its_length_check,
+    test_ask_returns_the_answer_contract,
+    test_booleans_are_not_numbers,
+    test_cache_returns_the_same_answer,
+    test_health,
+    test_invalid_requests_are_400_with_the_field,
+    test_lone_surrogates_are_a_400_not_a_crash,
+    test_malformed_bodies,
+    test_question_length_bounds_are_accepted,
+    test_search_and_passages,
+    test_search_validation,
+    test_the_cache_does_not_mix_up_styles,
+)
+
+
+@pytest.fixture(scope="module")
+def client(  # type: ignore[no-untyped-def]
+    example_site: Path, qdrant_dir: Path, tmp_path_factory: pytest.TempPathFactory
+):
+    folder = copy_of(qdrant_dir, tmp_path_factory.mktemp("served") / "store")
+    settings = ServerSettings(
+        build_dir=example_site, generator="extractive", qdrant=str(folder)
+    )
+    with TestClient(create_app(settings)) as client:
+        assert isinstance(client.app.state.ragcite.site, QdrantSite)  # type: ignore[attr-defined]
+        yield client
