@@ -75,7 +75,7 @@ def test_squad_set_shape():
 
 def test_other_sets_load():
     assert len(load_qa(REPO / "example_book" / "qa.jsonl")) == 90
-    assert len(load_qa(REPO / "benchmarks" / "click_qa.jsonl")) == 84
+    assert len(load_qa(REPO / "benchmarks" / "click_qa.jsonl")) == 96
 
 
 def test_squad_sample_ids_exist_in_the_data():

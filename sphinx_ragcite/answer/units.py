@@ -171,6 +171,8 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
                 j += 1
         if first == last and words < 3 and not code:
             continue
+        if sentences[last].text.rstrip().endswith("?"):
+            continue  # "For more details: Is setup.py deprecated?" asks, not answers
         out.append(_unit(e, item, sentences, first, last, first != i or last != i))
     return out
 
