@@ -13,7 +13,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 # pydantic reads TypedDicts from typing_extensions only (before Python 3.12)
 from typing_extensions import TypedDict
@@ -99,6 +107,14 @@ class PassageRecord(TypedDict):
     char_start: int
     char_end: int
     content_hash: str
+
+
+class ServedRecord(PassageRecord, total=False):
+    """A record as a server of several sites hands it out: which site, which
+    version, and ``url`` relative to the server's root (``NAME/page.html#ID``)."""
+
+    site: str
+    version: str
 
 
 #: Field -> type every record must have (checked when an index is loaded).
@@ -278,7 +294,40 @@ def confidence_level(value: float) -> ConfidenceLevel:
     return "low"
 
 
-class Citation(BaseModel):
+#: Optional answer-JSON fields left out when unset, so one site's JSON is unchanged.
+SCOPE_FIELDS = ("site", "version")
+
+
+class _Scoped(BaseModel):
+    """``site``/``version``: set only when several sites are served together.
+
+    They are left out of the JSON when unset (not written as ``null``), so
+    a server of one site, ``ragcite ask`` and old clients see the answer JSON
+    they always did.
+    """
+
+    site: str | None = Field(
+        None,
+        description="the served site (``--site NAME=...``) this comes from; "
+        "only when several sites are served together",
+    )
+    version: str | None = Field(
+        None,
+        description="that site's ``version`` from conf.py; only when several "
+        "sites are served together",
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_scope(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in SCOPE_FIELDS:
+                if data.get(name, "") is None:
+                    del data[name]
+        return data
+
+
+class Citation(_Scoped):
     """One numbered source of an answer; ``n`` is its ``[n]`` marker."""
 
     model_config = ConfigDict(extra="forbid")
@@ -304,8 +353,13 @@ class Citation(BaseModel):
     citation_date: str
 
 
-class Answer(BaseModel):
-    """The response of ``POST /api/ask`` and ``ragcite ask --format json``."""
+class Answer(_Scoped):
+    """The response of ``POST /api/ask`` and ``ragcite ask --format json``.
+
+    With several sites, ``site`` is the one site asked (absent when the
+    question was asked across sites) and ``version`` the version asked about
+    (absent when the sites asked differ in version).
+    """
 
     model_config = ConfigDict(extra="forbid")
 

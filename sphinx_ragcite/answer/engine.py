@@ -7,7 +7,7 @@ import re
 import time
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.answer.llm import Cancel, Generator
     from sphinx_ragcite.answer.prompt import Quotable
-    from sphinx_ragcite.contracts import AnswerMode, GeneratorName
+    from sphinx_ragcite.contracts import AnswerMode, GeneratorName, ServedRecord
     from sphinx_ragcite.retrieval import Filters, SearchableSite
 
 logger = logging.getLogger(__name__)
@@ -49,6 +49,11 @@ NOT_FOUND = "I could not find an answer to this in the book."
 SELECTION_CONTEXT = 1000
 MAX_TOKENS = 120
 SEE_ALSO = 3
+#: What a see-also entry keeps of a record (site/version: several sites served).
+SEE_ALSO_FIELDS: tuple[str, ...] = (
+    *("passage_id", "url", "chapter", "section", "snippet"),
+    *("site", "version"),
+)
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,17 @@ class AnswerEngine:
     site: SearchableSite
     llm: Generator | None = None
     k: int = 6
+    #: with several sites served: the one site asked and the version asked
+    #: about, named on every answer (None: one site, or asked across sites)
+    site_name: str | None = None
+    site_version: str | None = None
+    #: sentence vectors shared with other engines over the same embedder
+    shared_sentences: SentenceVectors | None = None
 
     @cached_property
     def sentences(self) -> SentenceVectors:
+        if self.shared_sentences is not None:
+            return self.shared_sentences
         return SentenceVectors(self.site.embedder)
 
     @cached_property
@@ -107,7 +120,7 @@ class AnswerEngine:
             selection = None
         evidence = build_evidence(self.site, self.sentences, vector, rows, selection)
         timings = {"retrieval_ms": _ms(started)}
-        yield Event("retrieval", {"retrieved": [e.key for e in evidence]})
+        yield Event("retrieval", _retrieved(evidence))
 
         generating = time.perf_counter()
         meta: dict[str, Any] = {"generator": "extractive", "model": "extractive"}
@@ -252,9 +265,11 @@ class AnswerEngine:
             confidence=confidence,
             confidence_level=confidence_level(confidence),
             grounded=True,
+            site=self.site_name,
+            version=self.site_version,
             metadata={
                 **meta,
-                "retrieved": [e.key for e in evidence],
+                **_retrieved(evidence),
                 "index_version": self.site.version,
                 "removed": verified.removed,
                 "reattributed": verified.reattributed,
@@ -272,8 +287,9 @@ class AnswerEngine:
     ) -> Answer:
         see_also = [
             {
-                k: e.record[k]
-                for k in ("passage_id", "url", "chapter", "section", "snippet")
+                k: e.record[k]  # type: ignore[literal-required]
+                for k in SEE_ALSO_FIELDS
+                if k in e.record
             }
             for e in evidence
             if e.record is not None
@@ -286,10 +302,12 @@ class AnswerEngine:
             confidence=0.0,
             confidence_level="low",
             grounded=False,
+            site=self.site_name,
+            version=self.site_version,
             metadata={
                 **meta,
                 **timings,
-                "retrieved": [e.key for e in evidence],
+                **_retrieved(evidence),
                 "index_version": self.site.version,
                 "see_also": see_also,
                 "removed": [],
@@ -328,7 +346,7 @@ def _citation(
             source_type="selection",
             **common,
         )
-    record = item.record
+    record = cast("ServedRecord", item.record)
     return Citation(
         passage_id=record["passage_id"],
         url=record["url"],
@@ -337,8 +355,25 @@ def _citation(
         heading_path=record["heading_path"],
         snippet=record["snippet"],
         source_type="book",
+        site=record.get("site"),
+        version=record.get("version"),
         **common,
     )
+
+
+def _retrieved(evidence: list[Evidence]) -> dict[str, list[str]]:
+    """``retrieved`` IDs; with several sites also ``retrieved_sites``, in step.
+
+    A passage ID is unique only within its site: (site, ID) names a passage.
+    """
+    found: dict[str, list[str]] = {"retrieved": [e.key for e in evidence]}
+    sites = [
+        "" if e.record is None else cast("ServedRecord", e.record).get("site", "")
+        for e in evidence
+    ]
+    if any(sites):
+        found["retrieved_sites"] = sites
+    return found
 
 
 def quote_units(

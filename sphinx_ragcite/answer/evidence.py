@@ -109,8 +109,10 @@ def build_evidence(
         )
     for rank, row in enumerate(rows, start=1):
         record = site.passages[row]
+        # by content: the same text in two sites or versions is split once,
+        # and one passage ID naming different texts in two sites never mixes
         sentences, vectors = cache.get(
-            f"{site.version}:{record['passage_id']}",
+            f"{record['content_hash']}:{len(record['text'])}",
             record["text"],
             site.sentences.of(row) if site.sentences is not None else None,
         )

@@ -43,9 +43,13 @@ def _serve(args: argparse.Namespace) -> int:
         ) from None
     from pydantic import ValidationError
 
+    from sphinx_ragcite.sites import parse_site_spec
+
+    sites = [parse_site_spec(spec) for spec in args.sites]
     try:
         settings = ServerSettings(
-            build_dir=Path(args.build_dir).resolve(),
+            build_dir=Path(args.build_dir).resolve() if args.build_dir else None,
+            sites=tuple((name, path.resolve()) for name, path in sites),
             host=args.host,
             port=args.port,
             generator=generator_of(args),

@@ -196,9 +196,9 @@ def _serve_parser(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="serve a built site and answer its readers' questions",
-        description="Serve BUILD_DIR at / and the answer API under /api/ "
-        "(OpenAPI at /api/openapi.json). Binds to loopback unless --host says "
-        "otherwise.",
+        description="Serve BUILD_DIR at / (or each --site NAME=BUILD_DIR at "
+        "/NAME/) and the answer API under /api/ (OpenAPI at /api/openapi.json). "
+        "Binds to loopback unless --host says otherwise.",
     )
     _serve_arguments(serve)
     _llm_arguments(serve)
@@ -271,7 +271,19 @@ def _mcp_parser(commands: Any) -> None:
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "build_dir", metavar="BUILD_DIR", help="HTML output with _ragcite/"
+        "build_dir",
+        metavar="BUILD_DIR",
+        nargs="?",
+        help="HTML output with _ragcite/, served at /",
+    )
+    parser.add_argument(
+        "--site",
+        dest="sites",
+        action="append",
+        default=[],
+        metavar="NAME=BUILD_DIR",
+        help="serve several sites (versions, books) instead: each at /NAME/, "
+        "asked separately or together (repeat)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="default: loopback only")
     parser.add_argument("--port", type=int, default=8000)

@@ -24,15 +24,16 @@ from sphinx_ragcite.answer.llm import Cancel
 from sphinx_ragcite.contracts import Answer
 from sphinx_ragcite.retrieval import Filters
 from sphinx_ragcite.server.schemas import error_body
+from sphinx_ragcite.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
 
     from starlette.types import Receive, Scope, Send
 
-    from sphinx_ragcite.answer.engine import Event
+    from sphinx_ragcite.answer.engine import AnswerEngine, Event
     from sphinx_ragcite.server.schemas import AskRequest
-    from sphinx_ragcite.server.state import State
+    from sphinx_ragcite.server.state import SiteScope, State
 
 logger = logging.getLogger("sphinx_ragcite.server")
 
@@ -51,8 +52,11 @@ class Job:
         options: dict[str, Any],
         *,
         holds_slot: bool,
+        engine: AnswerEngine | None = None,
     ) -> None:
         self.state = state
+        #: the engine of the sites asked (default: the first site's)
+        self.engine = engine or state.engine
         self.cancel = Cancel()
         self._holds_slot = holds_slot
         self._queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
@@ -69,7 +73,7 @@ class Job:
             raise
 
     def _work(self, question: str, options: dict[str, Any]) -> None:
-        events = self.state.engine.stream(question, cancel=self.cancel, **options)
+        events = self.engine.stream(question, cancel=self.cancel, **options)
         try:
             for event in events:
                 if self.cancel.abandoned:
@@ -169,7 +173,8 @@ async def answer(
     :class:`AskFailure` for a request that cannot be answered.
     """
     options = prepare(state, body)
-    key = cache_key(state, body, options["generator"])
+    scope = scope_of(state, body)
+    key = cache_key(scope, body, options["generator"])
     cached = state.cache.get(key)
     if cached is None:
         uses_llm = options["generator"] == "llm"
@@ -181,7 +186,9 @@ async def answer(
                 "answer.",
                 headers={"Retry-After": 2},
             )
-        job = Job(state, body.question, options, holds_slot=uses_llm)
+        job = Job(
+            state, body.question, options, holds_slot=uses_llm, engine=scope.engine
+        )
         try:
             result = await job.result(receive)
         except asyncio.TimeoutError:
@@ -229,7 +236,17 @@ def prepare(state: State, body: AskRequest) -> dict[str, Any]:
     }
 
 
-def cache_key(state: State, body: AskRequest, generator: str) -> tuple[Any, ...]:
+def scope_of(state: State, body: AskRequest) -> SiteScope:
+    """The sites a request asks (several served: ``site``, ``version``)."""
+    try:
+        return state.scope(body.site, body.version)
+    except ScopeError as wrong:
+        raise AskFailure(
+            400, "invalid_request", str(wrong), field=wrong.field
+        ) from None
+
+
+def cache_key(scope: SiteScope, body: AskRequest, generator: str) -> tuple[Any, ...]:
     """Everything the answer depends on; the style is applied after the cache."""
     selection = hashlib.sha256((body.selection or "").encode()).hexdigest()
     filters = body.filters.model_dump_json() if body.filters else ""
@@ -237,7 +254,9 @@ def cache_key(state: State, body: AskRequest, generator: str) -> tuple[Any, ...]
         body.question,
         body.mode,
         selection,
-        state.site.version,
+        scope.names,
+        scope.engine.site_version,
+        scope.searcher.version,
         generator,
         body.k,
         filters,

@@ -1,4 +1,4 @@
-"""The ASGI app: the built site at ``/``, the answer API under ``/api/``.
+"""The ASGI app: the built site(s) at ``/`` or ``/NAME/``, the API under ``/api/``.
 
 ``create_app(settings, llm=None)`` builds it; the lifespan loads the index and
 the model once into a frozen :class:`State` on ``app.state.ragcite``. The
@@ -12,11 +12,13 @@ import asyncio
 import logging
 import os
 from contextlib import AsyncExitStack, asynccontextmanager
+from html import escape
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import HTMLResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 
@@ -30,6 +32,7 @@ from sphinx_ragcite.server.state import State, load_llm, load_state
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
+    from pathlib import Path
 
     from starlette.responses import Response
     from starlette.types import Scope
@@ -88,7 +91,7 @@ def create_app(
     mcp = _mcp_mount(settings, lambda: app.state.ragcite)
     if mcp is not None:
         app.router.routes.append(mcp.route)
-    app.mount("/", SiteFiles(directory=settings.build_dir, html=True), name="site")
+    mount_sites(app, settings)
     return app
 
 
@@ -104,6 +107,35 @@ def _mcp_mount(
         )
         return None
     return HttpMount(settings, current)
+
+
+def mount_sites(app: FastAPI, settings: ServerSettings) -> None:
+    """The one site at ``/``, or each of several at ``/NAME/`` with a list at ``/``."""
+    specs = settings.site_specs()
+    if settings.build_dir is not None:
+        app.mount("/", SiteFiles(directory=settings.build_dir, html=True), name="site")
+        return
+    listing = site_list(specs)
+    app.add_api_route(
+        "/",
+        lambda: HTMLResponse(listing),
+        methods=["GET", "HEAD"],
+        include_in_schema=False,
+    )
+    for name, folder in specs:
+        app.mount(f"/{name}", SiteFiles(directory=folder, html=True), name=name)
+
+
+def site_list(specs: tuple[tuple[str, Path], ...]) -> str:
+    """The page at ``/`` when several sites are served: a link to each."""
+    items = "".join(
+        f'<li><a href="{escape(name)}/">{escape(name)}</a></li>' for name, _ in specs
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        "<title>Sites</title></head><body><h1>Sites</h1>"
+        f"<ul>{items}</ul></body></html>"
+    )
 
 
 async def _load(settings: ServerSettings, llm: Generator | None) -> State:

@@ -418,7 +418,7 @@ def run_stdio(settings: ServerSettings, log_level: str = "warning") -> int:
         format="%(levelname)s: %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    if not settings.build_dir.is_dir():
+    if settings.build_dir is None or not settings.build_dir.is_dir():
         raise RagciteError(
             f"{settings.build_dir} is not a folder: pass the HTML output of "
             "`python -m sphinx -b html SRC OUT`."

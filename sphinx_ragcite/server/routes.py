@@ -18,13 +18,16 @@ from sphinx_ragcite.server.guards import DOCS_PATH
 from sphinx_ragcite.server.openapi import docs
 from sphinx_ragcite.server.responses import error
 from sphinx_ragcite.server.schemas import (
+    SCOPE_TEXT,
     AskRequest,
     ErrorResponse,
     Health,
     Passage,
     SearchResponse,
+    SiteInfo,
 )
 from sphinx_ragcite.server.state import State
+from sphinx_ragcite.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,6 +46,17 @@ def current(request: Request) -> State:
 
 
 Loaded = Annotated[State, Depends(current)]
+SITE_QUERY = Query(
+    None,
+    max_length=SCOPE_TEXT,
+    description="with several sites served: this one (a --site NAME); "
+    "'*' or none: all of them",
+)
+VERSION_QUERY = Query(
+    None,
+    max_length=SCOPE_TEXT,
+    description="only the sites whose conf.py version or release is this",
+)
 router = APIRouter(prefix="/api")
 
 
@@ -55,17 +69,19 @@ async def blocking(state: State, function: Callable[..., Any], *args: Any) -> An
 @router.get("/health", response_model=Health, tags=["service"])
 async def health(state: Loaded) -> Health:
     """Index and model loaded, and how full the model's queue is."""
+    sites = state.sites
     return Health(
         status="ok",
         version=__version__,
         index_loaded=True,
-        index_version=state.site.version,
-        passages=len(state.site.passages),
+        index_version=sites.version,
+        passages=sites.passages,
         model_loaded=state.llm is not None,
         model=state.llm.name if state.llm else None,
         generator=state.settings.generator if state.llm else "extractive",
         queue_depth=state.slots.depth,
         queue_size=state.slots.size,
+        sites=[SiteInfo(**m.info()) for m in sites] if sites.several else None,
     )
 
 
@@ -79,12 +95,18 @@ async def search(
     state: Loaded,
     q: str = Query(..., min_length=1, max_length=MAX_QUESTION),
     k: int = Query(10, ge=1, le=MAX_K),
+    site: str | None = SITE_QUERY,
+    version: str | None = VERSION_QUERY,
 ) -> Any:
     """Passages ranked for *q* by hybrid retrieval, like ``ragcite search``."""
     query = q.strip()
     if not query:
         return error(400, "invalid_request", "q: must not be empty", field="q")
-    hits = await blocking(state, state.site.search, query, k)
+    try:
+        scope = state.scope(site, version)
+    except ScopeError as wrong:
+        return error(400, "invalid_request", str(wrong), field=wrong.field)
+    hits = await blocking(state, scope.searcher.search, query, k)
     return {"hits": [h.as_json() for h in hits]}
 
 
@@ -94,14 +116,40 @@ async def search(
     responses={404: {"model": ErrorResponse}},
     tags=["answers"],
 )
-async def passage(state: Loaded, passage_id: str) -> Any:
-    """One passage record; a 404 names where a vanished ID's text went."""
-    record = state.site.passage(passage_id)
-    if record is None:
-        hint = state.site.moved_hint(passage_id)
+async def passage(
+    state: Loaded,
+    passage_id: str,
+    site: str | None = SITE_QUERY,
+    version: str | None = VERSION_QUERY,
+) -> Any:
+    """One passage record; a 404 names where a vanished ID's text went.
+
+    With several sites an ID is looked up in the sites asked (``site``,
+    ``version``); one found in more than one of them needs ``site``.
+    """
+    try:
+        members = state.scope(site, version).members
+    except ScopeError as wrong:
+        return error(400, "invalid_request", str(wrong), field=wrong.field)
+    found = [
+        m.annotate(record)
+        for m in members
+        if (record := m.site.passage(passage_id)) is not None
+    ]
+    if len(found) > 1:
+        names = ", ".join(r.get("site", "") for r in found)
+        message = f"Passage {passage_id!r} is in several sites ({names}): pass site."
+        return error(400, "invalid_request", message, field="site")
+    if not found:
+        hints = [
+            f"{m.name}: {hint}" if m.name else hint
+            for m in members
+            if (hint := m.site.moved_hint(passage_id))
+        ]
+        hint = "; ".join(hints)
         message = f"No passage {passage_id!r} in this index"
         return error(404, "not_found", f"{message}: {hint}." if hint else f"{message}.")
-    return record
+    return found[0]
 
 
 @router.post("/ask", response_model=Answer, responses=ERRORS, tags=["answers"])
@@ -131,14 +179,14 @@ async def ask_stream(body: AskRequest, state: Loaded) -> Any:
     """The answer as server-sent events: retrieval, token..., final."""
     try:
         options = answering.prepare(state, body)
+        scope = answering.scope_of(state, body)
     except AskFailure as failure:
         return failed(failure)
     uses_llm = options["generator"] == "llm"
     if uses_llm and not state.slots.try_acquire():
         return busy()
-    return EventStreamResponse(
-        Job(state, body.question, options, holds_slot=uses_llm), body.style
-    )
+    job = Job(state, body.question, options, holds_slot=uses_llm, engine=scope.engine)
+    return EventStreamResponse(job, body.style)
 
 
 router.add_api_route(DOCS_PATH.removeprefix("/api"), docs, include_in_schema=False)

@@ -17,11 +17,12 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
     logging.basicConfig(
         level=log_level.upper(), format="%(levelname)s: %(name)s: %(message)s"
     )
-    if not settings.build_dir.is_dir():
-        raise RagciteError(
-            f"{settings.build_dir} is not a folder: pass the HTML output of "
-            "`python -m sphinx -b html SRC OUT`."
-        )
+    for name, folder in settings.site_specs():
+        if not folder.is_dir():
+            raise RagciteError(
+                f"{folder}{f' (site {name})' if name else ''} is not a folder: "
+                "pass the HTML output of `python -m sphinx -b html SRC OUT`."
+            )
     qdrant = settings.qdrant or ""
     if qdrant and settings.workers > 1 and not qdrant.startswith(("http:", "https:")):
         raise RagciteError(
@@ -31,14 +32,18 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
     # Load everything now: a broken index or a missing model stops here with
     # its message, before any port is opened.
     state = load_state(settings)
-    logging.getLogger("sphinx_ragcite.server").info(
-        "serving %s at http://%s:%d/ (%d passages; generator: %s)",
-        settings.build_dir,
-        settings.host,
-        settings.port,
-        len(state.site.passages),
-        state.llm.name if state.llm else "extractive",
-    )
+    log = logging.getLogger("sphinx_ragcite.server")
+    for member in state.sites:
+        log.info(
+            "serving %s at http://%s:%d/%s (%d passages; version %s)",
+            member.site.where,
+            settings.host,
+            settings.port,
+            f"{member.name}/" if member.name else "",
+            len(member.site.passages),
+            member.version or "not set",
+        )
+    log.info("generator: %s", state.llm.name if state.llm else "extractive")
     if settings.workers == 1:
         uvicorn.run(
             create_app(settings, state=state),

@@ -14,8 +14,11 @@ from sphinx_ragcite.contracts import (
     AnswerMode,
     CitationStyle,
     GeneratorName,
-    PassageRecord,
+    ServedRecord,
 )
+
+#: ``site``/``version`` of a request: a site name or a conf.py version.
+SCOPE_TEXT = 100
 
 
 def _valid_text(value: str) -> str:
@@ -65,6 +68,22 @@ class AskRequest(BaseModel):
     generator: GeneratorName | None = Field(
         None, description="defaults to the server's --generator"
     )
+    site: str | None = Field(
+        None,
+        max_length=SCOPE_TEXT,
+        description="with several sites served: ask this one (a --site NAME); "
+        "'*' or none: all of them",
+    )
+    version: str | None = Field(
+        None,
+        max_length=SCOPE_TEXT,
+        description="ask only the sites whose conf.py version or release is this",
+    )
+
+    @field_validator("site", "version")
+    @classmethod
+    def _scope(cls, value: str | None) -> str | None:
+        return _valid_text(value).strip() or None if value is not None else None
 
     @field_validator("question")
     @classmethod
@@ -122,6 +141,19 @@ class SearchResponse(BaseModel):
     hits: list[SearchHit]
 
 
+class SiteInfo(BaseModel):
+    """One of several sites served together (``--site NAME=BUILD_DIR``)."""
+
+    name: str
+    #: where its pages are, relative to the server's root: ``NAME/``
+    url: str
+    project: str
+    version: str
+    release: str
+    passages: int
+    index_version: str
+
+
 class Health(BaseModel):
     status: Literal["ok"]
     version: str
@@ -133,10 +165,14 @@ class Health(BaseModel):
     generator: str
     queue_depth: int
     queue_size: int
+    sites: list[SiteInfo] | None = Field(
+        None, description="the sites served, when several are (else null)"
+    )
 
 
-#: ``GET /api/passages/{id}``: the record of passages.jsonl, as it is.
-Passage = PassageRecord
+#: ``GET /api/passages/{id}``: the record of passages.jsonl, as it is (with
+#: several sites: naming its site and version, its URL from the server's root).
+Passage = ServedRecord
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:

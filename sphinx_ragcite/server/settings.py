@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sphinx_ragcite.errors import RagciteError
+from sphinx_ragcite.sites import check_site_name
 
 ENV_SETTINGS = "RAGCITE_SERVER_SETTINGS"
+#: (name, BUILD_DIR) of ``--site NAME=BUILD_DIR``
+SiteSpec = tuple[str, Path]
 
 
 class ServerSettings(BaseModel):
@@ -15,7 +20,10 @@ class ServerSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    build_dir: Path
+    #: the one site, served at ``/`` (``ragcite serve BUILD_DIR``)
+    build_dir: Path | None = None
+    #: several sites, each at ``/NAME/`` (``--site NAME=BUILD_DIR``, repeated)
+    sites: tuple[SiteSpec, ...] = ()
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
     #: extractive measures best (benchmarks/answer_quality.py); "llm" loads a model
@@ -35,3 +43,34 @@ class ServerSettings(BaseModel):
     #: answer from passages pushed to Qdrant (URL or local-mode folder)
     qdrant: str | None = None
     qdrant_collection: str = "ragcite"
+
+    @field_validator("sites")
+    @classmethod
+    def _names(cls, value: tuple[SiteSpec, ...]) -> tuple[SiteSpec, ...]:
+        names = [name for name, _ in value]
+        for name in names:
+            try:
+                check_site_name(name)
+            except RagciteError as error:
+                raise ValueError(str(error)) from None
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"site name given twice: {', '.join(twice)}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_layout(self) -> ServerSettings:
+        if (self.build_dir is None) == (not self.sites):
+            raise ValueError(
+                "give BUILD_DIR (one site at /) or --site NAME=BUILD_DIR "
+                "(repeat it; each site at /NAME/), not both"
+                if self.sites
+                else "give BUILD_DIR or --site NAME=BUILD_DIR"
+            )
+        return self
+
+    def site_specs(self) -> tuple[SiteSpec, ...]:
+        """(name, folder) of every site; the name is "" for the one at ``/``."""
+        if self.build_dir is not None:
+            return (("", self.build_dir),)
+        return self.sites

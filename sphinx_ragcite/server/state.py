@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, cast
 
 from sphinx_ragcite.answer.engine import AnswerEngine
+from sphinx_ragcite.answer.evidence import SentenceVectors
 from sphinx_ragcite.retrieval import SearchableSite, Site
 from sphinx_ragcite.server.guards import AnswerCache, GenerationSlots, RateLimiter
+from sphinx_ragcite.sites import ServedSite, Sites
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from sphinx_ragcite.answer.llm import Cancel, Generator
+    from sphinx_ragcite.index.embed import Embedder
     from sphinx_ragcite.server.settings import ServerSettings
 
 logger = logging.getLogger("sphinx_ragcite.server")
@@ -23,8 +29,26 @@ SPARE_THREADS = 4
 
 
 @dataclass(frozen=True)
+class SiteScope:
+    """What one request asks: its sites, searched as one, and their engine."""
+
+    members: tuple[ServedSite, ...]
+    #: the one site served at ``/``, or a union of named sites
+    searcher: SearchableSite
+    engine: AnswerEngine
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.members)
+
+
+@dataclass(frozen=True)
 class State:
-    """Lives on ``app.state.ragcite`` from start-up to shutdown."""
+    """Lives on ``app.state.ragcite`` from start-up to shutdown.
+
+    ``site`` and ``engine`` are the first site's (the only one, when one is
+    served at ``/``); a request asks :meth:`scope` for its own.
+    """
 
     settings: ServerSettings
     site: SearchableSite
@@ -35,8 +59,49 @@ class State:
     limiter: RateLimiter
     #: the one pool every blocking call runs in (search, answers, streams)
     executor: ThreadPoolExecutor
+    sites: Sites
     #: answers running now, stopped at shutdown
     jobs: set[Cancel] = field(default_factory=set)
+    _scopes: dict[tuple[Any, ...], SiteScope] = field(default_factory=dict, repr=False)
+    _sentences: dict[int, SentenceVectors] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def scope(self, site: str | None = None, version: str | None = None) -> SiteScope:
+        """The sites a request asks (raises ScopeError), with their engine.
+
+        With several sites, no *site* means all of them. Answers of a scope
+        of one site name it; ``version`` is the version asked about (*version*,
+        or the one version all the sites asked share).
+        """
+        members = self.sites.resolve(site, version)
+        if not self.sites.several:
+            return SiteScope(members, self.site, self.engine)
+        shared = {m.version for m in members}
+        label = version or (shared.pop() if len(shared) == 1 else None) or None
+        key = (tuple(m.name for m in members), label)
+        with self._lock:
+            found = self._scopes.get(key)
+        if found is not None:
+            return found
+        union = self.sites.union(members)
+        engine = AnswerEngine(
+            cast("SearchableSite", union),  # searched like a Site
+            llm=self.llm,
+            site_name=members[0].name if len(members) == 1 else None,
+            site_version=label,
+            shared_sentences=self.sentences_for(union.embedder),
+        )
+        made = SiteScope(members, cast("SearchableSite", union), engine)
+        with self._lock:
+            return self._scopes.setdefault(key, made)
+
+    def sentences_for(self, embedder: Embedder) -> SentenceVectors:
+        """One sentence-vector cache per encoder, shared by every scope."""
+        with self._lock:
+            cache = self._sentences.get(id(embedder))
+            if cache is None:
+                cache = self._sentences[id(embedder)] = SentenceVectors(embedder)
+            return cache
 
     def close(self) -> None:
         for cancel in list(self.jobs):
@@ -56,31 +121,38 @@ def load_llm(settings: ServerSettings) -> Generator | None:
     )
 
 
-def load_site(settings: ServerSettings) -> SearchableSite:
-    """BUILD_DIR's index in memory, or its passages pushed to Qdrant."""
+def load_site(settings: ServerSettings, folder: Path) -> SearchableSite:
+    """A build folder's index in memory, or its passages pushed to Qdrant."""
     if settings.qdrant:
         from sphinx_ragcite.qdrant_store import QdrantSite
 
         return QdrantSite.for_build(
             settings.qdrant,
-            settings.build_dir,
+            folder,
             settings.qdrant_collection,
             model_dir=settings.embedding_model,
         )
-    return Site.load(settings.build_dir, model_dir=settings.embedding_model)
+    return Site.load(folder, model_dir=settings.embedding_model)
 
 
 def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
-    """Load index, embedder and model once; raises RagciteError with a fix."""
+    """Load indexes, embedder and model once; raises RagciteError with a fix."""
     started = time.perf_counter()
-    site = load_site(settings)
-    if site.has_dense:
-        site.embedder.embed(["warm up"])
+    sites = Sites.load(
+        settings.site_specs(),
+        model_dir=settings.embedding_model,
+        load=lambda folder: load_site(settings, folder),
+    )
+    warmed: set[int] = set()
+    for member in sites:
+        if member.site.has_dense and id(member.site.embedder) not in warmed:
+            member.site.embedder.embed(["warm up"])
+            warmed.add(id(member.site.embedder))
     loaded = time.perf_counter()
     logger.info(
-        "loaded %d passages from %s in %.2f s",
-        len(site.passages),
-        site.where,
+        "loaded %d passages of %d site(s) in %.2f s",
+        sites.passages,
+        len(sites),
         loaded - started,
     )
     if llm is None:
@@ -89,10 +161,11 @@ def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
             logger.info(
                 "loaded generator %s in %.2f s", llm.name, time.perf_counter() - loaded
             )
-    return State(
+    first = sites.members[0]
+    state = State(
         settings=settings,
-        site=site,
-        engine=AnswerEngine(site, llm=llm),
+        site=first.site,
+        engine=AnswerEngine(first.site, llm=llm),
         llm=llm,
         slots=GenerationSlots(settings.queue_size),
         cache=AnswerCache(settings.cache_size),
@@ -101,4 +174,8 @@ def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
             max_workers=settings.queue_size + SPARE_THREADS,
             thread_name_prefix="ragcite",
         ),
+        sites=sites,
     )
+    if sites.several:  # the first site's engine names its site, as its scope's does
+        state = replace(state, engine=state.scope(first.name).engine)
+    return state
