@@ -117,6 +117,48 @@
   }
 
   /**
+   * Where links of an answer resolve: the site root, and with several sites
+   * served together the server's base and this site's name.
+   * @typedef {{root: string | URL, apiBase?: URL | null, site?: string}} Place
+   */
+
+  /**
+   * @param {string | URL | Place} where
+   * @returns {{root: string, server: string | null, site: string}}
+   */
+  function placeOf(where) {
+    if (typeof where === "string" || where instanceof URL) {
+      return { root: String(where), server: null, site: "" };
+    }
+    return {
+      root: String(where.root),
+      server: where.apiBase ? where.apiBase.href : null,
+      site: typeof where.site === "string" ? where.site : "",
+    };
+  }
+
+  /**
+   * The link of a citation or see-also entry. With several sites served
+   * together it names its `site` and its `url` is relative to the server's
+   * root ("v2/page.html#ch1-sec0-p1"): a link into the page's own site
+   * resolves against the site root (the same pages, wherever they are
+   * hosted), one into another site against the server.
+   * @param {{url?: unknown, site?: unknown}} item
+   * @param {string | URL | Place} where
+   * @returns {string | null}
+   */
+  function itemHref(item, where) {
+    const { root, server, site } = placeOf(where);
+    const name = typeof item.site === "string" ? item.site : "";
+    const url = item.url;
+    if (name && typeof url === "string" && url.startsWith(`${name}/`)) {
+      if (name === site) return resolveUrl(url.slice(name.length + 1), root);
+      if (server) return resolveUrl(url, server);
+    }
+    return resolveUrl(url, root);
+  }
+
+  /**
    * The answer text cut into text and marker segments. A marker becomes a
    * `{marker}` only when a citation with that number exists; any other
    * bracketed number stays text. Adjacent text segments are merged.
@@ -153,7 +195,7 @@
    * The source list of an answer, ordered by `n`; each href comes from the
    * citation's `url` through {@link resolveUrl}, the selection gets none.
    * @param {Partial<Answer> | null | undefined} answer
-   * @param {string | URL} root
+   * @param {string | URL | Place} root the site root, or where links go (several sites)
    * @returns {SourceModel[]}
    */
   function buildSources(answer, root) {
@@ -170,7 +212,7 @@
       byN.set(n, {
         n,
         passageId: str(c.passage_id),
-        href: selection ? null : resolveUrl(c.url, root),
+        href: selection ? null : itemHref(c, root),
         chapter: str(c.chapter) || (selection ? "User Selection" : ""),
         section: str(c.section) || (selection ? "Selected Text" : ""),
         snippet: str(c.snippet),
@@ -205,7 +247,7 @@
 
   /**
    * @param {unknown} items see-also entries or static hits
-   * @param {string | URL} root
+   * @param {string | URL | Place} root
    * @returns {LinkModel[]}
    */
   function buildLinks(items, root) {
@@ -217,7 +259,7 @@
       const it = /** @type {Partial<SeeAlso>} */ (item);
       out.push({
         passageId: str(it.passage_id),
-        href: resolveUrl(it.url, root),
+        href: itemHref(it, root),
         chapter: str(it.chapter),
         section: str(it.section),
         snippet: str(it.snippet),
@@ -229,7 +271,7 @@
   /**
    * Passages an abstaining answer suggests reading (`metadata.see_also`).
    * @param {Partial<Answer> | null | undefined} answer
-   * @param {string | URL} root
+   * @param {string | URL | Place} root
    * @returns {LinkModel[]}
    */
   function buildSeeAlso(answer, root) {

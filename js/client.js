@@ -19,6 +19,8 @@
  *   `/api/health` within 1.5 s; an answer that is up is trusted from then
  *   on, one that is down is asked again after 30 s
  * @property {() => void} forget ask `/api/health` again next time
+ * @property {() => string[] | null} sites the names of the sites the server
+ *   serves when it serves several (`/api/health`), else null
  * @property {(body: AskRequest, signal: AbortSignal, onEvent: (event: string, data: any) => void) => Promise<Answer>} stream
  *   stream an answer; `onEvent` sees the retrieval and token events
  */
@@ -88,6 +90,8 @@
 
     /** @type {{at: number, ok: Promise<boolean>} | null} */
     let check = null;
+    /** @type {string[] | null} */
+    let siteNames = null;
 
     function available() {
       if (apiBase === null) return Promise.resolve(false);
@@ -105,6 +109,7 @@
           });
           if (!response.ok) return false;
           const body = await response.json();
+          siteNames = namesOf(body && body.sites);
           return Boolean(body && body.status === "ok");
         } catch {
           return false;
@@ -183,11 +188,38 @@
       forget: () => {
         check = null;
       },
+      sites: () => siteNames,
       stream,
     };
   }
 
-  const api = { WidgetError, createClient, httpError };
+  /**
+   * The site names of `/api/health`'s `sites`, or null (one site served).
+   * @param {unknown} sites
+   * @returns {string[] | null}
+   */
+  function namesOf(sites) {
+    if (!Array.isArray(sites)) return null;
+    return sites
+      .map((s) => (s && typeof s === "object" ? /** @type {{name?: unknown}} */ (s).name : null))
+      .filter((n) => typeof n === "string" && n !== "")
+      .map(String);
+  }
+
+  /**
+   * The `site` a question asks: the page's own site when the server serves
+   * it among several and the scope is "site"; else none (the server's
+   * default: its one site, or all of several).
+   * @param {{site: string, scope: "site" | "all"}} settings
+   * @param {string[] | null} served `client.sites()`
+   * @returns {string | null}
+   */
+  function scopeSite(settings, served) {
+    if (settings.scope !== "site" || !settings.site || !served) return null;
+    return served.includes(settings.site) ? settings.site : null;
+  }
+
+  const api = { WidgetError, createClient, httpError, namesOf, scopeSite };
   lib.client = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

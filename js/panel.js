@@ -83,7 +83,7 @@
   const PLACEHOLDER = "Ask a question about this book…";
 
   /**
-   * @param {{root: string, shortcut: Shortcut | null, version: string}} settings
+   * @param {{root: string, shortcut: Shortcut | null, version: string, apiBase?: URL | null, site?: string}} settings
    * @param {PanelHooks} hooks
    * @returns {Panel}
    */
@@ -631,7 +631,7 @@
     function renderAnswer(answer) {
       const w = ensure();
       resetOutput();
-      const models = C.buildSources(answer, settings.root);
+      const models = C.buildSources(answer, settings);
       sources = new Map(models.map((s) => [s.n, s]));
       const out = w.output;
       const level = ["high", "medium", "low"].includes(answer.confidence_level)
@@ -647,7 +647,7 @@
             el("p", { class: "ragcite-notfound-text" }, isolated(answer.answer || "The book does not answer this question.")),
           ),
         );
-        const seeAlso = C.buildSeeAlso(answer, settings.root);
+        const seeAlso = C.buildSeeAlso(answer, settings);
         if (seeAlso.length) {
           out.append(heading("Passages that may help"), linkList(seeAlso, "ragcite-see-also"));
         }

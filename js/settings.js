@@ -13,6 +13,12 @@
  * - `data-ragcite-shortcut`: e.g. "Mod+/" (Mod: Cmd on macOS, Ctrl
  *   elsewhere), "Alt+A", "/"; "" turns the shortcut off.
  * - `data-ragcite-version`: the sphinx-ragcite version that built the page.
+ * - `data-ragcite-site`: this site's name on a server of several sites
+ *   (`ragcite serve --site NAME=...`); "" means: the folder the site is
+ *   served from below the server (`/NAME/`), if it is one.
+ * - `data-ragcite-scope`: "site" (ask within this site and version, the
+ *   default) or "all" (ask every site the server serves); a page's
+ *   `<meta name="ragcite-scope" content="all">` says so for that page.
  *
  * Everything but `readSettings` is pure. Classic script: registers on
  * `globalThis.ragcite_lib.settings`, and on `module.exports` under Node.
@@ -37,6 +43,8 @@
  * @property {URL | null} apiBase `<apiBase>api/ask`; null: static mode only
  * @property {Shortcut | null} shortcut
  * @property {string} version of the build that wrote the page
+ * @property {string} site this site's name on a server of several, or ""
+ * @property {"site" | "all"} scope which sites a question asks by default
  */
 
 /**
@@ -118,6 +126,41 @@
     return here && /^https?:$/.test(here.protocol) ? new URL("/", here) : null;
   }
 
+  /** A site's name on a server of several: its URL folder (`sites.py`). */
+  const SITE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+  /**
+   * This site's name on a server of several: the one folder between the
+   * server's base and the site root ("/v1.2/" below "/" is "v1.2"), else "".
+   * @param {string} root the site root
+   * @param {URL | null} apiBase
+   * @returns {string}
+   */
+  function siteOf(root, apiBase) {
+    if (!apiBase) return "";
+    const here = toUrl(root, apiBase);
+    if (!here || here.origin !== apiBase.origin) return "";
+    if (!here.pathname.startsWith(apiBase.pathname)) return "";
+    const rest = here.pathname.slice(apiBase.pathname.length);
+    if (!rest.endsWith("/")) return "";
+    let name = rest.slice(0, -1);
+    try {
+      name = decodeURIComponent(name);
+    } catch {
+      return "";
+    }
+    return SITE_NAME.test(name) ? name : "";
+  }
+
+  /**
+   * @param {string} value `data-ragcite-scope` or the page's meta tag
+   * @returns {"site" | "all" | null} null: not a scope
+   */
+  function scopeOf(value) {
+    const v = value.trim().toLowerCase();
+    return v === "site" || v === "all" ? v : null;
+  }
+
   /**
    * @param {{platform?: string, userAgent?: string}} nav `navigator`
    */
@@ -179,8 +222,9 @@
   /**
    * The settings of the widget whose script tag this is.
    * @param {ScriptTag | null} script
-   * @param {{page: string, contentRoot: string | null, mac: boolean}} env
-   *   the page's URL, its `data-content_root`, whether it runs on a Mac
+   * @param {{page: string, contentRoot: string | null, mac: boolean, pageScope?: string | null}} env
+   *   the page's URL, its `data-content_root`, whether it runs on a Mac, its
+   *   `<meta name="ragcite-scope">`
    * @returns {Settings}
    */
   function readSettings(script, env) {
@@ -189,13 +233,17 @@
     const src = script && script.src ? script.src : "";
     const root = siteRoot({ explicit: attr("root"), content: env.contentRoot, src, page: env.page });
     const spec = script && script.hasAttribute("data-ragcite-shortcut") ? attr("shortcut") : DEFAULT_SHORTCUT;
+    const apiBase = apiBaseOf(attr("server"), env.page);
+    const named = attr("site").trim();
     return {
       root,
       assetBase: toUrl("./", src || env.page) || new URL(env.page),
       indexUrl: toUrl(attr("index") || DEFAULT_INDEX, root),
-      apiBase: apiBaseOf(attr("server"), env.page),
+      apiBase,
       shortcut: spec.trim() ? parseShortcut(spec.trim(), env.mac) : null,
       version: attr("version").trim() || "unknown",
+      site: SITE_NAME.test(named) ? named : siteOf(root, apiBase),
+      scope: scopeOf(env.pageScope || "") || scopeOf(attr("scope")) || "site",
     };
   }
 
@@ -206,6 +254,8 @@
     matchesShortcut,
     parseShortcut,
     readSettings,
+    scopeOf,
+    siteOf,
     siteRoot,
     toUrl,
   };

@@ -30,6 +30,11 @@ export interface Citation {
   source_type: "book" | "selection";
   /** ISO time, e.g. "2026-11-21T10:30:45Z". */
   citation_date: string;
+  /** Several sites served together: the site it comes from; `url` is then
+   * relative to the server's root ("v2/page.html#ch1-sec0-p1"). */
+  site?: string;
+  /** Several sites served together: that site's conf.py `version`. */
+  version?: string;
 }
 
 /** A passage an abstaining answer suggests reading. */
@@ -39,12 +44,17 @@ export interface SeeAlso {
   chapter: string;
   section: string;
   snippet: string;
+  /** As on a citation, when several sites are served together. */
+  site?: string;
+  version?: string;
 }
 
 export interface AnswerMetadata {
   model?: string;
   generator?: string;
   retrieved?: string[];
+  /** Several sites served together: the site of each `retrieved` ID, in step. */
+  retrieved_sites?: string[];
   see_also?: SeeAlso[];
   retrieval_ms?: number;
   generation_ms?: number;
@@ -64,6 +74,10 @@ export interface Answer {
   /** False: the book does not support an answer; see `metadata.see_also`. */
   grounded: boolean;
   metadata: AnswerMetadata;
+  /** Several sites served together: the one site asked (absent across sites). */
+  site?: string;
+  /** Several sites served together: the version asked about. */
+  version?: string;
 }
 
 /** `POST /api/ask` and `/api/ask/stream` body. */
@@ -77,6 +91,10 @@ export interface AskRequest {
   filters?: { docnames?: string[]; chapters?: number[] } | null;
   style?: "plain" | "apa" | "ieee" | "acm" | "chicago" | null;
   generator?: "extractive" | "llm" | null;
+  /** Several sites served together: one site's name, or "*" for all (the default). */
+  site?: string | null;
+  /** Only the sites whose conf.py `version` or `release` is this. */
+  version?: string | null;
 }
 
 /** Every 4xx/5xx body of the API. */
@@ -125,6 +143,12 @@ export interface StaticResult {
 export interface AskOptions {
   /** Ask about this text (selection mode); at most 20000 characters are sent. */
   selection?: string;
+  /** With several sites served together: ask this site ("*": all of them;
+   * null: the server's default). Left out: the page's own site, unless the
+   * page's scope is "all". */
+  site?: string | null;
+  /** Ask only the sites of this conf.py version or release. */
+  version?: string;
 }
 
 /** `window.ragcite`. */

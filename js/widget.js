@@ -14,7 +14,7 @@
  * each registers on `globalThis.ragcite_lib`.
  *
  * Public API: `window.ragcite` (see `types.d.ts`): `version`, `open()`,
- * `close()`, `ask(question, {selection})`, `highlight(passageId)`. Each
+ * `close()`, `ask(question, {selection, site, version})`, `highlight(passageId)`. Each
  * inline marker is an `<a data-ragcite-n="n">` whose `href` is the cited
  * passage's URL; the highlighted passage carries the class
  * `ragcite-highlight`. The document receives a `ragcite:answer` event
@@ -56,6 +56,7 @@
     page: location.href,
     contentRoot: document.documentElement.getAttribute("data-content_root"),
     mac: lib.settings.isMacPlatform(navigator),
+    pageScope: (document.querySelector('meta[name="ragcite-scope"]') || { getAttribute: () => null }).getAttribute("content"),
   });
   /** @type {typeof import("./client.js").WidgetError} */
   const WidgetError = lib.client.WidgetError;
@@ -161,7 +162,9 @@
    * Ask a question and render the result; the promise settles once it is on
    * screen (rejects with the error shown).
    * @param {string} question
-   * @param {{selection?: string, fromForm?: boolean}} [options]
+   * @param {{selection?: string, fromForm?: boolean, site?: string | null, version?: string}} [options]
+   *   `site`: a site name, "*" for all sites, null for the server's default;
+   *   left out: this page's own site (see `settings.scope`)
    * @returns {Promise<Answer | StaticResult>}
    */
   async function ask(question, options = {}) {
@@ -196,6 +199,10 @@
 
       /** @type {AskRequest} */
       const body = selected ? { question: text, mode: "selection", selection: selected } : { question: text, mode: "book" };
+      // several sites served together: ask this page's own, unless told otherwise
+      const site = options.site !== undefined ? options.site : lib.client.scopeSite(settings, server.sites());
+      if (site) body.site = site;
+      if (options.version) body.version = options.version;
       let answer;
       try {
         answer = await server.stream(body, controller.signal, (event, data) => {
@@ -317,7 +324,12 @@
     version: settings.version,
     open: () => panel.open(),
     close: () => panel.close(),
-    ask: (question, options) => ask(question, { selection: options && options.selection }),
+    ask: (question, options) =>
+      ask(question, {
+        selection: options && options.selection,
+        ...(options && options.site !== undefined ? { site: options.site } : {}),
+        ...(options && typeof options.version === "string" ? { version: options.version } : {}),
+      }),
     highlight: (id) => links.highlight(String(id), { smooth: true }),
   };
   g.ragcite = Object.freeze(publicApi);

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sphinx.errors import ExtensionError
 
@@ -95,5 +95,24 @@ def add_widget(app: Sphinx) -> None:
             "data-ragcite-index": MANIFEST_PATH,
             "data-ragcite-shortcut": config.ragcite_shortcut,
             "data-ragcite-version": __version__,
+            "data-ragcite-site": config.ragcite_site_name,
+            "data-ragcite-scope": config.ragcite_widget_scope,
         },
     )
+    app.connect("html-page-context", page_scope)
+
+
+def page_scope(
+    app: Sphinx,
+    pagename: str,
+    templatename: str,
+    context: dict[str, Any],
+    doctree: object,
+) -> None:
+    """A page whose metadata says ``ragcite_scope: all`` (or ``site``) tells
+    the widget so in a ``<meta name="ragcite-scope">`` tag."""
+    meta = context.get("meta") or {}
+    scope = str(meta.get("ragcite_scope", "")).strip().lower()
+    if scope in ("site", "all"):
+        tag = f'<meta name="ragcite-scope" content="{scope}">\n'
+        context["metatags"] = context.get("metatags", "") + tag

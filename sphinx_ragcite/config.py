@@ -10,7 +10,7 @@ from sphinx import version_info
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
-from sphinx_ragcite.contracts import STYLES
+from sphinx_ragcite.contracts import SITE_NAME, STYLES
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -131,6 +131,22 @@ class RagciteConfig:
         'Ctrl elsewhere), "Alt+A" or "/". Empty: no shortcut.',
     )
 
+    widget_scope: str = _opt(
+        "site",
+        "html",
+        'Which sites the widget asks when one server serves several: "site" '
+        '(this site and version only) or "all" (every site it serves, e.g. '
+        "for a portal). A page says so for itself with the metadata "
+        "ragcite_scope.",
+    )
+    site_name: str = _opt(
+        "",
+        "html",
+        "This site's name on a server of several (ragcite serve --site "
+        "NAME=...). Empty: the folder the site is served from below the "
+        "server (/NAME/).",
+    )
+
     @classmethod
     def from_sphinx(cls, config: Config) -> RagciteConfig:
         return cls(**{f.name: getattr(config, f"ragcite_{f.name}") for f in fields()})
@@ -226,6 +242,11 @@ _COSMETIC: dict[str, tuple[Any, str]] = {
     "shortcut": (
         lambda v: isinstance(v, str) and len(v) <= 40 and "\n" not in v,
         'a key combination such as "Mod+/" or ""',
+    ),
+    "widget_scope": (lambda v: v in ("site", "all"), '"site" or "all"'),
+    "site_name": (
+        lambda v: isinstance(v, str) and (v == "" or bool(SITE_NAME.match(v))),
+        "a site name of ragcite serve --site (letters, digits, '.', '_', '-') or \"\"",
     ),
 }
 

@@ -59,6 +59,10 @@ MAX_SELECTION = 20_000
 DEFAULT_K = 6
 MAX_K = 20
 
+#: A site's name on a server of several (``ragcite serve --site NAME=...``):
+#: the first folder of its URLs, ``/v1.2/guide.html``.
+SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
 # -- passage IDs ------------------------------------------------------------
 
 PASSAGE_ID = re.compile(r"^ch(?P<c>[0-9]+)-sec(?P<s>[0-9]+)-p(?P<p>[0-9]+)$")

@@ -16,14 +16,13 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from sphinx_ragcite.contracts import Hit
+from sphinx_ragcite.contracts import SITE_NAME, Hit
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.retrieval import RRF_K, Site
 
@@ -44,8 +43,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: A site's name is the first folder of its URLs: ``/v1.2/guide.html``.
-SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Top-level paths the server itself answers on.
 RESERVED = frozenset({"api", "mcp"})
 #: ``site`` value that asks every site (the default with several sites).

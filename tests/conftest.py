@@ -70,3 +70,33 @@ def example_site(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     outdir = root / "html"
     assert sphinx_build(srcdir, outdir, "-d", str(root / "doctrees")) == ""
     return outdir
+
+
+#: What the edited copy of the example book says instead (test_sites.py).
+BLOOM_V1 = "wait 30 to 45 seconds"
+BLOOM_V2 = "wait 50 to 70 seconds"
+
+
+@pytest.fixture(scope="session")
+def example_site_v2(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """A second version of the example book: version 2.0, one paragraph edited."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("example_site_v2")
+    srcdir = root / "src"
+    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=shutil.ignore_patterns("_build"))
+    page = srcdir / "brewing" / "pour_over.md"
+    text = page.read_text("utf-8")
+    assert BLOOM_V1 in text
+    page.write_text(text.replace(BLOOM_V1, BLOOM_V2), "utf-8")
+    conf = srcdir / "conf.py"
+    lines = conf.read_text("utf-8").splitlines()
+    lines = [
+        'version = "2.0"' if line.startswith("version =") else line
+        for line in lines
+        if not line.startswith("release =")
+    ]
+    conf.write_text("\n".join([*lines, 'release = "2.0.1"', ""]), "utf-8")
+    outdir = root / "html"
+    assert sphinx_build(srcdir, outdir, "-d", str(root / "doctrees")) == ""
+    return outdir

@@ -270,3 +270,27 @@ test("bidiPieces keeps an unclosed override inside its own sentence", () => {
   assert.deepEqual(bidiPieces(""), []);
   assert.deepEqual(bidiPieces(/** @type {any} */ (null)), []);
 });
+
+test("several sites: a citation into this site resolves against its root, others against the server", () => {
+  const place = { root: "https://docs.x.org/en/v1/", apiBase: new URL("https://api.x.org/"), site: "v1" };
+  const answer = {
+    citations: [
+      { n: 1, passage_id: "ch1-sec0-p1", url: "v1/a.html#ch1-sec0-p1", site: "v1", source_type: "book" },
+      { n: 2, passage_id: "ch1-sec0-p1", url: "v2/a.html#ch1-sec0-p1", site: "v2", source_type: "book" },
+      { n: 3, passage_id: "ch2-sec0-p1", url: "b.html#ch2-sec0-p1", source_type: "book" },
+    ],
+    metadata: { see_also: [{ passage_id: "ch3-sec0-p1", url: "v2/c.html#ch3-sec0-p1", site: "v2" }] },
+  };
+  const hrefs = buildSources(/** @type {any} */ (answer), place).map((s) => s.href);
+  assert.deepEqual(hrefs, [
+    "https://docs.x.org/en/v1/a.html#ch1-sec0-p1",
+    "https://api.x.org/v2/a.html#ch1-sec0-p1",
+    "https://docs.x.org/en/v1/b.html#ch2-sec0-p1",
+  ]);
+  assert.equal(buildSeeAlso(/** @type {any} */ (answer), place)[0].href, "https://api.x.org/v2/c.html#ch3-sec0-p1");
+  // a plain root (one site) reads the URL as it always did
+  assert.equal(buildSources(/** @type {any} */ (answer), "https://x.org/")[1].href, "https://x.org/v2/a.html#ch1-sec0-p1");
+  // a site name cannot smuggle a link off the server
+  const evil = { citations: [{ n: 1, url: "//evil.org/x", site: "/", source_type: "book" }] };
+  assert.equal(buildSources(/** @type {any} */ (evil), place)[0].href, null);
+});

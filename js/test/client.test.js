@@ -4,7 +4,7 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 
-const { WidgetError, createClient, httpError } = require("../client.js");
+const { WidgetError, createClient, httpError, namesOf, scopeSite } = require("../client.js");
 
 /**
  * A real fetch Response, as the server would send it.
@@ -42,4 +42,32 @@ test("4xx with a message is the reader's mistake; anything else the server's", a
 
 test("without a server nothing is fetched: static mode", async () => {
   assert.equal(await createClient(null).available(), false);
+});
+
+test("namesOf reads the sites of /api/health; one site served is null", () => {
+  assert.deepEqual(namesOf([{ name: "v1" }, { name: "" }, null, { name: 3 }, { name: "latest" }]), ["v1", "latest"]);
+  assert.equal(namesOf(undefined), null);
+  assert.equal(namesOf(null), null);
+});
+
+test("scopeSite asks the page's own site only when the server serves it", () => {
+  const page = { site: "v1", scope: /** @type {"site"} */ ("site") };
+  assert.equal(scopeSite(page, ["v1", "v2"]), "v1");
+  assert.equal(scopeSite(page, ["v2"]), null);
+  assert.equal(scopeSite(page, null), null);
+  assert.equal(scopeSite({ site: "v1", scope: "all" }, ["v1", "v2"]), null);
+  assert.equal(scopeSite({ site: "", scope: "site" }, ["v1"]), null);
+});
+
+test("the client remembers the sites /api/health names", async () => {
+  const saved = globalThis.fetch;
+  globalThis.fetch = async () => response(200, JSON.stringify({ status: "ok", sites: [{ name: "v1" }, { name: "v2" }] }));
+  try {
+    const client = createClient(new URL("https://x.org/"));
+    assert.equal(client.sites(), null);
+    assert.equal(await client.available(), true);
+    assert.deepEqual(client.sites(), ["v1", "v2"]);
+  } finally {
+    globalThis.fetch = saved;
+  }
 });

@@ -11,6 +11,8 @@ const {
   matchesShortcut,
   parseShortcut,
   readSettings,
+  scopeOf,
+  siteOf,
   siteRoot,
   toUrl,
 } = require("../settings.js");
@@ -151,4 +153,34 @@ test("readSettings without attributes: defaults, and an empty shortcut turns it 
   const off = readSettings(tag({ "data-ragcite-shortcut": " " }, ""), { page: "https://x.org/", contentRoot: null, mac: false });
   assert.equal(off.shortcut, null);
   assert.equal(readSettings(null, { page: "https://x.org/a/b.html", contentRoot: null, mac: false }).root, "https://x.org/a/");
+});
+
+test("siteOf: the one folder between the server's base and the site root", () => {
+  const base = new URL("https://x.org/");
+  assert.equal(siteOf("https://x.org/v1.2/", base), "v1.2");
+  assert.equal(siteOf("https://x.org/", base), "");
+  assert.equal(siteOf("https://x.org/a/b/", base), "");
+  assert.equal(siteOf("https://y.org/v1/", base), "");
+  assert.equal(siteOf("https://x.org/docs/latest/", new URL("https://x.org/docs/")), "latest");
+  assert.equal(siteOf("https://x.org/-x/", base), "");
+  assert.equal(siteOf("https://x.org/%E0%A4%A/", base), "");
+  assert.equal(siteOf("https://x.org/v1/", null), "");
+});
+
+test("readSettings: site and scope from the tag, the page's meta tag first", () => {
+  const src = "https://x.org/v2/_static/ragcite/widget.js";
+  const page = { page: "https://x.org/v2/index.html", contentRoot: "./", mac: false };
+  const inferred = readSettings(tag({ "data-ragcite-server": "" }, src), page);
+  assert.equal(inferred.site, "v2");
+  assert.equal(inferred.scope, "site");
+  const named = readSettings(tag({ "data-ragcite-site": "latest", "data-ragcite-scope": "all" }, src), page);
+  assert.equal(named.site, "latest");
+  assert.equal(named.scope, "all");
+  const bad = readSettings(tag({ "data-ragcite-site": "../x", "data-ragcite-scope": "nope" }, src), page);
+  assert.equal(bad.site, "v2");
+  assert.equal(bad.scope, "site");
+  const portal = readSettings(tag({}, src), { ...page, pageScope: " ALL " });
+  assert.equal(portal.scope, "all");
+  assert.equal(scopeOf("site"), "site");
+  assert.equal(scopeOf(""), null);
 });

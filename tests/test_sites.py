@@ -1,0 +1,417 @@
+"""Several sites in one server: scopes, versions, fusion, URLs, the real server.
+
+Two versions of the example book (``example_site`` and ``example_site_v2``,
+version 2.0 with the bloom paragraph edited) are served together; a question
+scoped to one version must cite that version only, with links into it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import ValidationError
+
+from sphinx_ragcite.cli.commands import main
+from sphinx_ragcite.contracts import Answer
+from sphinx_ragcite.errors import RagciteError
+from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.server.app import create_app
+from sphinx_ragcite.server.settings import ServerSettings
+from sphinx_ragcite.sites import ScopeError, ServedSite, Sites, parse_site_spec
+
+from conftest import BLOOM_V1, BLOOM_V2, EXAMPLE_BOOK
+
+QUESTION = "How long should the bloom take?"
+
+
+def questions(limit: int) -> list[str]:
+    lines = (EXAMPLE_BOOK / "qa.jsonl").read_text("utf-8").splitlines()
+    return [json.loads(line)["question"] for line in lines[:limit]]
+
+
+@pytest.fixture(scope="module")
+def sites(example_site: Path, example_site_v2: Path) -> Sites:
+    return Sites.load([("v1", example_site), ("v2", example_site_v2)])
+
+
+@pytest.fixture(scope="module")
+def client(example_site: Path, example_site_v2: Path):  # type: ignore[no-untyped-def]
+    settings = ServerSettings(
+        sites=(("v1", example_site), ("v2", example_site_v2)), rate_limit=0
+    )
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def texts_of(sites: Sites) -> dict[tuple[str, str], str]:
+    return {
+        (m.name, p["passage_id"]): p["text"] for m in sites for p in m.site.passages
+    }
+
+
+def check_citations(answer: dict, texts: dict[tuple[str, str], str]) -> None:
+    """Every citation names a retrieved (site, ID), links into its site, and
+    quotes that site's text."""
+    meta = answer["metadata"]
+    retrieved = set(zip(meta["retrieved_sites"], meta["retrieved"], strict=True))
+    for citation in answer["citations"]:
+        key = (citation["site"], citation["passage_id"])
+        assert key in retrieved
+        assert citation["url"].startswith(f"{citation['site']}/")
+        assert citation["url"].endswith(f"#{citation['passage_id']}")
+        assert citation["version"] == {"v1": "1.0", "v2": "2.0"}[citation["site"]]
+        for start, end in citation["quote_spans"]:
+            assert texts[key][start:end] in citation["quote"]
+
+
+# -- the registry ------------------------------------------------------------
+
+
+def test_site_specs_and_names() -> None:
+    assert parse_site_spec("v1.2=build/html") == ("v1.2", Path("build/html"))
+    for bad in ("v1", "=dir", "v1=", "../x=dir", "api=dir", "MCP=dir", "a b=dir"):
+        with pytest.raises(RagciteError):
+            parse_site_spec(bad)
+
+
+def test_settings_take_one_layout(example_site: Path) -> None:
+    with pytest.raises(ValidationError, match="not both"):
+        ServerSettings(build_dir=example_site, sites=(("v1", example_site),))
+    with pytest.raises(ValidationError, match="BUILD_DIR"):
+        ServerSettings()
+    with pytest.raises(ValidationError, match="given twice"):
+        ServerSettings(sites=(("v1", example_site), ("v1", example_site)))
+    with pytest.raises(ValidationError, match="taken"):
+        ServerSettings(sites=(("api", example_site),))
+    single = ServerSettings(build_dir=example_site)
+    assert single.site_specs() == (("", example_site),)
+
+
+def test_cli_rejects_a_bad_site_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--site", "nodir"]) == 2
+    assert "NAME=BUILD_DIR" in capsys.readouterr().err
+    assert main(["serve", "--site", "v1=/no/such/dir"]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_scopes_resolve_by_name_and_version(sites: Sites) -> None:
+    assert sites.several
+    assert [m.name for m in sites.resolve()] == ["v1", "v2"]
+    assert [m.name for m in sites.resolve("*")] == ["v1", "v2"]
+    assert [m.name for m in sites.resolve("v2")] == ["v2"]
+    assert [m.name for m in sites.resolve(version="2.0")] == ["v2"]
+    assert [m.name for m in sites.resolve(version="2.0.1")] == ["v2"]  # release
+    assert [m.name for m in sites.resolve("v1", "1.0")] == ["v1"]
+    with pytest.raises(ScopeError, match="sites: v1, v2") as unknown:
+        sites.resolve("v3")
+    assert unknown.value.field == "site"
+    with pytest.raises(ScopeError, match=r"v1 \(1.0\), v2 \(2.0\)") as wrong:
+        sites.resolve(version="3.0")
+    assert wrong.value.field == "version"
+    with pytest.raises(ScopeError):
+        sites.resolve("v1", "2.0")
+
+
+def test_sites_share_one_encoder(sites: Sites) -> None:
+    first, second = (m.site for m in sites)
+    assert first.embedder is second.embedder
+
+
+def test_a_union_of_one_site_searches_as_that_site(sites: Sites) -> None:
+    v2 = sites["v2"]
+    union = sites.union([v2])
+    mine = union.search("descaling the kettle", 8)
+    theirs = v2.site.search("descaling the kettle", 8)
+    assert [(h.row, h.score) for h in mine] == [(h.row, h.score) for h in theirs]
+    assert all(h.passage["url"].startswith("v2/") for h in mine)
+    assert mine[0].passage["site"] == "v2"  # type: ignore[typeddict-item]
+    assert union.version == sites.union([v2]).version
+
+
+def test_a_union_of_two_fuses_their_rankings(sites: Sites) -> None:
+    union = sites.union(list(sites))
+    assert len(union.passages) == sum(len(m.site.passages) for m in sites)
+    hits = union.search(QUESTION, 10)
+    assert len(hits) == 10
+    names = {h.passage["site"] for h in hits}  # type: ignore[typeddict-item]
+    assert names == {"v1", "v2"}  # both versions hold the bloom passage
+    for hit in hits:  # rows are the union's: they give back the same record
+        assert union.passages[hit.row] == hit.passage
+        member, row = union.locate(hit.row)
+        assert member.site.passages[row]["passage_id"] == hit.passage_id
+    assert union.vectors is not None
+    member, row = union.locate(hits[0].row)
+    assert (union.vectors[hits[0].row] == member.site.vectors[row]).all()  # type: ignore[index]
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert [h.passage_id for h in union.search(QUESTION, 4, mode="bm25")]
+    with pytest.raises(IndexError):
+        union.locate(len(union.passages))
+
+
+def test_sites_of_different_models_are_not_asked_together(
+    sites: Sites, example_site: Path
+) -> None:
+    other = Site.load(example_site)
+    assert other.manifest.embedding is not None
+    other.manifest = other.manifest.model_copy(
+        update={
+            "embedding": other.manifest.embedding.model_copy(
+                update={"model": "another-model"}
+            )
+        }
+    )
+    mixed = Sites([sites["v1"], ServedSite("other", other)])
+    with pytest.raises(ScopeError, match="different models"):
+        mixed.union(list(mixed))
+
+
+# -- the API -------------------------------------------------------------------
+
+
+def test_health_lists_the_sites(client: TestClient) -> None:
+    body = client.get("/api/health").json()
+    assert [(s["name"], s["version"], s["url"]) for s in body["sites"]] == [
+        ("v1", "1.0", "v1/"),
+        ("v2", "2.0", "v2/"),
+    ]
+    assert body["sites"][1]["release"] == "2.0.1"
+    assert body["passages"] == sum(s["passages"] for s in body["sites"])
+
+
+@pytest.mark.parametrize(
+    ("scope", "name", "says"),
+    [
+        ({"site": "v1"}, "v1", BLOOM_V1),
+        ({"site": "v2"}, "v2", BLOOM_V2),
+        ({"version": "2.0"}, "v2", BLOOM_V2),
+        ({"version": "1.0"}, "v1", BLOOM_V1),
+    ],
+)
+def test_a_version_scoped_answer_cites_that_version(
+    client: TestClient, sites: Sites, scope: dict, name: str, says: str
+) -> None:
+    response = client.post("/api/ask", json={"question": QUESTION, **scope})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    Answer.model_validate(answer)
+    assert answer["site"] == name
+    assert answer["version"] == scope.get("version", {"v1": "1.0", "v2": "2.0"}[name])
+    assert says in answer["answer"]
+    assert answer["citations"]
+    assert {c["site"] for c in answer["citations"]} == {name}
+    assert set(answer["metadata"]["retrieved_sites"]) == {name}
+    check_citations(answer, texts_of(sites))
+    assert says in answer["citations"][0]["quote"]
+
+
+def test_no_scoped_question_cites_another_version(
+    client: TestClient, sites: Sites
+) -> None:
+    """The target: across the QA set, a version-scoped answer (and its
+    see-also list when it abstains) never names the other version."""
+    texts = texts_of(sites)
+    cited = 0
+    for question in questions(24):
+        for name in ("v1", "v2"):
+            for scope in (
+                {"site": name},
+                {"version": {"v1": "1.0", "v2": "2.0"}[name]},
+            ):
+                answer = client.post(
+                    "/api/ask", json={"question": question, **scope}
+                ).json()
+                assert answer["site"] == name
+                assert set(answer["metadata"]["retrieved_sites"]) == {name}
+                assert {c["site"] for c in answer["citations"]} <= {name}
+                assert all(
+                    s["site"] == name and s["url"].startswith(f"{name}/")
+                    for s in answer["metadata"].get("see_also", [])
+                )
+                check_citations(answer, texts)
+                cited += len(answer["citations"])
+    assert cited > 40
+
+
+def test_asked_across_versions_citations_say_which(
+    client: TestClient, sites: Sites
+) -> None:
+    for body in ({"question": QUESTION}, {"question": QUESTION, "site": "*"}):
+        answer = client.post("/api/ask", json=body).json()
+        assert "site" not in answer  # asked across sites
+        assert "version" not in answer  # of different versions
+        assert set(answer["metadata"]["retrieved_sites"]) == {"v1", "v2"}
+        check_citations(answer, texts_of(sites))
+
+
+def test_the_stream_is_scoped_too(client: TestClient) -> None:
+    with client.stream(
+        "POST", "/api/ask/stream", json={"question": QUESTION, "site": "v2"}
+    ) as response:
+        text = response.read().decode()
+    blocks = [b for b in text.strip().split("\n\n") if b]
+    first = json.loads(blocks[0].split("data: ", 1)[1])
+    assert set(first["retrieved_sites"]) == {"v2"}
+    final = json.loads(blocks[-1].split("data: ", 1)[1])
+    assert final["site"] == "v2"
+    assert BLOOM_V2 in final["answer"]
+
+
+def test_the_cache_keeps_scopes_apart(client: TestClient) -> None:
+    one = client.post("/api/ask", json={"question": QUESTION, "site": "v1"}).json()
+    two = client.post("/api/ask", json={"question": QUESTION, "site": "v2"}).json()
+    again = client.post("/api/ask", json={"question": QUESTION, "site": "v1"}).json()
+    assert BLOOM_V1 in one["answer"]
+    assert BLOOM_V2 in two["answer"]
+    assert again == one
+
+
+def test_search_and_passages_take_a_scope(client: TestClient) -> None:
+    hits = client.get(
+        "/api/search", params={"q": "bloom", "k": 5, "site": "v2"}
+    ).json()["hits"]
+    assert {h["site"] for h in hits} == {"v2"}
+    assert all(h["url"].startswith("v2/") for h in hits)
+    both = client.get("/api/search", params={"q": "bloom", "k": 10}).json()["hits"]
+    assert {h["site"] for h in both} == {"v1", "v2"}
+
+    pid = hits[0]["passage_id"]
+    ambiguous = client.get(f"/api/passages/{pid}")
+    assert ambiguous.status_code == 400
+    assert ambiguous.json()["error"]["field"] == "site"
+    record = client.get(f"/api/passages/{pid}", params={"site": "v2"}).json()
+    assert (record["site"], record["version"]) == ("v2", "2.0")
+    assert record["url"] == hits[0]["url"]
+    by_version = client.get(f"/api/passages/{pid}", params={"version": "1.0"})
+    assert by_version.json()["site"] == "v1"
+    assert client.get("/api/passages/ch99-sec0-p1").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"site": "v3"}, "site"),
+        ({"version": "9.9"}, "version"),
+        ({"site": "v1", "version": "2.0"}, "version"),
+        ({"site": "x" * 101}, "site"),
+        ({"site": 3}, "site"),
+    ],
+)
+def test_a_bad_scope_is_a_400_that_says_why(
+    client: TestClient, body: dict, field: str
+) -> None:
+    response = client.post("/api/ask", json={"question": QUESTION, **body})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert field in (error["field"] or "")
+    stream = client.post("/api/ask/stream", json={"question": QUESTION, **body})
+    assert stream.status_code == 400
+    search = client.get("/api/search", params={"q": "bloom", **body})
+    assert search.status_code == 400
+
+
+def test_each_site_is_served_under_its_name(client: TestClient) -> None:
+    listing = client.get("/")
+    assert listing.status_code == 200
+    assert '<a href="v1/">v1</a>' in listing.text
+    assert "default-src 'self'" in listing.headers["content-security-policy"]
+    page = client.get("/v2/brewing/pour_over.html")
+    assert page.status_code == 200
+    assert BLOOM_V2 in page.text
+    assert BLOOM_V1 in client.get("/v1/brewing/pour_over.html").text
+    assert client.get("/v1/.buildinfo").status_code == 404
+    assert client.get("/v1/../v2/index.html").status_code in (200, 404)
+    assert client.get("/brewing/pour_over.html").status_code == 404
+    moved = client.get("/v2", follow_redirects=False)
+    assert moved.headers["location"].endswith("/v2/")
+
+
+def test_one_site_keeps_its_json(example_site: Path) -> None:
+    """Served alone at /, nothing changes: no site or version anywhere."""
+    settings = ServerSettings(build_dir=example_site, rate_limit=0)
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/api/health").json()["sites"] is None
+        answer = client.post("/api/ask", json={"question": QUESTION}).json()
+        assert "site" not in answer
+        assert "version" not in answer
+        assert "retrieved_sites" not in answer["metadata"]
+        assert all("site" not in c for c in answer["citations"])
+        assert not answer["citations"][0]["url"].startswith("v1/")
+        same = client.post(
+            "/api/ask", json={"question": QUESTION, "version": "1.0"}
+        ).json()
+        assert same == answer
+        one = client.post("/api/ask", json={"question": QUESTION, "site": "v1"})
+        assert one.status_code == 400
+        assert "serves one site" in one.json()["error"]["message"]
+
+
+# -- the real server -------------------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_ragcite_serve_two_versions(
+    example_site: Path, example_site_v2: Path, tmp_path: Path
+) -> None:
+    """Done when: two versions served together by ``ragcite serve`` answer
+    version-scoped questions with citations into the right version."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sphinx_ragcite", "serve",
+             "--site", f"v1={example_site}", "--site", f"latest={example_site_v2}",
+             "--port", str(port), "--rate-limit", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert process.poll() is None, log.read_text("utf-8", "replace")
+            try:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.25)
+        for name, version, says in (
+            ("v1", "1.0", BLOOM_V1),
+            ("latest", "2.0", BLOOM_V2),
+        ):
+            for scope in ({"site": name}, {"version": version}):
+                answer = httpx.post(
+                    f"{url}/api/ask", json={"question": QUESTION, **scope}, timeout=60
+                ).json()
+                assert answer["site"] == name
+                assert says in answer["answer"]
+                citation = answer["citations"][0]
+                assert (citation["site"], citation["version"]) == (name, version)
+                assert says in citation["quote"]
+                page = httpx.get(f"{url}/{citation['url'].partition('#')[0]}")
+                assert page.status_code == 200
+                assert f'id="{citation["passage_id"]}"' in page.text
+                assert says in page.text
+        text = log.read_text("utf-8")
+        assert "/v1/ (" in text
+        assert "/latest/ (" in text
+        assert "version 2.0" in text
+    finally:
+        process.terminate()
+        process.wait(15)
