@@ -62,6 +62,8 @@ def check_page(html: str, root: str) -> None:
     assert widget["data-ragcite-server"] == ""
     assert widget["data-ragcite-shortcut"] == "Mod+/"
     assert widget["data-ragcite-version"] == __version__
+    assert widget["data-ragcite-site"] == ""
+    assert widget["data-ragcite-scope"] == "site"
     for other in tags["scripts"][:-1]:
         assert not any(a.startswith("data-ragcite") for a in other.attrs)
     assert len(tags["css"]) == 1
@@ -136,6 +138,23 @@ def test_widget_settings_reach_the_script_tag(make_app, srcdir):  # type: ignore
     assert app.warning.getvalue().strip() == ""
 
 
+def test_site_name_scope_and_a_page_that_asks_all_sites(make_app, srcdir):  # type: ignore[no-untyped-def]
+    index = srcdir / "index.rst"
+    index.write_text(":ragcite_scope: all\n\n" + index.read_text("utf-8"), "utf-8")
+    overrides = {**FAST, "ragcite_site_name": "v1.2", "ragcite_widget_scope": "site"}
+    app = build(make_app, "html", srcdir, confoverrides=overrides)
+    html = (app.outdir / "index.html").read_text("utf-8")
+    widget = widget_tags(html)["scripts"][-1]
+    assert widget["data-ragcite-site"] == "v1.2"
+    assert widget["data-ragcite-scope"] == "site"
+    soup = widget_tags(html)["soup"]
+    assert soup.find("meta", attrs={"name": "ragcite-scope"})["content"] == "all"
+    for other in sorted(app.outdir.glob("*.html")):
+        if other.name != "index.html":
+            assert 'name="ragcite-scope"' not in other.read_text("utf-8"), other
+    assert app.warning.getvalue().strip() == ""
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -143,6 +162,8 @@ def test_widget_settings_reach_the_script_tag(make_app, srcdir):  # type: ignore
         ("ragcite_server_url", 8000),
         ("ragcite_widget", 2),
         ("ragcite_shortcut", None),
+        ("ragcite_widget_scope", "everything"),
+        ("ragcite_site_name", "../up"),
     ],
 )
 def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value):  # type: ignore[no-untyped-def]
@@ -153,6 +174,8 @@ def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value): 
             "ragcite_server_url": "",
             "ragcite_widget": True,
             "ragcite_shortcut": "Mod+/",
+            "ragcite_widget_scope": "site",
+            "ragcite_site_name": "",
         }
         assert getattr(app.config, name) == defaults[name]
     finally:

@@ -70,8 +70,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def answer_server(build_dir: Path, **kwargs: Any):  # type: ignore[no-untyped-def]
-    """``ragcite serve`` in a thread: the site at ``/`` and the API."""
+def answer_server(build_dir: Path | None, **kwargs: Any):  # type: ignore[no-untyped-def]
+    """``ragcite serve`` in a thread: the site at ``/`` (or ``sites=`` each at
+    ``/NAME/``) and the API."""
     llm = kwargs.pop("llm", None)
     settings = ServerSettings(build_dir=build_dir, rate_limit=0, **kwargs)
     port = free_port()
@@ -1082,6 +1083,66 @@ def test_the_version_comes_from_the_page(page, server: str) -> None:  # type: ig
     assert page.evaluate("window.ragcite.version") == __version__
     root = page.locator("#ragcite-root")
     assert root.get_attribute("data-ragcite-version") == __version__
+
+
+# -- several sites ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sites_server(site: Path, example_site_v2: Path):  # type: ignore[no-untyped-def]
+    sites = (("v1", site), ("v2", example_site_v2))
+    with answer_server(None, sites=sites, generator="extractive") as url:
+        yield url
+
+
+def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> None:  # type: ignore[no-untyped-def]
+    from conftest import BLOOM_V1, BLOOM_V2
+
+    sent: list[dict] = []
+    page.on(
+        "request",
+        lambda r: sent.append(json.loads(r.post_data or "{}"))
+        if r.url.endswith("/api/ask/stream")
+        else None,
+    )
+    for name, says in (("v2", BLOOM_V2), ("v1", BLOOM_V1)):
+        page.goto(f"{sites_server}/{name}/brewing/pour_over.html")
+        answer = ask(page, QUESTION)
+        assert sent[-1]["site"] == name
+        assert answer["site"] == name
+        assert says in answer["answer"]
+        first = answer["citations"][0]
+        assert first["site"] == name
+        marker = page.locator('a[data-ragcite-n="1"]')
+        assert marker.get_attribute("href") == f"{sites_server}/{first['url']}"
+        assert says in page.locator(".ragcite-answer").text_content()
+    page.screenshot(path=str(SHOTS / "sites-v1.png"))
+
+
+def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> None:  # type: ignore[no-untyped-def]
+    from conftest import BLOOM_V2
+
+    page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+    answer = ask(page, QUESTION, site="v2")
+    assert answer["site"] == "v2"
+    assert BLOOM_V2 in answer["answer"]
+    first = answer["citations"][0]
+    href = page.locator('a[data-ragcite-n="1"]').get_attribute("href")
+    assert href == f"{sites_server}/v2/{first['url'].removeprefix('v2/')}"
+    page.locator('a[data-ragcite-n="1"]').click()
+    page.wait_for_url(f"{sites_server}/v2/**")
+    wait_highlighted(page, first["passage_id"])
+    assert BLOOM_V2 in page.locator(f"#{first['passage_id']}").text_content()
+
+    page.goto(f"{sites_server}/v1/index.html")
+    across = ask(page, QUESTION, site="*")
+    assert "site" not in across
+    assert set(across["metadata"]["retrieved_sites"]) == {"v1", "v2"}
+    hrefs = page.eval_on_selector_all(
+        "li[data-ragcite-source] a", "links => links.map(a => a.href)"
+    )
+    for citation, link in zip(across["citations"], hrefs, strict=False):
+        assert link == f"{sites_server}/{citation['url']}"
 
 
 # -- keyboard and themes --------------------------------------------------------------
