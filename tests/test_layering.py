@@ -39,6 +39,7 @@ QUERY = (
     "sphinx_ragcite.errors",
     "sphinx_ragcite.retrieval",
     "sphinx_ragcite.qdrant_store",
+    "sphinx_ragcite.sites",
     "sphinx_ragcite.evaluate",
     "sphinx_ragcite.answer",
     "sphinx_ragcite.cite",
