@@ -142,7 +142,7 @@ class RagciteConfig:
     site_name: str = _opt(
         "",
         "html",
-        "This site's name on a server of several (ragcite serve --site "
+        "The name of this site on a server of several (ragcite serve --site "
         "NAME=...). Empty: the folder the site is served from below the "
         "server (/NAME/).",
     )
