@@ -157,6 +157,19 @@ class _Vectors:
         return vectors[local]
 
 
+class _Sentences:
+    """``union.sentences``: a row's build-time sentence vectors, if its member
+    has them (else None: the answer engine embeds that passage's sentences)."""
+
+    def __init__(self, union: SiteUnion) -> None:
+        self._union = union
+
+    def of(self, row: int) -> np.ndarray | None:
+        member, local = self._union.locate(row)
+        sentences = getattr(member.site, "sentences", None)
+        return None if sentences is None else sentences.of(local)
+
+
 class SiteUnion:
     """Sites searched as one; rows are numbered through the members in order.
 
@@ -198,6 +211,12 @@ class SiteUnion:
     @property
     def vectors(self) -> _Vectors | None:
         return _Vectors(self) if self.has_dense else None
+
+    @property
+    def sentences(self) -> _Sentences | None:
+        if any(getattr(m.site, "sentences", None) is not None for m in self.members):
+            return _Sentences(self)
+        return None
 
     @property
     def has_dense(self) -> bool:

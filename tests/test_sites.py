@@ -154,6 +154,10 @@ def test_a_union_of_two_fuses_their_rankings(sites: Sites) -> None:
     assert [h.passage_id for h in union.search(QUESTION, 4, mode="bm25")]
     with pytest.raises(IndexError):
         union.locate(len(union.passages))
+    # the build's sentence vectors, from the member that holds the row
+    assert union.sentences is not None
+    assert member.site.sentences is not None
+    assert (union.sentences.of(hits[0].row) == member.site.sentences.of(row)).all()  # type: ignore[union-attr]
 
 
 def test_sites_of_different_models_are_not_asked_together(
