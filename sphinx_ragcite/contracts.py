@@ -303,26 +303,16 @@ SCOPE_FIELDS = ("site", "version")
 
 
 class _Scoped(BaseModel):
-    """``site``/``version``: set only when several sites are served together.
-
-    They are left out of the JSON when unset (not written as ``null``), so
-    a server of one site, ``ragcite ask`` and old clients see the answer JSON
-    they always did.
+    """``site``/``version`` (declared last by each model) are set only when
+    several sites are served together, and left out of the JSON when unset
+    (not written as ``null``), so a server of one site, ``ragcite ask`` and
+    old clients see the answer JSON they always did.
     """
 
-    site: str | None = Field(
-        None,
-        description="the served site (``--site NAME=...``) this comes from; "
-        "only when several sites are served together",
-    )
-    version: str | None = Field(
-        None,
-        description="that site's ``version`` from conf.py; only when several "
-        "sites are served together",
-    )
-
+    # No return annotation on purpose: pydantic then keeps the model's own
+    # JSON schema for the output (OpenAPI); ``-> Any`` would make it ``{}``.
     @model_serializer(mode="wrap")
-    def _drop_unset_scope(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _drop_unset_scope(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         data = handler(self)
         if isinstance(data, dict):
             for name in SCOPE_FIELDS:
@@ -355,6 +345,14 @@ class Citation(_Scoped):
     grounded: bool
     source_type: Literal["book", "selection"] = "book"
     citation_date: str
+    site: str | None = Field(
+        None,
+        description="several sites served: the site (--site NAME=...) it is "
+        "from; url is then relative to the server's root",
+    )
+    version: str | None = Field(
+        None, description="several sites served: that site's conf.py version"
+    )
 
 
 class Answer(_Scoped):
@@ -375,3 +373,13 @@ class Answer(_Scoped):
     confidence_level: ConfidenceLevel
     grounded: bool
     metadata: dict[str, Any]
+    site: str | None = Field(
+        None,
+        description="several sites served: the one site asked (absent when "
+        "asked across sites)",
+    )
+    version: str | None = Field(
+        None,
+        description="several sites served: the version asked about (absent "
+        "when the sites asked differ)",
+    )

@@ -1101,9 +1101,11 @@ def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> Non
     sent: list[dict] = []
     page.on(
         "request",
-        lambda r: sent.append(json.loads(r.post_data or "{}"))
-        if r.url.endswith("/api/ask/stream")
-        else None,
+        lambda r: (
+            sent.append(json.loads(r.post_data or "{}"))
+            if r.url.endswith("/api/ask/stream")
+            else None
+        ),
     )
     for name, says in (("v2", BLOOM_V2), ("v1", BLOOM_V1)):
         page.goto(f"{sites_server}/{name}/brewing/pour_over.html")
