@@ -7,6 +7,7 @@ scoped to one version must cite that version only, with links into it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -360,6 +361,30 @@ def test_one_site_keeps_its_json(example_site: Path) -> None:
 # -- the real server -------------------------------------------------------------
 
 
+async def mcp_scoped(url: str) -> None:
+    """The MCP door takes the same scope: ``ask`` and ``search`` by site/version."""
+    from test_mcp import http_session
+
+    async with http_session(url) as session:
+        result = await session.call_tool(
+            "ask", {"question": QUESTION, "site": "latest"}
+        )
+        answer = result.structured_content
+        assert not result.is_error, result.content
+        assert answer is not None
+        assert answer["site"] == "latest"
+        assert BLOOM_V2 in answer["answer"]
+        assert {c["site"] for c in answer["citations"]} == {"latest"}
+        found = await session.call_tool(
+            "search", {"query": "bloom", "k": 4, "version": "1.0"}
+        )
+        hits = (found.structured_content or {})["hits"]
+        assert {h["site"] for h in hits} == {"v1"}
+        wrong = await session.call_tool("ask", {"question": QUESTION, "site": "v9"})
+        assert wrong.is_error
+        assert "No site 'v9'" in wrong.content[0].text  # type: ignore[union-attr]
+
+
 def free_port() -> int:
     import socket
 
@@ -412,6 +437,7 @@ def test_ragcite_serve_two_versions(
                 assert page.status_code == 200
                 assert f'id="{citation["passage_id"]}"' in page.text
                 assert says in page.text
+        asyncio.run(mcp_scoped(f"{url}/mcp"))
         text = log.read_text("utf-8")
         assert "/v1/ (" in text
         assert "/latest/ (" in text

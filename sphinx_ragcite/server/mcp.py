@@ -35,7 +35,13 @@ from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.retrieval import Filters
 from sphinx_ragcite.server import answering
 from sphinx_ragcite.server.guards import MCP_PATH
-from sphinx_ragcite.server.schemas import AskFilters, AskRequest, SearchResponse
+from sphinx_ragcite.server.schemas import (
+    SCOPE_TEXT,
+    AskFilters,
+    AskRequest,
+    SearchResponse,
+)
+from sphinx_ragcite.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,6 +70,17 @@ INSTRUCTIONS = (
     "the passage it cites, `get_passage` to read a passage, `cite` to turn "
     f"passage IDs into references. {CITATIONS} When you use the book, cite "
     "the passage URL so the reader can check it."
+)
+
+#: ``ask``/``search`` when ``ragcite serve --site NAME=...`` serves several sites.
+SITE = Field(
+    max_length=SCOPE_TEXT,
+    description="several sites served: ask this one by name ('*': all, the "
+    "default); answers and hits then name their site and version",
+)
+VERSION = Field(
+    max_length=SCOPE_TEXT,
+    description="several sites served: only the sites of this version",
 )
 
 
@@ -136,14 +153,20 @@ def build_server(current: Callable[[], State]) -> MCPServer[Any]:
             list[int] | None,
             Field(max_length=50, description="only these chapter numbers (chC)"),
         ] = None,
+        site: Annotated[str | None, SITE] = None,
+        version: Annotated[str | None, VERSION] = None,
     ) -> SearchResponse:
         state = current()
         text = query.strip()
         if not text:
             raise ToolError("query: must not be empty")
         filters = _filters(docnames, chapters)
+        try:
+            searcher = state.scope(site, version).searcher
+        except ScopeError as wrong:
+            raise ToolError(str(wrong)) from None
         hits = await _blocking(
-            state, partial(state.site.search, filters=filters), text, k
+            state, partial(searcher.search, filters=filters), text, k
         )
         return SearchResponse.model_validate({"hits": [h.as_json() for h in hits]})
 
@@ -174,6 +197,8 @@ def build_server(current: Callable[[], State]) -> MCPServer[Any]:
         generator: Annotated[
             GeneratorName | None, Field(description="default: the server's")
         ] = None,
+        site: Annotated[str | None, SITE] = None,
+        version: Annotated[str | None, VERSION] = None,
     ) -> Answer:
         state = current()
         try:
@@ -189,6 +214,8 @@ def build_server(current: Callable[[], State]) -> MCPServer[Any]:
                 ),
                 style=style,
                 generator=generator,
+                site=site,
+                version=version,
             )
         except ValidationError as error:
             raise ToolError(_invalid(error)) from None
