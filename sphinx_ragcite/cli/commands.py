@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
+    from pydantic import ValidationError
+
     from sphinx_ragcite.answer.llm import Generator
     from sphinx_ragcite.contracts import GeneratorName
     from sphinx_ragcite.retrieval import SearchableSite
@@ -65,10 +67,7 @@ def _serve(args: argparse.Namespace) -> int:
             qdrant_collection=args.collection,
         )
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
-        )
-        raise RagciteError(f"invalid server options: {problems}") from None
+        raise RagciteError(f"invalid server options: {_problems(error)}") from None
     return serve(settings, args.log_level)
 
 
@@ -94,11 +93,20 @@ def _mcp(args: argparse.Namespace) -> int:
             rate_limit=0,
         )
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
-        )
-        raise RagciteError(f"invalid options: {problems}") from None
+        raise RagciteError(f"invalid options: {_problems(error)}") from None
     return run_stdio(settings, args.log_level)
+
+
+def _problems(error: ValidationError) -> str:
+    """Each problem as ``option: message``; one about the options together
+    (BUILD_DIR or --site) has no option to name."""
+    return "; ".join(
+        f"{where}: {message}" if where else message
+        for e in error.errors()
+        for where, message in [
+            (".".join(map(str, e["loc"])), e["msg"].removeprefix("Value error, "))
+        ]
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
