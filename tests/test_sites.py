@@ -100,6 +100,10 @@ def test_cli_rejects_a_bad_site_spec(capsys: pytest.CaptureFixture[str]) -> None
     assert "NAME=BUILD_DIR" in capsys.readouterr().err
     assert main(["serve", "--site", "v1=/no/such/dir"]) == 2
     assert "is not a folder" in capsys.readouterr().err
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "invalid server options: give BUILD_DIR or --site NAME=BUILD_DIR\n"
+    )
 
 
 def test_scopes_resolve_by_name_and_version(sites: Sites) -> None:
