@@ -449,3 +449,33 @@ def test_ragcite_serve_two_versions(
     finally:
         process.terminate()
         process.wait(15)
+
+
+def test_two_versions_served_from_qdrant(
+    example_site: Path, example_site_v2: Path, tmp_path: Path
+) -> None:
+    """Sites read from Qdrant slot in: both versions pushed to one store, one
+    client for both, and scoped answers still cite their own version."""
+    pytest.importorskip("qdrant_client")
+    from sphinx_ragcite.qdrant_store import QdrantSite
+
+    store = tmp_path / "store"
+    for folder in (example_site, example_site_v2):
+        assert main(["push", str(folder), "--qdrant", str(store)]) == 0
+    settings = ServerSettings(
+        sites=(("v1", example_site), ("v2", example_site_v2)),
+        qdrant=str(store),
+        rate_limit=0,
+    )
+    with TestClient(create_app(settings)) as client:
+        sites = client.app.state.ragcite.sites  # type: ignore[attr-defined]
+        assert all(isinstance(m.site, QdrantSite) for m in sites)
+        for name, says in (("v1", BLOOM_V1), ("v2", BLOOM_V2)):
+            answer = client.post(
+                "/api/ask", json={"question": QUESTION, "site": name}
+            ).json()
+            assert answer["site"] == name
+            assert says in answer["answer"]
+            assert {c["site"] for c in answer["citations"]} == {name}
+        across = client.post("/api/ask", json={"question": QUESTION}).json()
+        assert set(across["metadata"]["retrieved_sites"]) == {"v1", "v2"}

@@ -16,6 +16,7 @@ from sphinx_ragcite.server.guards import AnswerCache, GenerationSlots, RateLimit
 from sphinx_ragcite.sites import ServedSite, Sites
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from sphinx_ragcite.answer.llm import Cancel, Generator
@@ -121,18 +122,23 @@ def load_llm(settings: ServerSettings) -> Generator | None:
     )
 
 
-def load_site(settings: ServerSettings, folder: Path) -> SearchableSite:
-    """A build folder's index in memory, or its passages pushed to Qdrant."""
-    if settings.qdrant:
-        from sphinx_ragcite.qdrant_store import QdrantSite
+def site_loader(settings: ServerSettings) -> Callable[[Path], SearchableSite]:
+    """How each build folder is read: its index in memory, or its passages
+    pushed to Qdrant through one client for all sites (local mode lets one
+    client at a time open a folder)."""
+    if not settings.qdrant:
+        return lambda folder: Site.load(folder, model_dir=settings.embedding_model)
+    from sphinx_ragcite.qdrant_store import QdrantSite, connect
 
-        return QdrantSite.for_build(
-            settings.qdrant,
-            folder,
-            settings.qdrant_collection,
-            model_dir=settings.embedding_model,
-        )
-    return Site.load(folder, model_dir=settings.embedding_model)
+    location = settings.qdrant
+    client = connect(location)
+    return lambda folder: QdrantSite.for_build(
+        location,
+        folder,
+        settings.qdrant_collection,
+        model_dir=settings.embedding_model,
+        client=client,
+    )
 
 
 def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
@@ -141,7 +147,7 @@ def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
     sites = Sites.load(
         settings.site_specs(),
         model_dir=settings.embedding_model,
-        load=lambda folder: load_site(settings, folder),
+        load=site_loader(settings),
     )
     warmed: set[int] = set()
     for member in sites:
