@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from sphinx_ragcite.contracts import Hit, parse_passage_id
+from sphinx_ragcite.contracts import Hit
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.index.bm25 import read_bm25
 from sphinx_ragcite.index.embed import DEFAULT_MODEL_ID, Embedder, model_files
@@ -27,11 +27,13 @@ from sphinx_ragcite.index.sentence_vectors import MAPPED, read_sentence_matrix
 from sphinx_ragcite.index.tokenize import tokenize
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Mapping
 
     import bm25s
 
     from sphinx_ragcite.contracts import Fusion, Manifest, PassageRecord, SearchMode
+    from sphinx_ragcite.index.dense import DenseVectors
+    from sphinx_ragcite.index.passage_store import PassageStore
     from sphinx_ragcite.index.sentence_vectors import SentenceMatrix
 
 logger = logging.getLogger(__name__)
@@ -183,15 +185,16 @@ class Site:
 
     root: Path
     manifest: Manifest
-    passages: list[PassageRecord]
+    passages: PassageStore
     bm25: bm25s.BM25
-    vectors: np.ndarray | None
+    vectors: DenseVectors | None
     model_dir: str | None = None
     #: links of earlier builds (page#ID) -> URL of their text now (``moved.js``)
     moved: dict[str, str] = field(default_factory=dict, repr=False)
     #: each passage's sentence vectors, embedded at build time (or None)
     sentences: SentenceMatrix | None = field(default=None, repr=False)
-    _rows: dict[str, int] = field(default_factory=dict, repr=False)
+    #: passage ID -> row
+    _rows: Mapping[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, path: str | Path, *, model_dir: str | None = None) -> Site:
@@ -229,7 +232,7 @@ class Site:
         site = cls(directory, manifest, passages, retriever, vectors, model_dir)
         site.moved = moved
         site.sentences = sentences
-        site._rows = {p["passage_id"]: i for i, p in enumerate(passages)}
+        site._rows = passages.rows
         return site
 
     @property
@@ -285,32 +288,45 @@ class Site:
             return np.zeros(len(self.passages), dtype=np.float32)
         return np.asarray(self.bm25.get_scores(ids), dtype=np.float32)
 
-    def dense_scores(
-        self, query: str, query_vector: np.ndarray | None = None
-    ) -> np.ndarray:
+    def _dense(self) -> DenseVectors:
         if self.vectors is None:
             raise SiteIndexError(
                 "This index has no dense embeddings (built with "
                 "ragcite_embeddings = False); use mode 'bm25'."
             )
+        return self.vectors
+
+    def _query_vector(self, query: str, query_vector: np.ndarray | None) -> np.ndarray:
+        self._dense()
         if query_vector is None:
-            query_vector = self.embedder.embed([query])[0]
-        return query_vector @ self.vectors.T
+            return self.embedder.embed([query])[0]
+        return query_vector
+
+    def dense_scores(
+        self, query: str, query_vector: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Every passage's dense score (tools; a search rescores only its top)."""
+        vector = self._query_vector(query, query_vector)
+        return self._dense().scores(vector, np.arange(len(self.passages)))
 
     def mask(self, filters: Filters | None) -> np.ndarray | None:
+        """Rows the filters keep, from the per-row arrays (no record is parsed)."""
         if not filters:
             return None
-        keep = np.zeros(len(self.passages), dtype=bool)
-        for row, record in enumerate(self.passages):
-            docname = record["docname"]
-            chapter = (parse_passage_id(record["passage_id"]) or (-1,))[0]
-            keep[row] = (
-                not filters.docnames
-                or any(
+        store = self.passages
+        keep = np.ones(len(store), dtype=bool)
+        if filters.docnames:
+            documents = [
+                i
+                for i, docname in enumerate(store.docnames)
+                if any(
                     docname == d or docname.startswith(d.rstrip("/") + "/")
                     for d in filters.docnames
                 )
-            ) and (not filters.chapters or chapter in filters.chapters)
+            ]
+            keep &= np.isin(store.document_of, documents)
+        if filters.chapters:
+            keep &= np.isin(store.chapter_of, list(filters.chapters))
         return keep
 
     def search(
@@ -329,19 +345,28 @@ class Site:
             mode = "bm25"
         keep = self.mask(filters)
         bm25 = self.bm25_scores(query) if mode != "dense" else None
-        dense = self.dense_scores(query, query_vector) if mode != "bm25" else None
         if mode == "bm25":
             assert bm25 is not None
             rows = _top(bm25, k, keep, positive=True)
-            return [self._hit(r, float(bm25[r]), bm25, dense) for r in rows]
+            return [self._hit(r, float(bm25[r]), bm25, None) for r in rows]
+        vector = self._query_vector(query, query_vector)
+        vectors = self._dense()
+        found, exact = vectors.top(vector, k if mode == "dense" else depth, keep)
+        dense = dict(zip(found.tolist(), exact.tolist(), strict=True))
         if mode == "dense":
-            assert dense is not None
-            rows = _top(dense, k, keep)
-            return [self._hit(r, float(dense[r]), bm25, dense) for r in rows]
+            return [self._hit(r, dense[r], None, dense) for r in dense]
         assert bm25 is not None
-        assert dense is not None
         lexical = _top(bm25, depth, keep, positive=True)
-        semantic = _top(dense, depth, keep)
+        semantic = list(dense)
+        # Every row a hit or the linear mix shows needs its exact dense score.
+        others = [r for r in lexical if r not in dense]
+        dense.update(
+            zip(
+                others,
+                vectors.scores(vector, np.array(others, dtype=np.int64)).tolist(),
+                strict=True,
+            )
+        )
         fused = (
             _rrf((lexical, semantic))
             if fusion == "rrf"
@@ -355,14 +380,14 @@ class Site:
         row: int,
         score: float,
         bm25: np.ndarray | None,
-        dense: np.ndarray | None,
+        dense: dict[int, float] | None,
     ) -> Hit:
         return Hit(
             self.passages[row],
             row,
             score,
             None if bm25 is None else float(bm25[row]),
-            None if dense is None else float(dense[row]),
+            None if dense is None else dense[row],
         )
 
 
@@ -396,14 +421,21 @@ def _linear(
     lexical: list[int],
     semantic: list[int],
     bm25: np.ndarray,
-    dense: np.ndarray,
+    dense: np.ndarray | Mapping[int, float],
     alpha: float = 0.5,
 ) -> dict[int, float]:
-    """Min-max normalised scores, mixed: the alternative RRF is measured against."""
+    """Min-max normalised scores, mixed: the alternative RRF is measured against.
+
+    *dense* holds a score for every row (an array) or for these rows (a dict).
+    """
     rows = sorted(set(lexical) | set(semantic))
 
-    def normalised(scores: np.ndarray) -> np.ndarray:
-        values = scores[rows]
+    def normalised(scores: np.ndarray | Mapping[int, float]) -> np.ndarray:
+        values = (
+            scores[rows]
+            if isinstance(scores, np.ndarray)
+            else np.array([scores[r] for r in rows], dtype=np.float32)
+        )
         low, high = float(values.min()), float(values.max())
         return (values - low) / (high - low) if high > low else np.zeros_like(values)
 

@@ -7,6 +7,7 @@ import io
 import numpy as np
 
 from sphinx_ragcite.errors import SiteIndexError
+from sphinx_ragcite.index.dense import DenseVectors
 from sphinx_ragcite.index.files import REBUILD
 
 
@@ -69,14 +70,12 @@ def read_npy(
 
 def read_vectors(
     codes: bytes, scales: bytes, rows: int, dim: int, where: str
-) -> np.ndarray:
-    """float32 [rows, dim], laid out for a fast query product."""
-    values = dequantize(
+) -> DenseVectors:
+    """The passage vectors, kept as their int8 codes (see ``index/dense.py``)."""
+    vectors = DenseVectors(
         read_npy(codes, (rows, dim), "int8", f"{where}/embeddings"),
         read_npy(scales, (rows,), "float32", f"{where}/embedding_scales"),
     )
-    if not np.isfinite(values).all():
+    if not vectors.finite:
         raise SiteIndexError(f"{where}: the embeddings hold non-numbers. {REBUILD}")
-    # Stored transposed (dim x passages): the query's dot product then streams
-    # memory in order, twice as fast as the row layout at 50k passages.
-    return np.ascontiguousarray(values.T).T
+    return vectors

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from sphinx_ragcite.contracts import PASSAGE_FIELDS, PASSAGE_ID
+from sphinx_ragcite.contracts import PASSAGE_FIELDS, PASSAGE_ID, parse_passage_id
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.index.files import REBUILD, dumps
+from sphinx_ragcite.index.passage_store import PassageStore, RowIndex
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -19,18 +20,23 @@ def passages_jsonl(records: Sequence[PassageRecord]) -> bytes:
     return "".join(dumps(r) + "\n" for r in records).encode("utf-8")
 
 
-def read_passages(data: bytes, where: str) -> list[PassageRecord]:
-    """The records, each checked against the contract (a bad line names itself)."""
+def read_passages(data: bytes, where: str) -> PassageStore:
+    """The records, each checked against the contract (a bad line names itself).
+
+    Every line is parsed and checked here, once; the store then keeps the
+    checked lines compressed (see :mod:`~sphinx_ragcite.index.passage_store`).
+    """
     try:
-        lines = data.decode("utf-8").splitlines()
+        data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise SiteIndexError(f"{where} cannot be read ({error}). {REBUILD}") from None
-    records: list[PassageRecord] = []
+    # Split on line ends only: JSON escapes them inside strings, but not
+    # U+2028 and its kin, which str.splitlines() would also split on.
+    lines = data.splitlines()
+    ids: list[str] = []
+    docnames: list[str] = []
+    chapters: list[int] = []
     seen: set[str] = set()
-    # The passages of a section repeat its document, titles and heading
-    # path: one shared object each instead of one per passage (about 450
-    # bytes a passage on a server holding 200k). Records are read-only.
-    shared: dict[object, object] = {}
     for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
@@ -42,12 +48,14 @@ def read_passages(data: bytes, where: str) -> list[PassageRecord]:
         if problem is not None:
             raise SiteIndexError(f"{where}, line {number}: {problem}. {REBUILD}")
         seen.add(record["passage_id"])
-        for key in ("docname", "chapter", "section"):
-            record[key] = shared.setdefault(record[key], record[key])
-        path = record["heading_path"]
-        record["heading_path"] = shared.setdefault(tuple(path), path)
-        records.append(record)
-    return records
+        ids.append(record["passage_id"])
+        docnames.append(record["docname"])
+        chapter = (parse_passage_id(record["passage_id"]) or (-1,))[0]
+        chapters.append(chapter if chapter < 2**62 else -1)  # fits the array
+    del seen
+    store = PassageStore(lines, docnames, chapters)
+    store.rows = RowIndex(ids, store)
+    return store
 
 
 def _problem(record: object) -> str | None:
