@@ -6,12 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sphinx_ragcite.cli import main
 from sphinx_ragcite.errors import SiteIndexError as RagciteIndexError
 from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa, score_ranking
-from sphinx_ragcite.retrieval import Filters, Site
+from sphinx_ragcite.retrieval import Filters, Site, _linear, _rrf, _top
 
 from conftest import EXAMPLE_BOOK
 
@@ -54,6 +55,52 @@ def test_hits_carry_both_scores_in_hybrid(site: Site) -> None:
     assert hit.bm25 is not None
     assert hit.dense is not None
     assert set(hit.as_json()) >= {"passage_id", "score", "bm25", "dense", "url"}
+
+
+def reference_search(
+    site: Site, query: str, vector: np.ndarray, k: int, mode: str, fusion: str
+) -> list[str]:
+    """The search before int8 vectors: every row scored by the float32 matrix."""
+    dense = np.asarray(site.vectors) @ vector
+    bm25 = site.bm25_scores(query)
+    if mode == "dense":
+        rows = _top(dense, k, None)
+    else:
+        lexical = _top(bm25, 50, None, positive=True)
+        semantic = _top(dense, 50, None)
+        fused = (
+            _rrf((lexical, semantic))
+            if fusion == "rrf"
+            else _linear(lexical, semantic, bm25, dense)
+        )
+        rows = [r for r, _ in sorted(fused.items(), key=lambda i: (-i[1], i[0]))][:k]
+    return [site.passages[r]["passage_id"] for r in rows]
+
+
+@pytest.mark.parametrize(
+    ("mode", "fusion"), [("dense", "rrf"), ("hybrid", "rrf"), ("hybrid", "linear")]
+)
+def test_rankings_are_those_of_the_float32_matrix(
+    site: Site, mode: str, fusion: str
+) -> None:
+    """int8 search with float32 rescoring ranks exactly as scoring every row."""
+    questions = [q.question for q in load_qa(EXAMPLE_BOOK / "qa.jsonl")]
+    vectors = site.embedder.embed(questions)
+    for question, vector in zip(questions, vectors, strict=True):
+        for k in (1, 10, 40):
+            hits = site.search(
+                question,
+                k,
+                mode=mode,  # type: ignore[arg-type]
+                fusion=fusion,  # type: ignore[arg-type]
+                query_vector=vector,
+            )
+            assert [h.passage_id for h in hits] == reference_search(
+                site, question, vector, k, mode, fusion
+            ), question
+            dense = np.asarray(site.vectors) @ vector
+            for hit in hits:
+                assert hit.dense == pytest.approx(float(dense[hit.row]), abs=1e-6)
 
 
 def test_filters(site: Site) -> None:

@@ -42,9 +42,11 @@ class DenseVectors:
         for start in range(0, len(self._scales), _CHUNK):
             part = codes[start : start + _CHUNK].astype(np.float32)
             scale = self._scales[start : start + _CHUNK]
-            # code * scale overflows (or is NaN) exactly where this does:
-            finite &= bool(np.isfinite(np.abs(part).max(axis=1) * scale).all())
-            norms = np.sqrt((part * part).sum(axis=1)) * np.abs(scale)
+            with np.errstate(over="ignore", invalid="ignore"):
+                # code * scale overflows (or is NaN) exactly where this does:
+                peaks = np.abs(part).max(axis=1, initial=0.0) * scale
+                norms = np.sqrt((part * part).sum(axis=1)) * np.abs(scale)
+            finite &= bool(np.isfinite(peaks).all())
             longest = max(longest, float(norms.max(initial=0.0)))
         #: False if a vector holds a non-number (the reader refuses it)
         self.finite = finite
