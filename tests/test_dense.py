@@ -147,6 +147,8 @@ def test_the_store_gives_back_every_record(count: int) -> None:
     )
     assert len(store) == count
     assert list(store) == items
+    assert store == items
+    assert store != [*items, {"other": 1}]
     assert [store[i] for i in range(count)] == items
     assert store[:3] == items[:3]
     if count:

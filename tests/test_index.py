@@ -68,7 +68,7 @@ def test_manifest_lists_every_file_with_its_checksum(example_site: Path) -> None
 def test_site_round_trips(example_site: Path) -> None:
     site = Site.load(example_site)
     lines = passages_bytes(example_site).decode().splitlines()
-    assert list(site.passages) == [json.loads(line) for line in lines]
+    assert site.passages == [json.loads(line) for line in lines]
     assert site.vectors is not None
     assert site.vectors.shape == (len(site.passages), 384)
     norms = np.linalg.norm(site.vectors, axis=1)

@@ -99,6 +99,16 @@ class PassageStore(Sequence["PassageRecord"]):
         record: PassageRecord = json.loads(self._block(block)[line])
         return record
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to a list of the same records, as the list it replaces was."""
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(
+            a == b for a, b in zip(self, other, strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __iter__(self) -> Iterator[PassageRecord]:
         """Every record in row order, each block inflated once."""
         for block in range(len(self._starts) - 1):
