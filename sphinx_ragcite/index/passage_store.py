@@ -12,6 +12,7 @@ and ID lookups never parse records.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -117,6 +118,12 @@ class PassageStore(Sequence["PassageRecord"]):
                 yield json.loads(line)
 
 
+def _key(passage_id: str) -> int:
+    """64 bits of the ID's digest: the same in every process (``hash`` is not)."""
+    digest = hashlib.blake2b(passage_id.encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "little", signed=True)
+
+
 class RowIndex(Mapping[str, int]):
     """Passage ID -> row, as sorted 64-bit hashes and rows (12 bytes a passage).
 
@@ -125,7 +132,7 @@ class RowIndex(Mapping[str, int]):
     """
 
     def __init__(self, ids: Sequence[str], store: PassageStore) -> None:
-        hashes = np.fromiter((hash(i) for i in ids), dtype=np.int64, count=len(ids))
+        hashes = np.fromiter(map(_key, ids), dtype=np.int64, count=len(ids))
         order = np.argsort(hashes, kind="stable")
         self._hashes = hashes[order]
         self._rows = order.astype(np.int32 if len(ids) < 2**31 else np.int64)
@@ -137,7 +144,7 @@ class RowIndex(Mapping[str, int]):
 
     def __getitem__(self, passage_id: str) -> int:
         if isinstance(passage_id, str):
-            key = hash(passage_id)
+            key = _key(passage_id)
             at = int(np.searchsorted(self._hashes, key))
             while at < len(self._hashes) and self._hashes[at] == key:
                 row = int(self._rows[at])
