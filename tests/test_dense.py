@@ -7,10 +7,12 @@ import json
 import numpy as np
 import pytest
 
+from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.index.dense import DenseVectors
 from sphinx_ragcite.index.embeddings import dequantize, quantize
 from sphinx_ragcite.index.int8_product import QUERY_LIMIT, Int8Product
 from sphinx_ragcite.index.passage_store import BLOCK, PassageStore, RowIndex
+from sphinx_ragcite.index.records import read_passages
 
 
 def float32_top(
@@ -165,3 +167,39 @@ def test_the_store_gives_back_every_record(count: int) -> None:
     assert "ch999-sec1-p1" not in index
     assert list(index) == ids
     assert store.docnames == tuple(dict.fromkeys(str(r["docname"]) for r in items))
+
+
+def passage_line(n: int, text: str) -> bytes:
+    record = {
+        "passage_id": f"ch1-sec1-p{n}",
+        "docname": "doc",
+        "url": f"doc.html#ch1-sec1-p{n}",
+        "chapter": "1. One",
+        "section": "1.1. Two",
+        "heading_path": ["One", "Two"],
+        "text": text,
+        "snippet": text,
+        "char_start": 0,
+        "char_end": len(text),
+        "content_hash": "0" * 16,
+    }
+    return json.dumps(record, ensure_ascii=False).encode()
+
+
+def test_records_with_unicode_line_separators_load() -> None:
+    """The writer leaves U+2028 and NEL raw (JSON allows it); only \\n ends a line."""
+    lines = [passage_line(1, "a\u2028b"), passage_line(2, "c\x85d")]
+    store = read_passages(b"\n".join(lines) + b"\n", "site/passages")
+    assert [r["text"] for r in store] == ["a\u2028b", "c\x85d"]
+    assert store.rows["ch1-sec1-p2"] == 1
+
+
+def test_bad_bytes_and_bad_lines_are_refused() -> None:
+    with pytest.raises(SiteIndexError, match="cannot be read"):
+        read_passages(passage_line(1, "x") + b"\xff\n", "site/passages")
+    with pytest.raises(SiteIndexError, match="line 2: not a passage record"):
+        read_passages(passage_line(1, "x") + b"\n[1]\n", "site/passages")
+    with pytest.raises(
+        SiteIndexError, match="line 2: passage_id 'ch1-sec1-p1' repeats"
+    ):
+        read_passages(passage_line(1, "x") + b"\n" + passage_line(1, "y"), "site/p")
