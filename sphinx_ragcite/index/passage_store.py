@@ -12,6 +12,7 @@ and ID lookups never parse records.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import zlib
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 BLOCK = 8
 #: Bytes of sample lines the blocks share as a preset dictionary (zlib's most).
 DICTIONARY = 32 * 1024
+#: Inflated blocks kept per site (~8 KB each).
+CACHED_BLOCKS = 64
 _WBITS = -15  # raw deflate: no header or checksum per block
 
 
@@ -60,6 +63,9 @@ class PassageStore(Sequence["PassageRecord"]):
         self.chapter_of = np.asarray(chapters, dtype=np.int64)
         #: passage ID -> row (set by the reader, which knows the IDs)
         self.rows: Mapping[str, int] = {}
+        # The blocks read last, inflated: a search and then its answer read
+        # the same rows, and neighbouring passages often come up together.
+        self._block = functools.lru_cache(maxsize=CACHED_BLOCKS)(self._inflate)
         self._zdict = _dictionary(lines)
         blocks = []
         for start in range(0, len(lines), BLOCK):
@@ -80,7 +86,7 @@ class PassageStore(Sequence["PassageRecord"]):
         arrays = self.document_of.nbytes + self.chapter_of.nbytes
         return len(self._blob) + self._starts.nbytes + len(self._zdict) + arrays
 
-    def _block(self, number: int) -> list[bytes]:
+    def _inflate(self, number: int) -> list[bytes]:
         start, end = int(self._starts[number]), int(self._starts[number + 1])
         inflate = zlib.decompressobj(_WBITS, zdict=self._zdict)
         return inflate.decompress(self._blob[start:end]).split(b"\n")
@@ -114,7 +120,7 @@ class PassageStore(Sequence["PassageRecord"]):
     def __iter__(self) -> Iterator[PassageRecord]:
         """Every record in row order, each block inflated once."""
         for block in range(len(self._starts) - 1):
-            for line in self._block(block):
+            for line in self._inflate(block):  # not through the cache
                 yield json.loads(line)
 
 
