@@ -138,10 +138,10 @@ class AnswerEngine:
             ranked = ranker.rank_units(
                 question, vector, evidence, bm25, self.site.idf, self.ranker
             )
-            chosen = candidates = ranker.choose(ranked, self.ranker)
+            answerable = ranker.answerability(ranked, self.ranker)
+            chosen = candidates = ranker.choose(ranked, self.ranker, answerable)
             unanswerable = not chosen
             if ranked:
-                answerable = ranker.answerability(ranked, self.ranker)
                 meta["answerability"] = round(answerable, 4)
         if unanswerable:
             timings["generation_ms"] = _ms(generating)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,6 +19,8 @@ from sphinx_ragcite.answer.sentences import (
 from sphinx_ragcite.contracts import USER_SELECTION
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sphinx_ragcite.contracts import PassageRecord
     from sphinx_ragcite.index.embed import Embedder
     from sphinx_ragcite.retrieval import SearchableSite
@@ -55,21 +58,23 @@ class SentenceVectors:
         self._lock = threading.Lock()
 
     def get(
-        self, key: str, text: str, built: np.ndarray | None = None
+        self, key: str, text: str, built: Callable[[], np.ndarray] | None = None
     ) -> tuple[tuple[Sentence, ...], np.ndarray]:
-        """The sentences of *text* and their vectors; *built* are the build's
-        vectors, used when they match the split (same splitter, same text)."""
+        """The sentences of *text* and their vectors; *built* gives the build's
+        vectors, used when they match the split (same splitter, same text).
+        Called only on a miss: a cached passage costs no dequantising."""
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
         sentences = tuple(split_sentences(text))
-        if built is not None and len(built) == len(sentences):
-            vectors = built
-        elif sentences:
-            vectors = self.embedder.embed([s.text for s in sentences])
-        else:
-            vectors = np.zeros((0, self.embedder.dim), dtype=np.float32)
+        vectors = built() if built is not None else None
+        if vectors is None or len(vectors) != len(sentences):
+            vectors = (
+                self.embedder.embed([s.text for s in sentences])
+                if sentences
+                else np.zeros((0, self.embedder.dim), dtype=np.float32)
+            )
         with self._lock:
             self._items[key] = (sentences, vectors)
             while len(self._items) > self.size:
@@ -114,7 +119,7 @@ def build_evidence(
         sentences, vectors = cache.get(
             f"{record['content_hash']}:{len(record['text'])}",
             record["text"],
-            site.sentences.of(row) if site.sentences is not None else None,
+            partial(site.sentences.of, row) if site.sentences is not None else None,
         )
         if site.vectors is not None:
             relevance = float(site.vectors[row] @ question_vector)

@@ -200,14 +200,17 @@ def answerability(candidates: Sequence[Candidate], ranker: Ranker) -> float:
     return float(ranker.gate(row)[0])
 
 
-def choose(candidates: Sequence[Candidate], ranker: Ranker) -> list[Candidate]:
+def choose(
+    candidates: Sequence[Candidate], ranker: Ranker, answerable: float
+) -> list[Candidate]:
     """The answer: the best unit, and a second only when nearly as likely.
 
-    Nothing when the gate says the book does not answer. A second unit from
-    another passage makes a second citation, so it must be nearly as likely
-    as the first; units overlapping the first add nothing.
+    Nothing when the gate's *answerable* (:func:`answerability`) says the
+    book does not answer. A second unit from another passage makes a second
+    citation, so it must be nearly as likely as the first; units overlapping
+    the first add nothing.
     """
-    if answerability(candidates, ranker) < ranker.threshold:
+    if not candidates or answerable < ranker.threshold:
         return []
     best = candidates[0]
     chosen = [best]

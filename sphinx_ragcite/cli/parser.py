@@ -29,9 +29,12 @@ def _site_arguments(parser: argparse.ArgumentParser, *, qdrant: bool = True) -> 
         _qdrant_arguments(parser, "read the passages pushed there, not BUILD_DIR's")
 
 
-def _qdrant_arguments(parser: argparse.ArgumentParser, purpose: str) -> None:
+def _qdrant_arguments(
+    parser: argparse.ArgumentParser, purpose: str, *, required: bool = False
+) -> None:
     parser.add_argument(
         "--qdrant",
+        required=required,
         metavar="URL",
         help=f"Qdrant: http(s)://host:6333, or a folder for qdrant-client's local "
         f"mode; {purpose}",
@@ -220,18 +223,7 @@ def _push_parser(commands: Any) -> None:
     push.add_argument(
         "build_dir", metavar="BUILD_DIR", help="HTML output with _ragcite/"
     )
-    push.add_argument(
-        "--qdrant",
-        required=True,
-        metavar="URL",
-        help="http(s)://host:6333, or a folder for qdrant-client's local mode",
-    )
-    push.add_argument(
-        "--collection",
-        default="ragcite",
-        metavar="NAME",
-        help="collection to push to, created if missing (default: ragcite)",
-    )
+    _qdrant_arguments(push, "the collection is created if missing", required=True)
     push.add_argument(
         "--site-name",
         metavar="NAME",

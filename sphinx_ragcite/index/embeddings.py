@@ -29,15 +29,11 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def read_npy(
+def read_npy_header(
     data: bytes, shape: tuple[int, ...], dtype: str | tuple[str, ...], where: str
-) -> np.ndarray:
-    """The array, after its header matched the *shape* the manifest implies.
-
-    ``-1`` in *shape* accepts any length there. The header and the byte count
-    are checked before any memory is set aside: a header claiming gigabytes
-    must not become a MemoryError.
-    """
+) -> tuple[tuple[int, ...], np.dtype, int]:
+    """Shape, dtype and body offset of the ``.npy`` whose first bytes are *data*,
+    after they matched the *shape* the manifest implies (``-1``: any length)."""
     stream = io.BytesIO(data)
     try:
         version = np.lib.format.read_magic(stream)
@@ -61,7 +57,20 @@ def read_npy(
             f"manifest implies {'/'.join(map(str, sorted(dtypes, key=str)))} "
             f"{shape}. {REBUILD}"
         )
-    body = memoryview(data)[stream.tell() :]
+    return found_shape, found_dtype, stream.tell()
+
+
+def read_npy(
+    data: bytes, shape: tuple[int, ...], dtype: str | tuple[str, ...], where: str
+) -> np.ndarray:
+    """The array, after its header matched the *shape* the manifest implies.
+
+    ``-1`` in *shape* accepts any length there. The header and the byte count
+    are checked before any memory is set aside: a header claiming gigabytes
+    must not become a MemoryError.
+    """
+    found_shape, found_dtype, offset = read_npy_header(data, shape, dtype, where)
+    body = memoryview(data)[offset:]
     count = int(np.prod(found_shape))
     if len(body) != count * found_dtype.itemsize:
         raise SiteIndexError(f"{where} is truncated or padded. {REBUILD}")

@@ -10,7 +10,6 @@ from (~2 KiB of vectors per passage otherwise).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.embeddings import dequantize, read_npy
+from sphinx_ragcite.index.embeddings import dequantize, read_npy, read_npy_header
 from sphinx_ragcite.index.files import MAX_FILE_BYTES, REBUILD, index_path
 
 if TYPE_CHECKING:
@@ -111,7 +110,7 @@ def map_npy(
         )
     sha = hashlib.sha256()
     with open(path, "rb") as f:
-        head = f.read(4096)
+        head = f.read(1 << 16)
         sha.update(head)
         for block in iter(lambda: f.read(1 << 20), b""):
             sha.update(block)
@@ -119,36 +118,10 @@ def map_npy(
         raise SiteIndexError(
             f"{path} is corrupt: its checksum does not match the manifest. {REBUILD}"
         )
+    read_npy_header(head, shape, "int8", where)  # before anything is mapped
     if shape[0] == 0:
-        return np.zeros(shape, dtype=np.int8)
-    # the header is checked before mapping: read_npy needs the body's length
-    header_only = read_npy_header(head, where)
-    if header_only != (shape, np.dtype("int8")):
-        raise SiteIndexError(
-            f"{where} holds {header_only[1]} {header_only[0]}; the manifest implies "
-            f"int8 {shape}. {REBUILD}"
-        )
+        return np.zeros(shape, dtype=np.int8)  # numpy cannot map an empty body
     try:
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        return np.load(path, mmap_mode="r", allow_pickle=False)  # type: ignore[no-any-return]
     except (OSError, ValueError) as error:
         raise SiteIndexError(f"{where} cannot be read ({error}). {REBUILD}") from None
-    if array.shape != shape or array.dtype != np.int8:
-        raise SiteIndexError(f"{where} does not match its header. {REBUILD}")
-    return array
-
-
-def read_npy_header(head: bytes, where: str) -> tuple[tuple[int, ...], np.dtype]:
-    stream = io.BytesIO(head)
-    try:
-        version = np.lib.format.read_magic(stream)
-        read = (
-            np.lib.format.read_array_header_1_0
-            if version == (1, 0)
-            else np.lib.format.read_array_header_2_0
-        )
-        shape, fortran, dtype = read(stream, max_header_size=4000)
-    except (ValueError, OSError, SyntaxError) as error:
-        raise SiteIndexError(f"{where} cannot be read ({error}). {REBUILD}") from None
-    if fortran:
-        raise SiteIndexError(f"{where} is in Fortran order. {REBUILD}")
-    return tuple(shape), np.dtype(dtype)
