@@ -135,9 +135,15 @@ _SPACE = re.compile(r"\s+")
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
+#: Typography that differs between a gold string and the rendered text
+#: (curly quotes, inline-code backticks) is not a different answer.
+_TYPOGRAPHY = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "`": None})
+
+
 def norm(text: str) -> str:
-    """Lower case, runs of white space as one space: how gold strings match."""
-    return _SPACE.sub(" ", text).strip().lower()
+    """Lower case, straight quotes, no backticks, runs of white space as one
+    space: how gold strings match."""
+    return _SPACE.sub(" ", text.translate(_TYPOGRAPHY)).strip().lower()
 
 
 # --------------------------------------------------------------------------
