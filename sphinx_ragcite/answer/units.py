@@ -89,6 +89,25 @@ def looks_like_code(text: str) -> bool:
     return symbols > 0.15 * max(len(text), 1)
 
 
+#: Lines that are code though few of their characters are symbols.
+_CODE_LINE = re.compile(
+    r"^(@[\w.]+|def |class |import |from [\w.]+ import |\$ |>>> |\.\.\. |return\b|"
+    r"[\w.]+\(.*\)$|[\w.]+ = |\S+=\S+,?$|\"[^\"]*\",|[\])}]+[,:]?$)"
+)
+
+
+def _code_blocks(sentences: tuple[Sentence, ...], blocks: list[int]) -> set[int]:
+    """Blocks most of whose lines are code: their lines are never prose units
+    (``"--password", prompt=True,`` inside a decorator is not an answer)."""
+    lines: dict[int, list[bool]] = {}
+    for sentence, block in zip(sentences, blocks, strict=True):
+        text = sentence.text
+        lines.setdefault(block, []).append(
+            looks_like_code(text) or bool(_CODE_LINE.match(text))
+        )
+    return {b for b, flags in lines.items() if sum(flags) * 2 > len(flags)}
+
+
 def kind_match(kind: str, text: str, question: str = "") -> float:
     """1 if *text* holds the kind of answer asked for, 0 if not, 0.5 if unknown.
 
@@ -141,10 +160,11 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
     sentences = item.sentences
     text = item.text
     blocks = [_block_of(text, s.start) for s in sentences]
+    in_code = _code_blocks(sentences, blocks)
     out: list[Unit] = []
     for i, sentence in enumerate(sentences):
         words = word_count(sentence.text)
-        code = looks_like_code(sentence.text)
+        code = looks_like_code(sentence.text) or blocks[i] in in_code
         if sentence.text.endswith("?") or (code and not _opens(i, blocks)):
             continue  # questions are not answers; code rides with its start
         first, last = i, i
@@ -156,16 +176,22 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
             first = i - 1
         introduces = sentence.text.rstrip().endswith(":")
         if introduces or code:
-            # an introduction takes the block after it; a code block, itself
-            blocks_taken = (blocks[i], blocks[i] + 1) if introduces else (blocks[i],)
+            # an introduction takes the block after it; a code block, itself;
+            # either goes on into code blocks that follow (a blank line in
+            # a listing splits it: "import codecs" alone answers nothing)
+            taken = blocks[i] + 1 if introduces else blocks[i]
             total = words
             j = i + 1
             while (
                 j < len(sentences)
                 and j - i <= MAX_FOLLOW_LINES
-                and blocks[j] in blocks_taken
+                and (
+                    blocks[j] <= taken
+                    or (blocks[j] == taken + 1 and blocks[j] in in_code and taken in in_code)
+                )
                 and total < MAX_UNIT_WORDS
             ):
+                taken = max(taken, blocks[j])
                 total += word_count(sentences[j].text)
                 last = j
                 j += 1
@@ -193,6 +219,10 @@ def _unit(
     start, end = sentences[first].start, sentences[last].end
     if first == last:
         body = sentences[first].text
+    elif "\n\n" in item.text[start:end]:  # a listing: its lines as written
+        body = "\n".join(
+            line.rstrip() for line in item.text[start:end].split("\n") if line.strip()
+        )
     else:  # keep a code block's lines, a paragraph's single spaces
         body = "\n".join(" ".join(s.text.split()) for s in sentences[first : last + 1])
     return Unit(e, first, last, body, start, end, extended)
