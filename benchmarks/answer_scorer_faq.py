@@ -276,6 +276,7 @@ def label(entry: Entry) -> str | None:
     if _NOT_AN_ANSWER.match(text):
         return "first sentence is no answer"
     entry.positives = [text]
+    covered = joined  # the last sentence a positive holds
     if text.endswith(":"):
         unit = next(
             (u for u in units if u.first <= joined < u.last and u.extended), None
@@ -285,9 +286,10 @@ def label(entry: Entry) -> str | None:
             lines = [line.rstrip() for line in after.split("\n") if line.strip()]
             if lines:
                 entry.positives.append("\n".join([text, *lines[:MAX_FOLLOW_LINES]]))
+                covered = unit.last
     entry.positives = entry.positives[:MAX_POSITIVES]
     # units that overlap the positive sentences are neither positive nor negative
-    entry.units = [(i, t) for i, t in entry.units if i > joined]
+    entry.units = [(i, t) for i, t in entry.units if i > covered]
     return None
 
 
