@@ -137,7 +137,9 @@ _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 #: Typography that differs between a gold string and the rendered text
 #: (curly quotes, inline-code backticks) is not a different answer.
-_TYPOGRAPHY = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "`": None})
+_TYPOGRAPHY = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "`": None}
+)
 
 
 def norm(text: str) -> str:

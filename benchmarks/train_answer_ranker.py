@@ -73,7 +73,9 @@ def collect(devset: aq.DevSet) -> list[Question]:
     out = []
     for item in devset.items:
         vector = site.embedder.embed([item.question])[0]
-        hits = site.search(item.question, engine.k, query_vector=vector)
+        hits = site.search(
+            item.question, engine.k, fusion=engine.fusion, query_vector=vector
+        )
         evidence = build_evidence(site, engine.sentences, vector, [h.row for h in hits])
         units, rows = unit_rows(
             item.question, vector, evidence, [h.bm25 or 0.0 for h in hits], site.idf

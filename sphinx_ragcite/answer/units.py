@@ -187,7 +187,11 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
                 and j - i <= MAX_FOLLOW_LINES
                 and (
                     blocks[j] <= taken
-                    or (blocks[j] == taken + 1 and blocks[j] in in_code and taken in in_code)
+                    or (
+                        blocks[j] == taken + 1
+                        and blocks[j] in in_code
+                        and taken in in_code
+                    )
                 )
                 and total < MAX_UNIT_WORDS
             ):
