@@ -292,20 +292,26 @@ def load_example_book(rebuild: bool) -> DevSet:
     return DevSet("example_book", KIND["example_book"], site, items, seconds)
 
 
-def load_click(rebuild: bool) -> DevSet:
-    corpus = _corpora.corpus_path("click-docs")
-    missing = _corpora.missing_deps("click-docs")
+def load_corpus(
+    name: str, corpus_name: str, qa: Path, rebuild: bool, extra_key: str = ""
+) -> DevSet:
+    """A corpus of ../shared/corpora built as its README says, with ragcite."""
+    corpus = _corpora.corpus_path(corpus_name)
+    missing = _corpora.missing_deps(corpus_name)
     if corpus is None or missing:
-        raise FileNotFoundError(f"click-docs or its dependencies missing {missing}")
-    key = build_code_key() + tree_key(corpus)
+        raise FileNotFoundError(f"{corpus_name} or its dependencies missing {missing}")
+    key = build_code_key() + tree_key(corpus) + extra_key
 
     def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
-        docs = _corpora.prepare_corpus("click-docs", work, with_ragcite=True)
+        docs = _corpora.prepare_corpus(corpus_name, work, with_ragcite=True)
         return docs, docs.parent, {}, []
 
-    site, seconds = cached_build("click", key, prepare, rebuild)
-    items = qa_items(HERE / "click_qa.jsonl", "click")
-    return DevSet("click", KIND["click"], site, items, seconds)
+    site, seconds = cached_build(name, key, prepare, rebuild)
+    return DevSet(name, KIND[name], site, qa_items(qa, name), seconds)
+
+
+def load_click(rebuild: bool) -> DevSet:
+    return load_corpus("click", "click-docs", HERE / "click_qa.jsonl", rebuild)
 
 
 def load_packaging_guide(rebuild: bool) -> DevSet:
@@ -336,21 +342,11 @@ def load_packaging_guide(rebuild: bool) -> DevSet:
 
 
 def load_requests(rebuild: bool) -> DevSet:
-    corpus = _corpora.corpus_path("requests-docs")
-    missing = _corpora.missing_deps("requests-docs")
-    if corpus is None or missing:
-        raise FileNotFoundError(f"requests-docs or its dependencies missing {missing}")
     # the API page is autodoc: its text comes from the installed requests
     version = importlib.metadata.version("requests")
-    key = build_code_key() + tree_key(corpus) + version
-
-    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
-        docs = _corpora.prepare_corpus("requests-docs", work, with_ragcite=True)
-        return docs, docs.parent, {}, []
-
-    site, seconds = cached_build("requests", key, prepare, rebuild)
-    items = qa_items(QA_DIR / "requests.jsonl", "requests")
-    return DevSet("requests", KIND["requests"], site, items, seconds)
+    return load_corpus(
+        "requests", "requests-docs", QA_DIR / "requests.jsonl", rebuild, version
+    )
 
 
 def squad_inputs() -> tuple[Path, Path]:
