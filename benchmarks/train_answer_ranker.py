@@ -1,8 +1,8 @@
 """Train the answer ranker (``sphinx_ragcite/answer/ranker.json``) on the dev sets.
 
 For every question of every dev set (``answer_quality.py``'s: the example
-book, click, the Python Packaging User Guide and a SQuAD dev sample) the
-engine retrieves and splits the evidence into answer units exactly as at
+book, click, requests, the Python Packaging User Guide and a SQuAD dev
+sample) the engine retrieves and splits the evidence into answer units exactly as at
 query time; each unit's signals (``sphinx_ragcite.answer.units.FEATURES``)
 are labelled 1 when it holds a gold answer, 0.3 when only its passage does
 (or is a gold passage), else 0. A logistic model with an L2 penalty is fitted
