@@ -284,3 +284,23 @@ def test_quoted_code_with_brackets_makes_no_marker() -> None:
     quoted = defuse_markers(code)
     assert quoted.replace("\u2060", "") == code
     assert not re.search(r"\[\d+(?:,\s*\d+)*\]", quoted)
+
+
+def test_answers_cite_from_the_linear_fusion_top(
+    site: Site, engine: AnswerEngine
+) -> None:
+    """Answers retrieve with linear fusion (the passage ranked first is what
+    an answer quotes); search results keep RRF."""
+    question = "What water temperature should I use for pour-over?"
+    result = engine.answer(question)
+    vector = site.embedder.embed([question])[0]
+    linear = site.search(question, engine.k, fusion="linear", query_vector=vector)
+    rrf = site.search(question, engine.k, query_vector=vector)
+    retrieved = result.metadata["retrieved"]
+    assert retrieved == [h.passage_id for h in linear]
+    assert retrieved != [h.passage_id for h in rrf]
+    # the book's temperature guidance only linear fusion retrieves
+    assert "90 and 96" in result.answer
+    cited = result.citations[0].passage_id
+    assert cited in retrieved
+    assert cited not in [h.passage_id for h in rrf]
