@@ -33,7 +33,7 @@ Measured (this script's output): 213 paragraphs (1,060 questions) held out;
 positives and 14.57 negatives per question on average (1,935 from the
 question's own paragraph, 5,771 from other paragraphs).
 
-    python benchmarks/answer_scorer_data.py                 # /work/exp/ce
+    python benchmarks/answer_scorer_data.py   # results/.answer_scorer/data/
     python benchmarks/answer_scorer_data.py --out DIR --show 5
 """
 
@@ -62,7 +62,7 @@ SQUAD = (
     / "shared/datasets/squad-dev-41-48/squad-dev-v1.1-articles-41-48.json"
 )
 HELD_OUT = HERE / "qa" / "squad_sample.json"
-OUT = Path("/work/exp/ce")
+OUT = HERE / "results" / ".answer_scorer" / "data"
 #: Negatives per question, and how many of them may come from the question's
 #: own paragraph (the rest are kept for other paragraphs' sentences).
 NEGATIVES = 15
@@ -276,10 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{stats['in_paragraph']}, other paragraphs {stats['other_paragraph']}; "
         f"dropped as containing an answer: {stats['dropped_contains_answer']}"
     )
-    step = max(1, len(all_rows) // max(args.show, 1))
-    for row in all_rows[::step][: args.show]:
-        print(json.dumps(row, ensure_ascii=False, indent=1))
+    show_groups(all_rows, args.show)
     return 0
+
+
+def show_groups(rows: list[dict[str, Any]], count: int) -> None:
+    """Print *count* groups spread over *rows*, to spot-check by eye."""
+    step = max(1, len(rows) // max(count, 1))
+    for row in rows[::step][:count]:
+        print(json.dumps(row, ensure_ascii=False, indent=1))
 
 
 if __name__ == "__main__":

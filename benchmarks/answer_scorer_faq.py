@@ -34,7 +34,7 @@ and its answer. This turns them into training groups in the same format
 
 Measured: see ``benchmarks/qa/README.md`` (Answer scorer training data).
 
-    python benchmarks/answer_scorer_faq.py                  # /work/exp/ce
+    python benchmarks/answer_scorer_faq.py    # results/.answer_scorer/data/
     python benchmarks/answer_scorer_faq.py --out DIR --show 5
 """
 
@@ -70,6 +70,9 @@ from sphinx_ragcite.answer.units import (  # noqa: E402
 )
 from sphinx_ragcite.index.tokenize import tokenize  # noqa: E402
 
+sys.path.insert(0, str(HERE))
+from answer_scorer_data import show_groups  # noqa: E402
+
 HTML = Path("/usr/share/doc/python3.11/html")
 PACKAGE = "python3.11-doc"
 PAGES = (
@@ -84,7 +87,7 @@ PAGES = (
     "howto/curses",
     "howto/enum",
 )
-OUT = Path("/work/exp/ce")
+OUT = HERE / "results" / ".answer_scorer" / "data"
 NEGATIVES = 15
 IN_ANSWER = 4
 #: Hard negatives start at this sentence of the answer (0-based: the 3rd).
@@ -468,9 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{stats['dropped_contains_positive']}; questions with a code/list "
         f"positive {stats['with_code_positive']}"
     )
-    step = max(1, len(all_rows) // max(args.show, 1))
-    for row in all_rows[::step][: args.show]:
-        print(json.dumps(row, ensure_ascii=False, indent=1))
+    show_groups(all_rows, args.show)
     return 0
 
 

