@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from sphinx_ragcite.answer.citations import parse_markers
-from sphinx_ragcite.answer.engine import AnswerEngine
+from sphinx_ragcite.answer.engine import NOT_FOUND, AnswerEngine
 from sphinx_ragcite.answer.llm import GenerationError
 from sphinx_ragcite.answer.sentences import (
     split_claims,
     split_sentences,
     strip_markup,
 )
+from sphinx_ragcite.answer.units import kind_match
 from sphinx_ragcite.contracts import Answer, confidence_level
 from sphinx_ragcite.retrieval import Site
 
@@ -304,3 +305,34 @@ def test_answers_cite_from_the_linear_fusion_top(
     cited = result.citations[0].passage_id
     assert cited in retrieved
     assert cited not in [h.passage_id for h in rrf]
+
+
+def test_who_questions_are_not_answered_by_a_description(
+    engine: AnswerEngine,
+) -> None:
+    """The book describes the French press but says nobody invented it; its
+    patent holders answer a question it does answer."""
+    described = engine.answer("Who invented the French press?")
+    assert described.answer == NOT_FOUND
+    # the gate alone would have answered: the rule, not the threshold, abstains
+    assert described.metadata["answerability"] >= engine.ranker.threshold
+    patented = engine.answer("Who patented the French press design used today?")
+    assert "Calimani" in patented.answer
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "question", "expected"),
+    [
+        ("who", "Deacons assist elders in the sacraments.", "Who assists elders?", 1.0),
+        ("who", "The French press is a jug.", "Who invented the French press?", 0.0),
+        ("who", "It was patented by Attilio Calimani.", "Who patented it?", 1.0),
+        ("quantity", "The SNP took a further eight seats.", "How many seats?", 1.0),
+        ("quantity", "Counting is used for verbosity.", "How often was -v given?", 0.0),
+        ("when", "It opened in March.", "When did it open?", 1.0),
+        ("when", "It remained the boundary.", "When did it stop?", 0.0),
+    ],
+)
+def test_kind_match_finds_answers_written_out(
+    kind: str, text: str, question: str, expected: float
+) -> None:
+    assert kind_match(kind, text, question) == expected

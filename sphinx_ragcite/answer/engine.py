@@ -24,6 +24,7 @@ from sphinx_ragcite.answer.sentences import (
     numbers,
     strip_markup,
 )
+from sphinx_ragcite.answer.units import question_kind
 from sphinx_ragcite.contracts import (
     Answer,
     Citation,
@@ -149,7 +150,9 @@ class AnswerEngine:
                 question, vector, evidence, bm25, self.site.idf, self.ranker
             )
             answerable = ranker.answerability(ranked, self.ranker)
-            chosen = candidates = ranker.choose(ranked, self.ranker, answerable)
+            chosen = candidates = ranker.choose(
+                ranked, self.ranker, answerable, question_kind(question)
+            )
             unanswerable = not chosen
             if ranked:
                 meta["answerability"] = round(answerable, 4)

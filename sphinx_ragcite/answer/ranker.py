@@ -200,19 +200,35 @@ def answerability(candidates: Sequence[Candidate], ranker: Ranker) -> float:
     return float(ranker.gate(row)[0])
 
 
+#: Question kinds no unit lacking their kind of answer may answer. Who-questions
+#: only: the one kind where a wrong-kind best unit was never right on the dev
+#: sets (quantities and dates are written in too many ways; see
+#: benchmarks/README.md).
+STRICT_KINDS = frozenset({"who"})
+_KIND_MISMATCH = FEATURES.index("kind_mismatch")
+
+
 def choose(
-    candidates: Sequence[Candidate], ranker: Ranker, answerable: float
+    candidates: Sequence[Candidate],
+    ranker: Ranker,
+    answerable: float,
+    kind: str = "other",
 ) -> list[Candidate]:
     """The answer: the best unit, and a second only when nearly as likely.
 
     Nothing when the gate's *answerable* (:func:`answerability`) says the
-    book does not answer. A second unit from another passage makes a second
+    book does not answer, or when the question asks for a kind of answer
+    (*kind*, one of :data:`STRICT_KINDS`) the best unit does not hold: "Who
+    invented the French press?" is not answered by a description of one,
+    however close its words. A second unit from another passage makes a second
     citation, so it must be nearly as likely as the first; units overlapping
     the first add nothing.
     """
     if not candidates or answerable < ranker.threshold:
         return []
     best = candidates[0]
+    if kind in STRICT_KINDS and best.row[_KIND_MISMATCH] == 1.0:
+        return []
     chosen = [best]
     for other in candidates[1:4]:
         if other.probability < ranker.second * best.probability:

@@ -33,7 +33,34 @@ _BACK_REFERENCE = re.compile(
 )
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
+#: Quantities written out ("eight seats", "nearly three hundred years").
+_NUMBER_WORD = re.compile(
+    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"(thir|four|fif|six|seven|eigh|nine)teen|(twen|thir|for|fif|six|seven|"
+    r"eigh|nine)ty|hundreds?|thousands?|millions?|billions?|dozens?|half|"
+    r"twice|double|triple|several|zero|none)\b",
+    re.IGNORECASE,
+)
+_MONTH = re.compile(
+    r"\b(January|February|March|April|May|June|July|August|September|October|"
+    r"November|December|century|centuries|decades?)\b"
+)
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
+#: Capitalised words that open a sentence without naming anyone.
+_OPENERS = frozenset(
+    {
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in",
+        "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the",
+        "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
+        "its", "his", "her", "he", "she", "we", "you", "our", "your", "my", "those",
+        "after", "before", "when", "while", "although", "however", "during", "since",
+        "until", "once", "here", "today", "many", "some", "most", "each", "every",
+        "all",
+        "both", "also", "thus", "so", "what", "which", "who", "how", "why", "where",
+        "one", "two", "three", "other", "another", "first", "later", "finally",
+        "instead", "historically", "typically", "usually",
+    }
+)  # fmt: skip
 _CAUSE = re.compile(
     r"\b(because|since|so that|in order to|to avoid|to prevent|to make sure|"
     r"reason|due to|thus|therefore|otherwise|so you|which means|allows?|lets?)\b",
@@ -108,6 +135,17 @@ def _code_blocks(sentences: tuple[Sentence, ...], blocks: list[int]) -> set[int]
     return {b for b, flags in lines.items() if sum(flags) * 2 > len(flags)}
 
 
+def names_someone(text: str, asked: set[str]) -> bool:
+    """A capitalised word the question does not contain and that is not a
+    sentence's opening word: "Deacons assist elders" names someone, "The
+    French press is a jug" does not (asked who invented it)."""
+    for match in _CAPITALISED.finditer(text):
+        word = match.group(0).lower()
+        if word not in asked and word not in _OPENERS:
+            return True
+    return False
+
+
 def kind_match(kind: str, text: str, question: str = "") -> float:
     """1 if *text* holds the kind of answer asked for, 0 if not, 0.5 if unknown.
 
@@ -120,11 +158,11 @@ def kind_match(kind: str, text: str, question: str = "") -> float:
         return any(m.group(0).lower() not in asked for m in pattern.finditer(text))
 
     if kind == "when":
-        return float(new(_YEAR) or new(_NUMBER))
+        return float(new(_YEAR) or new(_NUMBER) or new(_NUMBER_WORD) or new(_MONTH))
     if kind == "quantity":
-        return float(new(_NUMBER))
+        return float(new(_NUMBER) or new(_NUMBER_WORD))
     if kind == "who":
-        return float(new(_NAME))
+        return float(names_someone(text, asked))
     if kind == "why":
         return float(bool(_CAUSE.search(text)))
     if kind == "howto":
