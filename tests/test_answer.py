@@ -118,6 +118,9 @@ def test_verification_removes_and_reattributes_planted_citations(
     assert moved
     assert moved[0]["to"] == sca
     assert [c.passage_id for c in result.citations] == [sca]
+    # the reader is shown the quote: its confidence, not the discarded text's
+    assert result.answer == probe.answer
+    assert result.confidence == probe.confidence
 
 
 def test_markers_are_renumbered_in_order_of_appearance(site: Site) -> None:

@@ -190,6 +190,7 @@ class AnswerEngine:
 
         verifying = time.perf_counter()
         verified = verify(text, evidence, embedder) if text else None
+        shown_removed = None
         if verified is not None:
             meta["llm_answer"] = text
             problem = _rephrasing_problem(verified, chosen, evidence)
@@ -205,12 +206,17 @@ class AnswerEngine:
             else:
                 text = compose(candidates, evidence)  # type: ignore[arg-type]
                 verified = verify(text, evidence, embedder)
+            # confidence is that of the answer shown: the quote, not the
+            # generated sentences it replaced (still listed, for the record)
+            shown_removed = len(verified.removed)
             if generated is not None:
                 verified.removed[:0] = generated.removed
                 verified.reattributed[:0] = generated.reattributed
                 verified.unknown_markers[:0] = generated.unknown_markers
         timings["verification_ms"] = _ms(verifying)
-        answer = self._assemble(question, vector, mode, evidence, verified, meta)
+        answer = self._assemble(
+            question, vector, mode, evidence, verified, meta, shown_removed
+        )
         answer.metadata.update(timings)
         yield Event("final", answer)
 
@@ -233,6 +239,7 @@ class AnswerEngine:
         evidence: list[Evidence],
         verified: Verified,
         meta: dict[str, Any],
+        removed: int | None = None,
     ) -> Answer:
         numbers: dict[int, int] = {}
         quotes: dict[int, list[Sentence]] = {}
@@ -268,7 +275,7 @@ class AnswerEngine:
         confidence = answer_confidence(
             [c.confidence_score for c in citations],
             len(verified.claims),
-            len(verified.removed),
+            len(verified.removed) if removed is None else removed,
         )
         return Answer(
             question=question,
