@@ -339,3 +339,33 @@ def test_kind_match_finds_answers_written_out(
     kind: str, text: str, question: str, expected: float
 ) -> None:
     assert kind_match(kind, text, question) == expected
+
+
+@pytest.mark.parametrize(
+    ("rephrasing", "reason"),
+    [
+        ("{bare}, and the answer is no. [1]", "says what its sources do not (answer)"),
+        ("{garbled} [1]", "says what its sources do not (bortz)"),
+        ("It is not so that {lower} [1]", "negates what the book says"),
+    ],
+)
+def test_a_rephrasing_may_not_add_words_or_a_negation(
+    site: Site, rephrasing: str, reason: str
+) -> None:
+    """Verification measures similarity, which a flipped or garbled sentence
+    keeps; a rephrasing must use its sources' words and their polarity."""
+    question = "What water temperature does the SCA recommend for brewing?"
+    probe = AnswerEngine(site).answer(question)
+    assert len(probe.citations) == 1
+    quote = probe.citations[0].quote
+    n = probe.metadata["retrieved"].index(probe.citations[0].passage_id) + 1
+    garbled = quote.replace("water", "Bortz water", 1)
+    lower = quote[0].lower() + quote[1:]
+    bare = quote.rstrip(".")
+    text = rephrasing.format(garbled=garbled, lower=lower, bare=bare)
+    text = text.replace("[1]", f"[{n}]")
+    engine = AnswerEngine(site, llm=Scripted(text))
+    result = engine.answer(question, generator="llm")
+    assert result.metadata["generator"] == "llm->extractive"
+    assert reason in result.metadata["fallback"]
+    assert result.answer.startswith(quote)

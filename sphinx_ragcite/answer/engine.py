@@ -193,7 +193,7 @@ class AnswerEngine:
         shown_removed = None
         if verified is not None:
             meta["llm_answer"] = text
-            problem = _rephrasing_problem(verified, chosen, evidence)
+            problem = _rephrasing_problem(verified, chosen, evidence, question)
             if problem:
                 meta["fallback"] = problem
                 meta["generator"] = "llm->extractive"
@@ -425,15 +425,24 @@ def defuse_markers(text: str) -> str:
     return _BRACKETED_NUMBER.sub("[\u2060\\1]", text)
 
 
+_NEGATION = re.compile(r"\b(no|not|never|none|cannot|without)\b|n[’']t\b", re.I)
+
+
 def _rephrasing_problem(
-    verified: Verified, chosen: Sequence[ranker.Candidate], evidence: list[Evidence]
+    verified: Verified,
+    chosen: Sequence[ranker.Candidate],
+    evidence: list[Evidence],
+    question: str = "",
 ) -> str | None:
     """Why a generated answer may not replace the quote, or None if it may.
 
     The model may only say again, in its words, what the chosen units say,
     and join other evidence that verification accepts: every sentence
     verified, the chosen passages still cited, their numbers and most of
-    their content words kept.
+    their content words kept, no word that neither its sources nor the
+    question has ("Bortz-compressed", "The answer is no to the question
+    ..."), and no negation the quote does not make. Verification measures
+    similarity, which a flipped or garbled sentence keeps.
     """
     if not verified.claims:
         return "no generated sentence was supported"
@@ -450,6 +459,13 @@ def _rephrasing_problem(
     words = content_words(quoted)
     if words and len(words & content_words(said)) < 0.6 * len(words):
         return "the generated answer left out what the book says"
+    sources = " ".join(evidence[source].text for source in cited)
+    novel = content_words(said) - content_words(sources) - content_words(question)
+    if novel:
+        unsaid = ", ".join(sorted(novel))
+        return f"the generated answer says what its sources do not ({unsaid})"
+    if _NEGATION.search(said) and not _NEGATION.search(quoted):
+        return "the generated answer negates what the book says"
     return None
 
 
