@@ -172,6 +172,7 @@ def test_a_document_failing_to_index_gets_no_passages(
     assert Site.load(app.outdir).search("alpha paragraph", 1)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # an empty index warns of nothing
 def test_document_warnings_can_be_suppressed(make_app, rootdir, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
     def chunk(doctree, docname, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("every document fails")
