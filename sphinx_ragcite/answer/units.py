@@ -71,9 +71,17 @@ _CODE_TOKEN = re.compile(
     r"(--?[a-z][\w-]*|\w+\(|\w+=\S|\w+\.\w+\(|`|\$ |>>> |/\w+|\w+_\w+|\.\w{2,4}\b)"
 )
 
-#: Question kinds and the words that ask for them (first match wins).
+#: Question kinds and the words that ask for them, first match wins. A
+#: question's opening words decide first ("How can I count how often -v was
+#: given?" asks how to, "Why doesn't PyPI show how many downloads?" why);
+#: words further in only when the opening does not say; "what is" and
+#: yes/no openings last, since the words after them often say more.
 QUESTION_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("when", re.compile(r"^(when|what year|which year|in what year|what date)\b")),
+    ("who", re.compile(r"^(who|whom|whose)\b")),
+    ("why", re.compile(r"^why\b")),
+    ("howto", re.compile(r"^(how (do|can|should|would) (i|you|we)|how to)\b")),
+    ("where", re.compile(r"^where\b")),
     (
         "quantity",
         re.compile(
@@ -81,17 +89,15 @@ QUESTION_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"percentage|proportion|temperature|ratio|what (size|amount|number))\b"
         ),
     ),
-    ("who", re.compile(r"^(who|whom|whose)\b|\bwhich (person|people|company)\b")),
-    ("why", re.compile(r"^why\b|\bwhat is the (reason|point|purpose)\b")),
+    ("who", re.compile(r"\bwhich (person|people|company)\b")),
+    ("why", re.compile(r"\bwhat is the (reason|point|purpose)\b")),
     (
         "howto",
         re.compile(
-            r"^(how (do|can|should|would) (i|you|we)|how to)\b|"
             r"\b(what|which) (command|option|flag|argument|parameter|function|"
             r"file|setting|decorator|method|class|key|field|tool)\b"
         ),
     ),
-    ("where", re.compile(r"^where\b")),
     ("definition", re.compile(r"^what (is|are|does)\b")),
     (
         "yesno",
