@@ -55,10 +55,9 @@ _OPENERS = frozenset(
         "its", "his", "her", "he", "she", "we", "you", "our", "your", "my", "those",
         "after", "before", "when", "while", "although", "however", "during", "since",
         "until", "once", "here", "today", "many", "some", "most", "each", "every",
-        "all",
-        "both", "also", "thus", "so", "what", "which", "who", "how", "why", "where",
-        "one", "two", "three", "other", "another", "first", "later", "finally",
-        "instead", "historically", "typically", "usually",
+        "all", "both", "also", "thus", "so", "what", "which", "who", "how", "why",
+        "where", "one", "two", "three", "other", "another", "first", "later",
+        "finally", "instead", "historically", "typically", "usually",
     }
 )  # fmt: skip
 _CAUSE = re.compile(
