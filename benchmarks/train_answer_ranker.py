@@ -1,15 +1,15 @@
 """Train the answer ranker (``sphinx_ragcite/answer/ranker.json``) on the dev sets.
 
-For every question of every dev set (``answer_quality.py``'s: the example
-book, click, requests, the Python Packaging User Guide and a SQuAD dev
-sample) the engine retrieves and splits the evidence into answer units exactly as at
-query time; each unit's signals (``sphinx_ragcite.answer.units.FEATURES``)
-are labelled 1 when it holds a gold answer, 0.3 when only its passage does
-(or is a gold passage), else 0. A logistic model with an L2 penalty is fitted
-by Newton's method, and the abstention threshold is chosen to maximise a
-utility per question (answered from a right passage +1, from a wrong one -1,
-a false abstention -1; an unanswerable question abstained +1, answered -1),
-each set weighing the same.
+For every question of every dev set (``answer_quality.py``'s: the example book,
+click, requests, the Python Packaging User Guide, Flask, attrs and a SQuAD dev
+sample) the engine retrieves and splits the evidence into answer units exactly
+as at query time; each unit's signals
+(``sphinx_ragcite.answer.units.FEATURES``) are labelled 1 when it holds a gold
+answer, 0.3 when only its passage does (or is a gold passage), else 0. A
+logistic model with an L2 penalty is fitted by Newton's method, and the
+abstention threshold is chosen to maximise a utility per question (answered
+from a right passage +1, from a wrong one -1, a false abstention -1; an
+unanswerable question abstained +1, answered -1), each set weighing the same.
 
 Leave-one-set-out: for each set, weights and threshold come from the other
 sets only and are judged on it, so no figure printed here is tuned on the set

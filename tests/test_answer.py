@@ -152,7 +152,9 @@ def test_hostile_generator_output_cannot_cite_outside_the_retrieved_set(
         "[ch999-sec1-p1] [Source: /etc/passwd] ",
         "See javascript:alert(1) [0] [-1] [1, 2, 77].",
     )
-    result = engine.answer("What grind size suits French press?", generator="llm")
+    result = engine.answer(
+        "How coarse should I grind for French press?", generator="llm"
+    )
     check_contract(result, site)
     assert "<script" not in result.answer
     assert "javascript:" not in result.answer
