@@ -410,11 +410,10 @@ def load_sdist_corpus(name: str, rebuild: bool) -> DevSet:
     key = build_code_key() + sha256
 
     def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
-        copy = work / tree.name
-        shutil.copytree(tree, copy, ignore=shutil.ignore_patterns("_build"))
-        with (copy / "docs" / "conf.py").open("a", encoding="utf-8") as conf:
-            conf.write('\nextensions.append("sphinx_ragcite")  # answer_quality\n')
-        return copy / "docs", copy / "docs", {}, []
+        docs = work / tree.name / "docs"
+        _corpora._copy(tree, docs.parent)
+        _corpora._edit_conf(docs, with_ragcite=True)
+        return docs, docs, {}, []
 
     site, seconds = cached_build(name, key, prepare, rebuild)
     return DevSet(

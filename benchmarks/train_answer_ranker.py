@@ -246,7 +246,7 @@ def outcomes(
 #: Grid points either side of a threshold (0.01 apart) averaged into its
 #: utility: the curve is flat and jagged near its top, and its bare argmax
 #: moved from 0.31 to 0.26 with a change that relabelled three questions'
-#: kind (0.29 smoothed, both times).
+#: kind (0.29 smoothed).
 SMOOTHING = 3
 
 

@@ -459,8 +459,8 @@ def _rephrasing_problem(
     words = content_words(quoted)
     if words and len(words & content_words(said)) < 0.6 * len(words):
         return "the generated answer left out what the book says"
-    sources = " ".join(evidence[source].text for source in cited)
-    novel = content_words(said) - content_words(sources) - content_words(question)
+    sources = frozenset().union(*(evidence[source].words for source in cited))
+    novel = content_words(said) - sources - content_words(question)
     if novel:
         unsaid = ", ".join(sorted(novel))
         return f"the generated answer says what its sources do not ({unsaid})"

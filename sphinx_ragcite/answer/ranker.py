@@ -5,8 +5,8 @@ project's dev sets (our example book, the click, requests, Flask, attrs and
 Python Packaging User Guide documentation with questions written for them,
 and a SQuAD v1.1 dev sample; see ``benchmarks/qa/README.md``), leaving each
 set out in turn to choose the features and the abstention threshold, and
-are shipped in
-``ranker.json`` beside this module. ``RAGCITE_RANKER`` names another file.
+are shipped in ``ranker.json`` beside this module. ``RAGCITE_RANKER`` names
+another file.
 """
 
 from __future__ import annotations

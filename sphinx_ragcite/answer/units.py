@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sphinx_ragcite.answer.sentences import Sentence, content_words, word_count
+from sphinx_ragcite.index.tokenize import STOPWORDS
 
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence
@@ -47,11 +48,8 @@ _MONTH = re.compile(
 )
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
 #: Capitalised words that open a sentence without naming anyone.
-_OPENERS = frozenset(
+_OPENERS = frozenset(STOPWORDS) | frozenset(
     {
-        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in",
-        "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the",
-        "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
         "its", "his", "her", "he", "she", "we", "you", "our", "your", "my", "those",
         "after", "before", "when", "while", "although", "however", "during", "since",
         "until", "once", "here", "today", "many", "some", "most", "each", "every",

@@ -53,6 +53,9 @@ def build_bm25(records: Sequence[Record]) -> bm25s.BM25:
     # int16 postings halve the index of a book under 32,768 passages.
     int_dtype = "int16" if len(records) < 2**15 else "int32"
     retriever = bm25s.BM25(**PARAMS, int_dtype=int_dtype)
+    if records:
+        retriever.index((ids, vocab), show_progress=False)
+        return retriever
     # no passage: bm25s averages an empty list, which numpy warns of in the
     # author's build output; the empty index it writes is right
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
