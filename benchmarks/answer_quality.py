@@ -634,7 +634,7 @@ def run(
     embedded when first retrieved (the baseline for the latency they save).
     """
     from sphinx_ragcite.answer.engine import AnswerEngine
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     site = Site.load(devset.site)
     if lazy:

@@ -54,8 +54,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from sphinx_ragcite.answer.sentences import split_sentences  # noqa: E402
-from sphinx_ragcite.index.tokenize import tokenize  # noqa: E402
+from sphinx_ragcite.text import (
+    split_sentences,
+    tokenize,
+)
 
 SQUAD = (
     HERE.parent.parent

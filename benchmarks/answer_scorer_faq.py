@@ -60,7 +60,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from sphinx_ragcite.answer.evidence import Evidence  # noqa: E402
-from sphinx_ragcite.answer.sentences import split_sentences  # noqa: E402
 from sphinx_ragcite.answer.units import (  # noqa: E402
     _CODE_LINE,
     MAX_FOLLOW_LINES,
@@ -68,7 +67,10 @@ from sphinx_ragcite.answer.units import (  # noqa: E402
     looks_like_code,
     units_of,
 )
-from sphinx_ragcite.index.tokenize import tokenize  # noqa: E402
+from sphinx_ragcite.text import (
+    split_sentences,
+    tokenize,
+)
 
 sys.path.insert(0, str(HERE))
 from answer_scorer_data import show_groups  # noqa: E402

@@ -36,7 +36,7 @@ from sphinx_ragcite.answer.grounding import support  # noqa: E402
 from sphinx_ragcite.answer.sentences import content_words  # noqa: E402
 from sphinx_ragcite.contracts import confidence_level  # noqa: E402
 from sphinx_ragcite.evaluate import load_qa  # noqa: E402
-from sphinx_ragcite.retrieval import Site  # noqa: E402
+from sphinx_ragcite.retrieval.site import Site  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 

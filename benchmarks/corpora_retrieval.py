@@ -70,7 +70,7 @@ def build_corpus(dest: Path) -> tuple[Path, float]:
 def evaluate(site_dir: Path, qa: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Metrics per fusion and mode, and the questions hybrid (rrf) misses."""
     from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa, relevant_rows
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     site = Site.load(site_dir)
     questions = load_qa(qa)
@@ -103,7 +103,7 @@ def evaluate_extractive_answers(site_dir: Path, qa: Path) -> dict[str, Any]:
     the thresholds calibrated on the example book."""
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.evaluate import evaluate_answers, load_qa
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     engine = AnswerEngine(Site.load(site_dir))
     return evaluate_answers(engine, load_qa(qa), "extractive")

@@ -214,7 +214,7 @@ def index_bytes(out: Path) -> dict[str, Any]:
     }
     embedding = sum(sizes.get(r, 0) for r in ("embeddings", "embedding_scales"))
     without_passages = sum(s for r, s in sizes.items() if r != "passages")
-    from sphinx_ragcite.index.static import read_static
+    from sphinx_ragcite.formats.static import read_static
 
     static = read_static((out / "_ragcite" / manifest["files"]["static"]).read_bytes())
     static_parts = {
@@ -244,8 +244,8 @@ def max_tokens_sweep(work: Path, limits: list[int]) -> dict[str, Any]:
     from tokenizers import Tokenizer
 
     from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa
-    from sphinx_ragcite.index.bm25 import indexed_text
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.formats.bm25 import indexed_text
+    from sphinx_ragcite.retrieval.site import Site
 
     questions = load_qa(QA)
     src = _corpora.prepare_example_book(work / "max-tokens", with_ragcite=True)

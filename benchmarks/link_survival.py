@@ -54,7 +54,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sphinx_ragcite.index.link_history import blocks, link_key
+from sphinx_ragcite.extension.link_history import blocks, link_key
 
 from _report import table
 
@@ -236,8 +236,8 @@ def scale_cost(n: int) -> dict[str, float]:
     import random
     import time
 
-    from sphinx_ragcite.index.link_history import LinkHistory, update
-    from sphinx_ragcite.passages.records import content_hash
+    from sphinx_ragcite.extension.link_history import LinkHistory, update
+    from sphinx_ragcite.extension.passages.records import content_hash
 
     rng = random.Random(1)
     vocabulary = [f"w{i}" for i in range(20_000)]

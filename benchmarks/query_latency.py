@@ -129,17 +129,17 @@ def _passages_file(site: Path) -> Path:
 def write_synthetic(source: Path, directory: Path, passages: int) -> float:
     """Write a ``_ragcite/`` of *passages* records under *directory*; seconds."""
     from sphinx_ragcite import __version__
+    from sphinx_ragcite.extension.passages.ids import passage_id
+    from sphinx_ragcite.extension.passages.records import content_hash
+    from sphinx_ragcite.extension.writer import IndexWriter
     from sphinx_ragcite.contracts import make_snippet
-    from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25
-    from sphinx_ragcite.index.embed import DEFAULT_MAX_TOKENS, DEFAULT_MODEL_ID
-    from sphinx_ragcite.index.embeddings import npy_bytes, quantize
-    from sphinx_ragcite.index.records import passages_jsonl
-    from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
-    from sphinx_ragcite.index.static import static_file, static_index
-    from sphinx_ragcite.index.tokenize import SPEC
-    from sphinx_ragcite.index.writer import IndexWriter
-    from sphinx_ragcite.passages.ids import passage_id
-    from sphinx_ragcite.passages.records import content_hash
+    from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25
+    from sphinx_ragcite.formats.embeddings import npy_bytes, quantize
+    from sphinx_ragcite.formats.records import passages_jsonl
+    from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
+    from sphinx_ragcite.formats.static import static_file, static_index
+    from sphinx_ragcite.retrieval.embed import DEFAULT_MAX_TOKENS, DEFAULT_MODEL_ID
+    from sphinx_ragcite.text import SPEC
 
     started = time.perf_counter()
     real = [
@@ -252,7 +252,7 @@ def _ms(values: list[float]) -> dict[str, float]:
 def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
     started = time.perf_counter()
     from sphinx_ragcite.evaluate import load_qa
-    from sphinx_ragcite.retrieval import Site, _rrf, _top
+    from sphinx_ragcite.retrieval.site import Site, _rrf, _top
 
     import_s = time.perf_counter() - started
     rss_import = _rss_mib()
@@ -355,7 +355,7 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
 
     # The same query embedding with one ONNX Runtime thread instead of the
     # default min(4, cpu_count): on two busy cores spinning threads contend.
-    from sphinx_ragcite.index.embed import Embedder, default_threads, model_files
+    from sphinx_ragcite.retrieval.embed import Embedder, default_threads, model_files
 
     single = Embedder(
         model_files(site.model_dir), max_tokens=embedder.max_tokens, threads=1

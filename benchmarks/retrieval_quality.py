@@ -54,7 +54,7 @@ def build_example(dest: Path) -> Path:
 
 def evaluate(site_dir: Path, qa: Path) -> dict[str, dict[str, Any]]:
     from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     site = Site.load(site_dir)
     questions = load_qa(qa)

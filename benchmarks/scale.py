@@ -64,7 +64,7 @@ import numpy as np
 from _report import table
 
 if TYPE_CHECKING:
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -115,8 +115,8 @@ def _explain(memory: Any, remote: Any, question: str, mode: str, fusion: str) ->
 
 
 def agreement(label: str, build: Path, qa: Path) -> dict[str, Any]:
-    from sphinx_ragcite.qdrant_store import QdrantSite, connect, push
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.qdrant import QdrantSite, connect, push
+    from sphinx_ragcite.retrieval.site import Site
 
     memory = Site.load(build)
     client = connect(":memory:")
@@ -221,7 +221,7 @@ def _deep_size(records: list[dict[str, Any]]) -> int:
 
 
 def measure_scale(path: Path, total: int) -> dict[str, Any]:
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     probe = Site.load(path)  # the model is loaded before the baseline
     probe.embedder.embed(["warm up"])
@@ -282,7 +282,7 @@ def measure_scale(path: Path, total: int) -> dict[str, Any]:
 
 
 def measure_sites(path: Path, copies: int) -> dict[str, Any]:
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     first = Site.load(path)
     first.embedder.embed(["warm up"])

@@ -69,7 +69,7 @@ class Question:
 
 def collect(devset: aq.DevSet) -> list[Question]:
     from sphinx_ragcite.answer.engine import AnswerEngine
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     site = Site.load(devset.site)
     engine = AnswerEngine(site)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.contracts import Fusion, GeneratorName, SearchMode
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
 CUTOFFS = (1, 5, 10)
 

@@ -10,14 +10,11 @@ import pytest
 from sphinx_ragcite.answer.citations import parse_markers
 from sphinx_ragcite.answer.engine import NOT_FOUND, AnswerEngine
 from sphinx_ragcite.answer.llm import GenerationError
-from sphinx_ragcite.answer.sentences import (
-    split_claims,
-    split_sentences,
-    strip_markup,
-)
+from sphinx_ragcite.answer.sentences import split_claims, strip_markup
 from sphinx_ragcite.answer.units import kind_match
 from sphinx_ragcite.contracts import Answer, confidence_level
-from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.retrieval.site import Site
+from sphinx_ragcite.text import split_sentences
 
 MARKER = re.compile(r"\[(\d+)\]")
 

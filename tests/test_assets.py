@@ -10,7 +10,8 @@ import pytest
 from bs4 import BeautifulSoup
 from sphinx.errors import ExtensionError
 
-from sphinx_ragcite import __version__, assets
+from sphinx_ragcite import __version__
+from sphinx_ragcite.extension import assets
 
 from conftest import REPO, build
 
@@ -190,7 +191,7 @@ def test_widget_dir_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  #
     (package / "static").mkdir(parents=True)
     for name in assets.WIDGET_FILES:
         (package / "static" / name).write_text("/* packaged */", "utf-8")
-    monkeypatch.setattr(assets, "__file__", str(package / "assets.py"))
+    monkeypatch.setattr(assets, "__file__", str(package / "extension" / "assets.py"))
     assert assets.widget_dir() == package / "static"
 
 
@@ -200,7 +201,7 @@ def test_widget_dir_falls_back_to_the_checkout(tmp_path, monkeypatch) -> None:  
     (tmp_path / "js").mkdir()
     for name in assets.WIDGET_FILES:
         (tmp_path / "js" / name).write_text("/* source */", "utf-8")
-    monkeypatch.setattr(assets, "__file__", str(package / "assets.py"))
+    monkeypatch.setattr(assets, "__file__", str(package / "extension" / "assets.py"))
     assert assets.widget_dir() == tmp_path / "js"
     (tmp_path / "js" / "widget.js").unlink()
     with pytest.raises(ExtensionError, match="ragcite_widget = False"):

@@ -21,12 +21,12 @@ import pytest
 from sphinx.locale import _
 
 import sphinx_ragcite.extension as extension
-import sphinx_ragcite.index.build as index_build
-import sphinx_ragcite.index.writer as writer
-import sphinx_ragcite.passages.collector as collector
-import sphinx_ragcite.passages.records as records_module
-from sphinx_ragcite.index.build import config_text
-from sphinx_ragcite.retrieval import Site
+import sphinx_ragcite.extension.index as index_build
+import sphinx_ragcite.extension.passages.collector as collector
+import sphinx_ragcite.extension.passages.records as records_module
+import sphinx_ragcite.extension.writer as writer
+from sphinx_ragcite.extension.index import config_text
+from sphinx_ragcite.retrieval.site import Site
 
 from conftest import build, read_manifest, read_passages, sphinx_build
 from test_anchors import check_anchors
@@ -293,7 +293,7 @@ def test_an_unwritable_index_folder_is_one_warning(rootdir, tmp_path):  # type: 
 #: moment it would replace the manifest, after every data file is written.
 KILLED_BUILD = """
 import os, sys
-from sphinx_ragcite.index import writer
+from sphinx_ragcite.extension import writer
 real = writer.atomic_write
 def write(path, data):
     if path.name == "manifest.json":

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from sphinx_ragcite.contracts import make_snippet
-from sphinx_ragcite.passages.ids import parse_passage_id
+from sphinx_ragcite.extension.passages.ids import parse_passage_id
 
 from conftest import read_passages
 

@@ -63,7 +63,7 @@ from sphinx_ragcite.cli import main
 from sphinx_ragcite.cli.output import Options, markdown_escape, render, truncate
 from sphinx_ragcite.contracts import EXPORTS, STYLES, Answer, Citation, Manifest
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.retrieval.site import Site
 
 from conftest import read_manifest
 

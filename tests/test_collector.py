@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-import sphinx_ragcite.passages.collector as collector
+import sphinx_ragcite.extension.passages.collector as collector
 
 from conftest import build, passages_bytes, read_passages
 from test_anchors import check_anchors

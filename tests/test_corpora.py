@@ -199,7 +199,7 @@ CLICK_QA = REPO / "benchmarks" / "click_qa.jsonl"
 def test_click_qa_matches_the_build(corpus: CorpusBuilds) -> None:
     """Gold IDs exist in a fresh build and each answer is in a gold passage."""
     from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     questions = load_qa(CLICK_QA)
     answerable = [q for q in questions if q.answer is not None]

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.dense import DenseVectors
-from sphinx_ragcite.index.embeddings import dequantize, quantize
-from sphinx_ragcite.index.int8_product import QUERY_LIMIT, Int8Product
-from sphinx_ragcite.index.passage_store import BLOCK, PassageStore, RowIndex
-from sphinx_ragcite.index.records import read_passages
+from sphinx_ragcite.formats.embeddings import dequantize, quantize
+from sphinx_ragcite.formats.records import read_passages
+from sphinx_ragcite.retrieval.dense import DenseVectors
+from sphinx_ragcite.retrieval.int8_product import QUERY_LIMIT, Int8Product
+from sphinx_ragcite.retrieval.passage_store import BLOCK, PassageStore, RowIndex
 
 
 def float32_top(

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_ragcite.config import fields
 from sphinx_ragcite.contracts import Answer, Citation
+from sphinx_ragcite.extension.config import fields
 
 from conftest import REPO
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sphinx_ragcite.passages.ids import (
+from sphinx_ragcite.extension.passages.ids import (
     PASSAGE_ID,
     parse_passage_id,
     passage_id,

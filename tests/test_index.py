@@ -13,15 +13,15 @@ import pytest
 
 from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.errors import ModelNotFoundError
-from sphinx_ragcite.index.embed import (
+from sphinx_ragcite.extension.writer import IndexWriter
+from sphinx_ragcite.formats.embeddings import dequantize, quantize
+from sphinx_ragcite.retrieval.embed import (
     DEFAULT_MODEL_ID,
     Embedder,
     default_model_files,
     model_files,
 )
-from sphinx_ragcite.index.embeddings import dequantize, quantize
-from sphinx_ragcite.index.writer import IndexWriter
-from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.retrieval.site import Site
 
 from conftest import EXAMPLE_BOOK, passages_bytes, read_manifest, sphinx_build
 
@@ -153,7 +153,7 @@ def test_sentence_vectors_are_the_answer_engines_sentences(
 ) -> None:
     """Built vectors line up with the split the engine makes at query time,
     and are the vectors it would compute itself (up to int8 rounding)."""
-    from sphinx_ragcite.answer.sentences import split_sentences
+    from sphinx_ragcite.text import split_sentences
 
     site = Site.load(example_site)
     assert site.sentences is not None
@@ -237,7 +237,7 @@ def test_missing_model_folder_warns_and_keeps_bm25(book: Path, tmp_path: Path) -
 
 def _minimal_index(writer: IndexWriter, text: str) -> dict:
     """The files a manifest must name, from one fake passage."""
-    from sphinx_ragcite.index.bm25 import bm25_files, build_bm25
+    from sphinx_ragcite.formats.bm25 import bm25_files, build_bm25
 
     record = {"passage_id": "ch0-sec0-p1", "heading_path": ["T"], "text": text}
     writer.add("passages", "passages.jsonl", (json.dumps(record) + "\n").encode())

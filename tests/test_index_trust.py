@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.retrieval.site import Site
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_a_fifo_does_not_hang_the_loader(copy: Path) -> None:
     point_role(copy, "moved", "trap")
     code = (
         "import sys\n"
-        "from sphinx_ragcite.retrieval import Site\n"
+        "from sphinx_ragcite.retrieval.site import Site\n"
         "from sphinx_ragcite.errors import SiteIndexError\n"
         "try:\n"
         f"    Site.load({str(copy)!r})\n"

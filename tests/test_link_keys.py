@@ -18,7 +18,7 @@ GOLDEN = json.loads((REPO / "tests" / "golden" / "link_keys.json").read_text("ut
 
 def _link_key():  # type: ignore[no-untyped-def]
     try:
-        from sphinx_ragcite.index.link_history import link_key
+        from sphinx_ragcite.extension.link_history import link_key
     except ImportError:
         from sphinx_ragcite.index.links import link_key  # type: ignore[no-redef]
     return link_key

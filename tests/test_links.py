@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_ragcite.index.link_history import (
+from sphinx_ragcite.extension.link_history import (
     LinkHistory,
     similarity,
     sketch,
     update,
 )
-from sphinx_ragcite.index.moved import PREFIX
-from sphinx_ragcite.passages.records import content_hash
+from sphinx_ragcite.extension.passages.records import content_hash
+from sphinx_ragcite.formats.moved import PREFIX
 
 from conftest import ROOTS, read_manifest, read_passages, sphinx_build
 
@@ -323,7 +323,7 @@ def test_tools_name_the_new_place_of_a_vanished_id(
 
     from sphinx_ragcite.cite.records import Book, lookup
     from sphinx_ragcite.errors import RagciteError
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
     from sphinx_ragcite.server.app import create_app
     from sphinx_ragcite.server.settings import ServerSettings
 

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.answer.llm import OpenAIGenerator, default_gguf
 from sphinx_ragcite.contracts import Answer
-from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 

@@ -14,7 +14,7 @@ import pytest
 from bs4 import BeautifulSoup
 from llms_txt import parse_llms_file
 
-from sphinx_ragcite.index.llms_txt import escape
+from sphinx_ragcite.extension.llms_txt import escape
 
 from conftest import ROOTS, read_manifest, read_passages, sphinx_build
 

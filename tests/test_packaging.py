@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import sphinx_ragcite
-from sphinx_ragcite.assets import WIDGET_FILES
+from sphinx_ragcite.extension.assets import WIDGET_FILES
 
 from conftest import REPO, ROOTS, read_manifest
 
@@ -136,8 +136,8 @@ def test_the_wheel_works_in_a_fresh_venv(dist: dict[str, Path], tmp_path: Path) 
 
     where = run(
         python, "-I", "-c",
-        "import json, sphinx_ragcite as p, sphinx_ragcite.assets as a, "
-        "sphinx_ragcite.index.embed as e; "
+        "import json, sphinx_ragcite as p, sphinx_ragcite.extension.assets as a, "
+        "sphinx_ragcite.retrieval.embed as e; "
         "print(json.dumps([p.__file__, str(a.widget_dir()), "
         "str(e.default_model_files().tokenizer)]))",
         cwd=tmp_path, env=env,

@@ -17,14 +17,14 @@ from fastapi.testclient import TestClient
 from sphinx_ragcite.cli.commands import main
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.evaluate import load_qa
-from sphinx_ragcite.qdrant_store import (
+from sphinx_ragcite.retrieval.qdrant import (
     QdrantSite,
     connect,
     point_id,
     push,
     pushed_sites,
 )
-from sphinx_ragcite.retrieval import Filters, Site
+from sphinx_ragcite.retrieval.site import Filters, Site
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
@@ -84,7 +84,7 @@ def ids(hits: list[Any]) -> list[str]:
 
 
 def stored_ids(client: Any, collection: str, site: str, version: str) -> list[str]:
-    from sphinx_ragcite.qdrant_store import _site_filter
+    from sphinx_ragcite.retrieval.qdrant import _site_filter
 
     points, _ = client.scroll(
         collection,

@@ -12,7 +12,7 @@ import pytest
 from sphinx_ragcite.cli import main
 from sphinx_ragcite.errors import SiteIndexError as RagciteIndexError
 from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa, score_ranking
-from sphinx_ragcite.retrieval import Filters, Site, _linear, _rrf, _top
+from sphinx_ragcite.retrieval.site import Filters, Site, _linear, _rrf, _top
 
 from conftest import EXAMPLE_BOOK
 

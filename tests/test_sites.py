@@ -22,10 +22,15 @@ from pydantic import ValidationError
 from sphinx_ragcite.cli.commands import main
 from sphinx_ragcite.contracts import Answer
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.retrieval import Site
+from sphinx_ragcite.retrieval.site import Site
+from sphinx_ragcite.retrieval.sites import (
+    ScopeError,
+    ServedSite,
+    Sites,
+    parse_site_spec,
+)
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
-from sphinx_ragcite.sites import ScopeError, ServedSite, Sites, parse_site_spec
 
 from conftest import BLOOM_V1, BLOOM_V2, EXAMPLE_BOOK
 
@@ -457,7 +462,7 @@ def test_two_versions_served_from_qdrant(
     """Sites read from Qdrant slot in: both versions pushed to one store, one
     client for both, and scoped answers still cite their own version."""
     pytest.importorskip("qdrant_client")
-    from sphinx_ragcite.qdrant_store import QdrantSite
+    from sphinx_ragcite.retrieval.qdrant import QdrantSite
 
     store = tmp_path / "store"
     for folder in (example_site, example_site_v2):

@@ -1,7 +1,7 @@
 """The browser's tokenizer, stemmer and static search match the Python ones.
 
 ``js/tokenize.js``, ``js/stemmer.js`` and ``js/search.js`` run in Node on the
-same inputs as ``sphinx_ragcite.index.tokenize`` and ``search_static``; every
+same inputs as ``sphinx_ragcite.text`` and ``search_static``; every
 token list, stem and ranking must come out identical.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import Stemmer
 
-from sphinx_ragcite.index.static import read_static, search_static, static_passage
-from sphinx_ragcite.index.tokenize import SPEC, tokenize, words
+from sphinx_ragcite.formats.static import read_static, search_static, static_passage
+from sphinx_ragcite.text import SPEC, tokenize, words
 
 from conftest import EXAMPLE_BOOK, REPO, ROOTS, read_manifest, read_passages
 
@@ -189,8 +189,8 @@ def static_index(book: Path) -> dict:
     if "static" in files:
         return read_static((book / "_ragcite" / files["static"]).read_bytes())
     # The build does not ship the static index yet: make it from the passages.
-    from sphinx_ragcite.index.bm25 import build_bm25
-    from sphinx_ragcite.index.static import static_index as make_static
+    from sphinx_ragcite.formats.bm25 import build_bm25
+    from sphinx_ragcite.formats.static import static_index as make_static
 
     records = read_passages(book)
     # Through JSON, as the browser gets it.
@@ -198,7 +198,7 @@ def static_index(book: Path) -> dict:
 
 
 def test_passage_text_tokenize_parity(book, tmp_path):  # type: ignore[no-untyped-def]
-    from sphinx_ragcite.index.bm25 import indexed_text
+    from sphinx_ragcite.formats.bm25 import indexed_text
 
     texts = [indexed_text(r) for r in read_passages(book)]
     got = node("tokenize", {"texts": texts, "spec": SPEC}, tmp_path)

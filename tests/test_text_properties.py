@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 from sphinx import addnodes
 from sphinx.locale import _
 
-from sphinx_ragcite.passages.chunker import MARK, chunk_doctree
-from sphinx_ragcite.passages.ids import parse_passage_id, passage_id
-from sphinx_ragcite.passages.records import doc_records
-from sphinx_ragcite.passages.text import block_text, resolve_xrefs
+from sphinx_ragcite.extension.passages.chunker import MARK, chunk_doctree
+from sphinx_ragcite.extension.passages.ids import parse_passage_id, passage_id
+from sphinx_ragcite.extension.passages.records import doc_records
+from sphinx_ragcite.extension.passages.text import block_text, resolve_xrefs
 
 ID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 IGNORE = frozenset({"no-search"})

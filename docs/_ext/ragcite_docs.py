@@ -4,7 +4,7 @@ Directives (used from the MyST pages of docs/reference/):
 
 ``{ragcite-config} NAME``
     One ``ragcite_NAME`` option as a ``confval`` entry: type, default, help
-    text from :func:`sphinx_ragcite.config.fields` metadata, what a change
+    text from :func:`sphinx_ragcite.extension.config.fields` metadata, what a change
     rebuilds and what a bad value does. The directive's own content is
     appended (for ranges and examples).
 
@@ -100,7 +100,7 @@ def check(app: Any, env: Any) -> None:
 
 
 def _config_fields() -> tuple[Any, ...]:
-    from sphinx_ragcite.config import fields
+    from sphinx_ragcite.extension.config import fields
 
     return fields()
 
@@ -131,13 +131,13 @@ class ConfigDirective(SphinxDirective):
     has_content = True
 
     def run(self) -> list[nodes.Node]:
-        from sphinx_ragcite import config
+        from sphinx_ragcite.extension import config
 
         by_name = {f.name: f for f in _config_fields()}
         name = self.arguments[0].removeprefix("ragcite_")
         field = by_name.get(name)
         if field is None:
-            raise self.error(f"no config field {name!r} in sphinx_ragcite.config")
+            raise self.error(f"no config field {name!r} in ragcite config")
         _note(self, "config", name)
         cosmetic = getattr(config, "_COSMETIC", {})
         bad_value = (

@@ -18,12 +18,7 @@ from sphinx_ragcite.answer.extractive import compose, fit, rank_sentences
 from sphinx_ragcite.answer.grounding import Claim, Verified, support, verify
 from sphinx_ragcite.answer.llm import generate
 from sphinx_ragcite.answer.prompt import fit_messages
-from sphinx_ragcite.answer.sentences import (
-    Sentence,
-    content_words,
-    numbers,
-    strip_markup,
-)
+from sphinx_ragcite.answer.sentences import content_words, numbers, strip_markup
 from sphinx_ragcite.answer.units import question_kind
 from sphinx_ragcite.contracts import (
     Answer,
@@ -33,6 +28,7 @@ from sphinx_ragcite.contracts import (
     make_snippet,
     timestamp,
 )
+from sphinx_ragcite.text import Sentence
 
 if TYPE_CHECKING:
     from collections.abc import Generator as EventStream
@@ -41,7 +37,7 @@ if TYPE_CHECKING:
     from sphinx_ragcite.answer.llm import Cancel, Generator
     from sphinx_ragcite.answer.prompt import Quotable
     from sphinx_ragcite.contracts import AnswerMode, Fusion, GeneratorName, ServedRecord
-    from sphinx_ragcite.retrieval import Filters, SearchableSite
+    from sphinx_ragcite.retrieval.site import Filters, SearchableSite
 
 logger = logging.getLogger(__name__)
 

@@ -10,20 +10,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sphinx_ragcite.answer.sentences import (
-    Sentence,
-    content_words,
-    numbers,
-    split_sentences,
-)
+from sphinx_ragcite.answer.sentences import content_words, numbers
 from sphinx_ragcite.contracts import USER_SELECTION
+from sphinx_ragcite.text import Sentence, split_sentences
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from sphinx_ragcite.contracts import PassageRecord
-    from sphinx_ragcite.index.embed import Embedder
-    from sphinx_ragcite.retrieval import SearchableSite
+    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.retrieval.site import SearchableSite
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import numpy as np
 
 from sphinx_ragcite.answer.citations import parse_markers
 from sphinx_ragcite.answer.sentences import (
-    Sentence,
     content_words,
     numbers,
     split_claims,
@@ -25,7 +24,8 @@ from sphinx_ragcite.answer.sentences import (
 
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence
-    from sphinx_ragcite.index.embed import Embedder
+    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.text import Sentence
 
 #: Weights of sentence similarity and content-word coverage in support.
 W_SIMILARITY = 0.5

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
-from sphinx_ragcite.index.tokenize import tokenize, words
+from sphinx_ragcite.text import split_sentences, tokenize, words
 
 # Question words and fillers carry no evidence; on top of Lucene's stop words.
 _FILLER = frozenset(
@@ -17,54 +16,11 @@ _FILLER = frozenset(
         "used using make makes made get gets one ones way ways"
     )
 )
-_ABBREVIATIONS = frozenset(
-    {"e.g", "i.e", "etc", "vs", "approx", "dr", "mr", "mrs", "ms", "no", "fig",
-     "cf", "ca", "al", "st", "eq"}
-)  # fmt: skip
-# A sentence starts with a capital or digit, or with a bracket: a marker such
-# as [ch3-sec2-p4] after a full stop belongs to the sentence before it, which
-# split_claims() restores; without the split the next sentence rides along.
-_BOUNDARY = re.compile(r"(?<=[.!?…])[\"”’)]*\s+(?=\[|[\"“(]?[A-Z0-9])")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _MARKER = re.compile(
     r"\s*(?:\[[^\[\]\n]{1,80}\]|\((?:chapter|section|source)\b[^()\n]{0,80}\))",
     re.IGNORECASE,
 )
-
-
-@dataclass(frozen=True)
-class Sentence:
-    text: str
-    start: int
-    end: int
-
-
-def split_sentences(text: str) -> list[Sentence]:
-    """Sentences of prose; each line of a list, table or code block on its own."""
-    out: list[Sentence] = []
-    offset = 0
-    for line in text.split("\n"):
-        start = 0
-        for match in _BOUNDARY.finditer(line):
-            before = line[start : match.start()].rstrip('"”’)')
-            last = before.rsplit(None, 1)[-1].rstrip(".").lower() if before else ""
-            if last in _ABBREVIATIONS or re.fullmatch(r"[a-z]", last):
-                continue
-            _add(out, line, start, match.start(), offset)
-            start = match.end()
-        _add(out, line, start, len(line), offset)
-        offset += len(line) + 1
-    return out
-
-
-def _add(out: list[Sentence], line: str, start: int, end: int, offset: int) -> None:
-    piece = line[start:end]
-    stripped = piece.strip()
-    if len(stripped) < 2 or not any(c.isalnum() for c in stripped):
-        return
-    lead = len(piece) - len(piece.lstrip())
-    begin = offset + start + lead
-    out.append(Sentence(stripped, begin, begin + len(stripped)))
 
 
 #: Markers, bracketed or a parenthesised "(Chapter 5, Section 5.1.2)", that

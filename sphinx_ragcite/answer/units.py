@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sphinx_ragcite.answer.sentences import Sentence, content_words, word_count
-from sphinx_ragcite.index.tokenize import STOPWORDS
+from sphinx_ragcite.answer.sentences import content_words, word_count
+from sphinx_ragcite.text import STOPWORDS, Sentence
 
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.answer.llm import Generator
     from sphinx_ragcite.contracts import GeneratorName
-    from sphinx_ragcite.retrieval import SearchableSite
+    from sphinx_ragcite.retrieval.site import SearchableSite
 
 EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE = 0, 1, 2
 
@@ -45,7 +45,7 @@ def _serve(args: argparse.Namespace) -> int:
         ) from None
     from pydantic import ValidationError
 
-    from sphinx_ragcite.sites import parse_site_spec
+    from sphinx_ragcite.retrieval.sites import parse_site_spec
 
     sites = [parse_site_spec(spec) for spec in args.sites]
     try:
@@ -144,10 +144,10 @@ def generator_of(args: argparse.Namespace) -> GeneratorName:
 
 
 def _load(args: argparse.Namespace) -> SearchableSite:
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     if getattr(args, "qdrant", None):
-        from sphinx_ragcite.qdrant_store import QdrantSite
+        from sphinx_ragcite.retrieval.qdrant import QdrantSite
 
         return QdrantSite.for_build(
             args.qdrant, args.site, args.collection, model_dir=args.embedding_model
@@ -156,8 +156,8 @@ def _load(args: argparse.Namespace) -> SearchableSite:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from sphinx_ragcite.qdrant_store import connect, push
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.qdrant import connect, push
+    from sphinx_ragcite.retrieval.site import Site
 
     site = Site.load(args.build_dir)
     client = connect(args.qdrant)
@@ -285,7 +285,7 @@ def _cite(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from sphinx_ragcite.evaluate import CUTOFFS, evaluate_retrieval, load_qa
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.site import Site
 
     questions = load_qa(args.qa)
     site = Site.load(args.site, model_dir=args.embedding_model)

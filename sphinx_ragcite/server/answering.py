@@ -22,9 +22,9 @@ from starlette.responses import Response
 
 from sphinx_ragcite.answer.llm import Cancel
 from sphinx_ragcite.contracts import Answer
-from sphinx_ragcite.retrieval import Filters
+from sphinx_ragcite.retrieval.site import Filters
+from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server.schemas import error_body
-from sphinx_ragcite.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping

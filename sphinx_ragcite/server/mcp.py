@@ -32,7 +32,8 @@ from sphinx_ragcite.contracts import (
     parse_passage_id,
 )
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.retrieval import Filters
+from sphinx_ragcite.retrieval.site import Filters
+from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server import answering
 from sphinx_ragcite.server.guards import MCP_PATH
 from sphinx_ragcite.server.schemas import (
@@ -41,7 +42,6 @@ from sphinx_ragcite.server.schemas import (
     AskRequest,
     SearchResponse,
 )
-from sphinx_ragcite.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

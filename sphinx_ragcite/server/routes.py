@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from sphinx_ragcite import __version__
 from sphinx_ragcite.contracts import MAX_K, MAX_QUESTION, Answer
+from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server import answering
 from sphinx_ragcite.server.answering import AskFailure, EventStreamResponse, Job
 from sphinx_ragcite.server.guards import DOCS_PATH
@@ -27,7 +28,6 @@ from sphinx_ragcite.server.schemas import (
     SiteInfo,
 )
 from sphinx_ragcite.server.state import State
-from sphinx_ragcite.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

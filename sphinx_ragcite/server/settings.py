@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.sites import check_site_name
+from sphinx_ragcite.retrieval.sites import check_site_name
 
 ENV_SETTINGS = "RAGCITE_SERVER_SETTINGS"
 #: (name, BUILD_DIR) of ``--site NAME=BUILD_DIR``

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.answer.evidence import SentenceVectors
-from sphinx_ragcite.retrieval import SearchableSite, Site
+from sphinx_ragcite.retrieval.site import SearchableSite, Site
+from sphinx_ragcite.retrieval.sites import ServedSite, Sites
 from sphinx_ragcite.server.guards import AnswerCache, GenerationSlots, RateLimiter
-from sphinx_ragcite.sites import ServedSite, Sites
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
     from sphinx_ragcite.answer.llm import Cancel, Generator
-    from sphinx_ragcite.index.embed import Embedder
+    from sphinx_ragcite.retrieval.embed import Embedder
     from sphinx_ragcite.server.settings import ServerSettings
 
 logger = logging.getLogger("sphinx_ragcite.server")
@@ -128,7 +128,7 @@ def site_loader(settings: ServerSettings) -> Callable[[Path], SearchableSite]:
     client at a time open a folder)."""
     if not settings.qdrant:
         return lambda folder: Site.load(folder, model_dir=settings.embedding_model)
-    from sphinx_ragcite.qdrant_store import QdrantSite, connect
+    from sphinx_ragcite.retrieval.qdrant import QdrantSite, connect
 
     location = settings.qdrant
     client = connect(location)

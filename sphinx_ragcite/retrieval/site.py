@@ -16,15 +16,15 @@ import numpy as np
 
 from sphinx_ragcite.contracts import Hit
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.bm25 import read_bm25
-from sphinx_ragcite.index.embed import DEFAULT_MODEL_ID, Embedder, model_files
-from sphinx_ragcite.index.embeddings import read_vectors
-from sphinx_ragcite.index.files import REBUILD, read_index_file
-from sphinx_ragcite.index.manifest import index_dir, read_manifest
-from sphinx_ragcite.index.moved import read_moved
-from sphinx_ragcite.index.records import read_passages
-from sphinx_ragcite.index.sentence_vectors import MAPPED, read_sentence_matrix
-from sphinx_ragcite.index.tokenize import tokenize
+from sphinx_ragcite.formats.bm25 import read_bm25
+from sphinx_ragcite.formats.embeddings import read_vectors
+from sphinx_ragcite.formats.files import REBUILD, read_index_file
+from sphinx_ragcite.formats.manifest import index_dir, read_manifest
+from sphinx_ragcite.formats.moved import read_moved
+from sphinx_ragcite.formats.records import read_passages
+from sphinx_ragcite.formats.sentence_vectors import MAPPED, read_sentence_matrix
+from sphinx_ragcite.retrieval.embed import DEFAULT_MODEL_ID, Embedder, model_files
+from sphinx_ragcite.text import tokenize
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     import bm25s
 
     from sphinx_ragcite.contracts import Fusion, Manifest, PassageRecord, SearchMode
-    from sphinx_ragcite.index.dense import DenseVectors
-    from sphinx_ragcite.index.passage_store import PassageStore
-    from sphinx_ragcite.index.sentence_vectors import SentenceMatrix
+    from sphinx_ragcite.formats.sentence_vectors import SentenceMatrix
+    from sphinx_ragcite.retrieval.dense import DenseVectors
+    from sphinx_ragcite.retrieval.passage_store import PassageStore
 
 logger = logging.getLogger(__name__)
 

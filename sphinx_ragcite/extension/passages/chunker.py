@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from docutils import nodes
 from sphinx import addnodes
 
-from sphinx_ragcite.passages.chunks import Chunk, DocChunks, Section
-from sphinx_ragcite.passages.text import block_text, count_words, is_ignored
+from sphinx_ragcite.extension.passages.chunks import Chunk, DocChunks, Section
+from sphinx_ragcite.extension.passages.text import block_text, count_words, is_ignored
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,6 +1,6 @@
 """``_ragcite/moved.js``: old links -> where their text is now.
 
-Written from the link history (:mod:`sphinx_ragcite.index.link_history`) at
+Written from the link history (:mod:`sphinx_ragcite.extension.link_history`) at
 build time; read by the widget (as a script, so pages opened from disk can
 load it) and by the CLI and server to say where a vanished passage ID went.
 """
@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING
 
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.files import REBUILD
+from sphinx_ragcite.formats.files import REBUILD
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from sphinx_ragcite.contracts import Manifest
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.files import REBUILD, read_plain_file
+from sphinx_ragcite.formats.files import REBUILD, read_plain_file
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -46,7 +46,7 @@ def widget_dir() -> Path:
     A wheel ships them in ``sphinx_ragcite/static/``; a source checkout (and
     an editable install) has them in the repository's ``js/``.
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     candidates = (package / "static", package.parent / "js")
     for folder in candidates:
         if all((folder / name).is_file() for name in WIDGET_FILES):

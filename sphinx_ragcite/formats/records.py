@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from sphinx_ragcite.contracts import PASSAGE_FIELDS, PASSAGE_ID, parse_passage_id
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.files import REBUILD, dumps
-from sphinx_ragcite.index.passage_store import PassageStore, RowIndex
+from sphinx_ragcite.formats.files import REBUILD, dumps
+from sphinx_ragcite.retrieval.passage_store import PassageStore, RowIndex
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -24,7 +24,7 @@ def read_passages(data: bytes, where: str) -> PassageStore:
     """The records, each checked against the contract (a bad line names itself).
 
     Every line is parsed and checked here, once; the store then keeps the
-    checked lines compressed (see :mod:`~sphinx_ragcite.index.passage_store`).
+    checked lines compressed (see :mod:`~sphinx_ragcite.retrieval.passage_store`).
     """
     try:
         data.decode("utf-8")

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from sphinx.util import logging
 
-from sphinx_ragcite.index.files import atomic_write
-from sphinx_ragcite.passages.records import content_hash
+from sphinx_ragcite.extension.passages.records import content_hash
+from sphinx_ragcite.formats.files import atomic_write
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
     from sphinx_ragcite.contracts import PassageRecord as Record
-    from sphinx_ragcite.index.moved import Moved
+    from sphinx_ragcite.formats.moved import Moved
 
 logger = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 from sphinx.builders.singlehtml import SingleFileHTMLBuilder
 
 from sphinx_ragcite.contracts import PassageRecord, make_snippet
-from sphinx_ragcite.passages.collector import document_failed, passages_of
-from sphinx_ragcite.passages.ids import passage_id, toctree_docs
-from sphinx_ragcite.passages.text import resolve_xrefs
+from sphinx_ragcite.extension.passages.collector import document_failed, passages_of
+from sphinx_ragcite.extension.passages.ids import passage_id, toctree_docs
+from sphinx_ragcite.extension.passages.text import resolve_xrefs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from sphinx.builders import Builder
     from sphinx.environment import BuildEnvironment
 
-    from sphinx_ragcite.passages.chunks import DocChunks
+    from sphinx_ragcite.extension.passages.chunks import DocChunks
 
 Record = PassageRecord
 

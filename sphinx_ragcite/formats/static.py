@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sphinx_ragcite.index.files import dumps
-from sphinx_ragcite.index.tokenize import SPEC
+from sphinx_ragcite.formats.files import dumps
+from sphinx_ragcite.text import SPEC
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

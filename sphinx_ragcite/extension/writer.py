@@ -8,8 +8,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sphinx_ragcite.index.files import atomic_write
-from sphinx_ragcite.index.manifest import (
+from sphinx_ragcite.formats.files import atomic_write
+from sphinx_ragcite.formats.manifest import (
     FORMAT_VERSION,
     INDEX_DIR,
     MANIFEST,

@@ -5,7 +5,7 @@ stores) and its product ~25 ms at 200k passages. Here the codes stay int8
 (384 + 4 bytes a passage) and a search is two passes:
 
 1. every row's score with the query rounded to int8, as an exact integer
-   product (:mod:`~sphinx_ragcite.index.int8_product`);
+   product (:mod:`~sphinx_ragcite.retrieval.int8_product`);
 2. the rows that could still be in the top *k* rescored exactly in float32.
 
 The rounding moves a row's score by at most ``|query - rounded| * |row|``
@@ -22,7 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
-from sphinx_ragcite.index.int8_product import QUERY_LIMIT, Int8Product
+from sphinx_ragcite.retrieval.int8_product import QUERY_LIMIT, Int8Product
 
 #: Rows dequantised at a time when a pass needs many (load, full score lists).
 _CHUNK = 8192

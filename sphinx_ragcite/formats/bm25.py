@@ -13,9 +13,9 @@ import bm25s
 import numpy as np
 
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.embeddings import read_npy
-from sphinx_ragcite.index.files import REBUILD
-from sphinx_ragcite.index.tokenize import tokenize
+from sphinx_ragcite.formats.embeddings import read_npy
+from sphinx_ragcite.formats.files import REBUILD
+from sphinx_ragcite.text import tokenize
 
 # bm25s sets its own logger to DEBUG when imported. Once any package adds a
 # root handler (accessible-pygments, which furo and pydata-sphinx-theme pull

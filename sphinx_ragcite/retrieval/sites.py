@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sphinx_ragcite.contracts import SITE_NAME, Hit
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.retrieval import RRF_K, Site
+from sphinx_ragcite.retrieval.site import RRF_K, Site
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
         SearchMode,
         ServedRecord,
     )
-    from sphinx_ragcite.index.embed import Embedder
-    from sphinx_ragcite.retrieval import Filters, SearchableSite
+    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.retrieval.site import Filters, SearchableSite
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class ServedSite:
     """One loaded site and the name it is served under ("" at ``/``, alone)."""
 
     name: str
-    #: a :class:`~sphinx_ragcite.retrieval.Site` or anything searched like one
+    #: a :class:`~sphinx_ragcite.retrieval.site.Site` or anything searched like one
     site: SearchableSite
 
     @property

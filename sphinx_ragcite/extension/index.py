@@ -12,16 +12,11 @@ from sphinx.util import logging
 from sphinx.util.display import status_iterator
 
 from sphinx_ragcite import __version__
-from sphinx_ragcite.answer.sentences import split_sentences
-from sphinx_ragcite.config import RagciteConfig
 from sphinx_ragcite.errors import ModelNotFoundError
-from sphinx_ragcite.index.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
-from sphinx_ragcite.index.cache import EmbeddingCache, text_key
-from sphinx_ragcite.index.embed import Embedder, model_files
-from sphinx_ragcite.index.embeddings import npy_bytes, quantize
-from sphinx_ragcite.index.files import atomic_write
-from sphinx_ragcite.index.link_history import LinkHistory, update
-from sphinx_ragcite.index.llms_txt import (
+from sphinx_ragcite.extension.cache import EmbeddingCache, text_key
+from sphinx_ragcite.extension.config import RagciteConfig
+from sphinx_ragcite.extension.link_history import LinkHistory, update
+from sphinx_ragcite.extension.llms_txt import (
     LLMS_FULL,
     LLMS_TXT,
     Book,
@@ -31,25 +26,29 @@ from sphinx_ragcite.index.llms_txt import (
     manifest_entry,
     safe_path,
 )
-from sphinx_ragcite.index.llms_txt import (
+from sphinx_ragcite.extension.llms_txt import (
     MANIFEST_KEY as LLMS_KEY,
 )
-from sphinx_ragcite.index.manifest import INDEX_DIR, MANIFEST
-from sphinx_ragcite.index.moved import FILE_NAME as MOVED_FILE
-from sphinx_ragcite.index.moved import Moved, moved_file
-from sphinx_ragcite.index.records import passages_jsonl
-from sphinx_ragcite.index.sentence_vectors import CODES, OFFSETS, SCALES
-from sphinx_ragcite.index.static import FILE_NAME as STATIC_FILE
-from sphinx_ragcite.index.static import static_file, static_index
-from sphinx_ragcite.index.tokenize import SPEC
-from sphinx_ragcite.index.writer import IndexWriter, build_time
-from sphinx_ragcite.passages.ids import toctree_docs
-from sphinx_ragcite.passages.records import build_records, page_url
+from sphinx_ragcite.extension.passages.ids import toctree_docs
+from sphinx_ragcite.extension.passages.records import build_records, page_url
+from sphinx_ragcite.extension.writer import IndexWriter, build_time
+from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
+from sphinx_ragcite.formats.embeddings import npy_bytes, quantize
+from sphinx_ragcite.formats.files import atomic_write
+from sphinx_ragcite.formats.manifest import INDEX_DIR, MANIFEST
+from sphinx_ragcite.formats.moved import FILE_NAME as MOVED_FILE
+from sphinx_ragcite.formats.moved import Moved, moved_file
+from sphinx_ragcite.formats.records import passages_jsonl
+from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
+from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
+from sphinx_ragcite.formats.static import static_file, static_index
+from sphinx_ragcite.retrieval.embed import Embedder, model_files
+from sphinx_ragcite.text import SPEC, split_sentences
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
-    from sphinx_ragcite.passages.records import Record
+    from sphinx_ragcite.extension.passages.records import Record
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ class Chunk:
     """A passage as read from the doctree, before the book-wide numbering.
 
     ``text`` may hold cross-reference placeholders that are resolved only once
-    every document is read (see :mod:`sphinx_ragcite.passages.text`).
+    every document is read (see :mod:`sphinx_ragcite.extension.passages.text`).
     """
 
     section: int

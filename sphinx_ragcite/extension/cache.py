@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sphinx_ragcite.index.files import atomic_write
+from sphinx_ragcite.formats.files import atomic_write
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -7,8 +7,8 @@ import io
 import numpy as np
 
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.dense import DenseVectors
-from sphinx_ragcite.index.files import REBUILD
+from sphinx_ragcite.formats.files import REBUILD
+from sphinx_ragcite.retrieval.dense import DenseVectors
 
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,9 +11,9 @@ from sphinx.environment.collectors import EnvironmentCollector
 from sphinx.util import logging
 from sphinx.util.matching import Matcher
 
-from sphinx_ragcite.config import RagciteConfig
-from sphinx_ragcite.passages.chunker import MARK, chunk_doctree
-from sphinx_ragcite.passages.ids import reading_order
+from sphinx_ragcite.extension.config import RagciteConfig
+from sphinx_ragcite.extension.passages.chunker import MARK, chunk_doctree
+from sphinx_ragcite.extension.passages.ids import reading_order
 
 if TYPE_CHECKING:
     from collections.abc import Set
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from sphinx.builders import Builder
     from sphinx.environment import BuildEnvironment
 
-    from sphinx_ragcite.passages.chunks import DocChunks
+    from sphinx_ragcite.extension.passages.chunks import DocChunks
 
 logger = logging.getLogger(__name__)
 

@@ -11,15 +11,16 @@ from sphinx.errors import ExtensionError
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
-from sphinx_ragcite import __version__, assets, config
-from sphinx_ragcite.passages.chunker import MARK, is_inline_tab
-from sphinx_ragcite.passages.collector import (
+from sphinx_ragcite import __version__
+from sphinx_ragcite.extension import assets, config
+from sphinx_ragcite.extension.passages.chunker import MARK, is_inline_tab
+from sphinx_ragcite.extension.passages.collector import (
     PassageCollector,
     RagciteDomain,
     document_failed,
     passages_of,
 )
-from sphinx_ragcite.passages.ids import PASSAGE_ID, passage_id
+from sphinx_ragcite.extension.passages.ids import PASSAGE_ID, passage_id
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -165,13 +166,13 @@ def write_index(app: Sphinx, exception: BaseException | None) -> None:
     """The site's pages are written: now ``_ragcite/``, or one warning.
 
     A failure here never fails the author's build; the previous index, if
-    any, stays as it was (see :class:`~sphinx_ragcite.index.writer.IndexWriter`).
+    any, stays as it was (see :class:`~sphinx_ragcite.extension.writer.IndexWriter`).
     """
     if exception is not None or not is_site_builder(app.builder):
         return
     try:
         # Imported here: numpy, bm25s and onnxruntime are for HTML builds only.
-        from sphinx_ragcite.index.build import write_site_index
+        from sphinx_ragcite.extension.index import write_site_index
 
         write_site_index(app)
     except Exception as error:

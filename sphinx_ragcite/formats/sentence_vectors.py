@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sphinx_ragcite.errors import SiteIndexError
-from sphinx_ragcite.index.embeddings import dequantize, read_npy, read_npy_header
-from sphinx_ragcite.index.files import MAX_FILE_BYTES, REBUILD, index_path
+from sphinx_ragcite.formats.embeddings import dequantize, read_npy, read_npy_header
+from sphinx_ragcite.formats.files import MAX_FILE_BYTES, REBUILD, index_path
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -38,11 +38,10 @@ import numpy as np
 
 from sphinx_ragcite.contracts import PASSAGE_FIELDS, Hit, parse_passage_id
 from sphinx_ragcite.errors import RagciteError, SiteIndexError
-from sphinx_ragcite.index.bm25 import indexed_text
-from sphinx_ragcite.index.embeddings import dequantize
-from sphinx_ragcite.index.manifest import index_dir, read_manifest
-from sphinx_ragcite.index.tokenize import tokenize
-from sphinx_ragcite.retrieval import (
+from sphinx_ragcite.formats.bm25 import indexed_text
+from sphinx_ragcite.formats.embeddings import dequantize
+from sphinx_ragcite.formats.manifest import index_dir, read_manifest
+from sphinx_ragcite.retrieval.site import (
     Filters,
     _linear,
     _rrf,
@@ -50,6 +49,7 @@ from sphinx_ragcite.retrieval import (
     lucene_idf,
     moved_hint,
 )
+from sphinx_ragcite.text import tokenize
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     from qdrant_client import models as qm
 
     from sphinx_ragcite.contracts import Fusion, Manifest, PassageRecord, SearchMode
-    from sphinx_ragcite.index.embed import Embedder
-    from sphinx_ragcite.retrieval import Site
+    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.retrieval.site import Site
 
 DENSE = "dense"
 SPARSE = "bm25"

@@ -1,0 +1,1 @@
+"""The ``_ragcite/`` file formats, each reader beside its writer (both sides)."""

@@ -1,1 +1,0 @@
-"""Passages -> the files under ``_ragcite/`` in the built site."""

@@ -1,0 +1,1 @@
+"""QUERY: a built site's files -> ranked passages."""
