@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Bump when the pickled passage data changes shape.
-ENV_VERSION = 2
+#: Bump when the pickled passage data changes shape, or its text changes (an
+#: environment of an older release would keep the old text of unchanged pages).
+ENV_VERSION = 3
 
 
 def is_site_builder(builder: Builder) -> bool:

@@ -39,6 +39,7 @@ _BLANKS = re.compile(r"\n{3,}")
 _LINE_BREAKING = (
     nodes.Body,
     nodes.list_item,
+    nodes.line,
     nodes.term,
     nodes.definition,
     addnodes.desc_signature,
@@ -106,6 +107,17 @@ class _Collector:
         elif isinstance(node, addnodes.desc_returns):
             out.append(" → ")
             self.children(node, preformatted=preformatted)
+        elif isinstance(node, nodes.field):
+            self.field(node, preformatted=preformatted)
+        elif isinstance(node, nodes.option_list_item):
+            self.option(node, preformatted=preformatted)
+        elif isinstance(node, nodes.classifier):
+            # "term : classifier" on the term's line, as the HTML shows it
+            if out and out[-1].endswith("\n"):
+                out[-1] = out[-1][:-1]
+            out.append(" : ")
+            self.children(node, preformatted=preformatted)
+            _newline(out)
         elif node.get("nb_element") == "mime_bundle":
             # MyST-NB keeps every MIME type of an output until the write phase;
             # the plain-text one is what a reader of any format can see.
@@ -128,6 +140,76 @@ class _Collector:
             self.children(node, preformatted=pre)
             if breaking:
                 _newline(out)
+
+    def field(self, node: nodes.field, *, preformatted: bool) -> None:
+        """``Name: body``, the body's later lines below it, as HTML lays it out.
+
+        Sphinx's own fields (``:type:`` of a confval, ``Parameters``,
+        ``Returns``) hold inline text or lists; without the colon and the line
+        break, name and value would run together into one word.
+        """
+        name = body = ""
+        for child in node.children:
+            if not isinstance(child, nodes.Element) or is_ignored(child, self.ignore):
+                continue
+            if isinstance(child, nodes.field_name) and not name:
+                name = self.inline(child)
+            elif isinstance(child, nodes.field_body) and not body:
+                body = self.part(child, preformatted=preformatted)
+        self.labelled(f"{name}:" if name else "", body)
+
+    def option(self, node: nodes.option_list_item, *, preformatted: bool) -> None:
+        """``-o DIR, --output=DIR  Description``: the two columns of an option list."""
+        options: list[str] = []
+        description = ""
+        for child in node.children:
+            if not isinstance(child, nodes.Element) or is_ignored(child, self.ignore):
+                continue
+            if isinstance(child, nodes.option_group):
+                options.extend(
+                    text
+                    for option in child.children
+                    if isinstance(option, nodes.option)
+                    and not is_ignored(option, self.ignore)
+                    and (text := self.option_text(option))
+                )
+            elif isinstance(child, nodes.description) and not description:
+                description = self.part(child, preformatted=preformatted)
+        self.labelled(", ".join(options), description, separator="  ")
+
+    def option_text(self, node: nodes.option) -> str:
+        parts: list[str] = []
+        for child in node.children:
+            if not isinstance(child, nodes.Element) or is_ignored(child, self.ignore):
+                continue
+            text = self.inline(child)
+            if isinstance(child, nodes.option_argument) and parts:
+                delimiter = child.get("delimiter")
+                text = (" " if delimiter is None else str(delimiter)) + text
+            parts.append(text)
+        return "".join(parts)
+
+    def inline(self, node: nodes.Element) -> str:
+        """A label's text on one line."""
+        out: list[str] = []
+        _Collector(out, self.ignore, self.docname).children(node, preformatted=False)
+        return _SPACES.sub(" ", "".join(out)).strip()
+
+    def part(self, node: nodes.Element, *, preformatted: bool) -> str:
+        out: list[str] = []
+        _Collector(out, self.ignore, self.docname).children(
+            node, preformatted=preformatted
+        )
+        return "".join(out).strip("\n").strip(" ")
+
+    def labelled(self, label: str, text: str, separator: str = " ") -> None:
+        """*label* and the first line of *text* on one line, its other lines below."""
+        _newline(self.out)
+        if label and text:
+            self.out.append(label + separator + text)
+        else:
+            self.out.append(label or text)
+        _newline(self.out)
 
 
 def _admonition_label(node: nodes.Element) -> str:
