@@ -1,6 +1,7 @@
 """Find the third-party corpora and make buildable copies of them.
 
-Shared by ``benchmarks/build_overhead.py`` and ``tests/test_corpora.py``.
+Used by ``benchmarks/_harness.py`` (which builds them) and
+``tests/test_corpora.py``.
 
 The corpora live outside the repository, in ``shared/corpora/`` next to the
 clone (``<workspace>/main`` + ``<workspace>/shared``) or one level further up
@@ -11,9 +12,12 @@ They are never built in place: each build gets its own copy, with
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,6 +45,10 @@ CORPUS_DEPS: dict[str, tuple[str, ...]] = {
 CORPORA = tuple(CORPUS_DEPS)
 #: The source folder of each corpus, where it is not ``docs``.
 SOURCE_DIRS = {"packaging-guide": "source"}
+#: Corpus -> installed distributions its autodoc pages read their text from.
+AUTODOC: dict[str, tuple[str, ...]] = {"requests-docs": ("requests",)}
+#: A build's WARNING/ERROR lines.
+PROBLEM = re.compile(r"\b(WARNING|ERROR|CRITICAL|SEVERE)\b")
 
 _IGNORE = shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints")
 _ADD = '\nextensions.append("sphinx_ragcite")  # added by benchmarks/_corpora.py\n'
@@ -106,17 +114,38 @@ def missing_deps(name: str) -> list[str]:
     return missing
 
 
-def _edit_conf(docs: Path, with_ragcite: bool) -> None:
+def autodoc_versions(name: str) -> str:
+    """The installed versions of what corpus *name*'s API pages are read from."""
+    return ",".join(importlib.metadata.version(d) for d in AUTODOC.get(name, ()))
+
+
+def problems(stderr: str, roots: list[Path]) -> Counter[str]:
+    """A build's WARNING/ERROR lines, with its temporary *roots* taken out."""
+    names = sorted({str(r) for r in roots} | {str(r.resolve()) for r in roots})
+    found: Counter[str] = Counter()
+    for line in stderr.splitlines():
+        if PROBLEM.search(line):
+            for name in sorted(names, key=len, reverse=True):
+                line = line.replace(name, "<TMP>")
+            found[line.strip()] += 1
+    return found
+
+
+def edit_conf(docs: Path, with_ragcite: bool) -> None:
+    """Add ``sphinx_ragcite`` to ``docs/conf.py``'s extensions, or remove it."""
     conf = docs / "conf.py"
     with conf.open("a", encoding="utf-8") as f:
         f.write(_ADD if with_ragcite else _REMOVE)
 
 
-def _copy(src: Path, target: Path) -> None:
+def copy_tree(src: Path, target: Path) -> None:
+    """*src* copied to *target* (replaced), writable: the shared copy is not."""
     if target.exists():
         shutil.rmtree(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(src, target, ignore=_IGNORE)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
 
 
 def prepare_corpus(name: str, dest: Path | str, with_ragcite: bool) -> Path:
@@ -131,10 +160,10 @@ def prepare_corpus(name: str, dest: Path | str, with_ragcite: bool) -> Path:
     if src is None:
         raise FileNotFoundError(f"corpus {name!r} not found (set {ENV_VAR})")
     target = Path(dest) / name
-    _copy(src, target)
+    copy_tree(src, target)
     docs = target / source_dir(name)
     if with_ragcite:
-        _edit_conf(docs, with_ragcite=True)
+        edit_conf(docs, with_ragcite=True)
     return docs
 
 
@@ -145,7 +174,7 @@ def prepare_example_book(dest: Path | str, with_ragcite: bool) -> Path:
     copy drops it from ``extensions``.
     """
     target = Path(dest) / "example_book"
-    _copy(EXAMPLE_BOOK, target)
+    copy_tree(EXAMPLE_BOOK, target)
     if not with_ragcite:
-        _edit_conf(target, with_ragcite=False)
+        edit_conf(target, with_ragcite=False)
     return target

@@ -47,12 +47,12 @@ on ``../shared/corpora/packaging-guide``; ``benchmarks/qa/requests.jsonl`` on
 (a fixed sample, ``benchmarks/qa/squad_sample.json``, plus
 ``benchmarks/qa/squad_unanswerable.jsonl``), where a cited passage is right when
 it overlaps the gold paragraph or contains a gold answer. Each set is built
-with the extension into ``benchmarks/results/.answer_quality/<set>/`` and
-reused while the build-side code and the inputs are unchanged (``--rebuild``
-forces it).
+with the extension into ``benchmarks/results/.sites/<name>/`` (``_harness``)
+and reused while the build-side code and the inputs are unchanged
+(``--rebuild`` forces it).
 
-Per question, the answer JSON, the judgement and (``--signals``) the ranked
-extractive candidates with their signals go to
+Per question, the answer JSON, the judgement and (``--signals``) the answer
+ranker's units with their probabilities go to
 ``benchmarks/results/.answer_quality/answers/<set>.<generator>.jsonl`` so that
 calibration scripts (leave-one-set-out) can reuse them without re-answering.
 
@@ -70,15 +70,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.metadata
 import importlib.util
 import itertools
 import json
 import math
-import os
-import platform
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -87,18 +83,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-import _corpora  # noqa: E402
-from _report import table  # noqa: E402
+import _corpora
+from _harness import (
+    BENCHMARKS,
+    EXAMPLE_QA,
+    REPO,
+    RESULTS,
+    SITES,
+    build_code_key,
+    cached_build,
+    corpus_site,
+    digest,
+    envelope,
+    example_build,
+    percentile,
+    read_jsonl,
+    read_passages,
+    table,
+    write_result,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
-QA_DIR = HERE / "qa"
-CACHE = HERE / "results" / ".answer_quality"
-DEFAULT_OUT = HERE / "results" / "answer_quality.json"
+QA_DIR = BENCHMARKS / "qa"
+CACHE = RESULTS / ".answer_quality"
+DEFAULT_OUT = RESULTS / "answer_quality.json"
 SETS = (
     *("example_book", "click", "packaging_guide", "requests", "squad"),
     *("flask", "attrs", "jinja"),
@@ -114,6 +124,12 @@ KIND = {
     "flask": "technical",
     "attrs": "technical",
     "jinja": "technical",
+}
+#: Sets built from a corpus of ``_corpora.py``: set -> (corpus, questions).
+CORPUS_SETS = {
+    "click": ("click-docs", BENCHMARKS / "click_qa.jsonl"),
+    "packaging_guide": ("packaging-guide", QA_DIR / "packaging_guide.jsonl"),
+    "requests": ("requests-docs", QA_DIR / "requests.jsonl"),
 }
 #: Documentation that ships in a project's sdist on PyPI: set -> (the pinned
 #: sdist, its SHA-256, the modules its docs/conf.py needs).
@@ -134,19 +150,8 @@ SDIST_CORPORA: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("attr", "myst_parser", "furo", "notfound", "sphinxcontrib.towncrier"),
     ),
 }
-#: Modules the packaging guide's own conf.py loads (the ``corpora`` extra).
-PACKAGING_GUIDE_DEPS = (
-    "furo",
-    "sphinx_inline_tabs",
-    "sphinx_toolbox",
-    "sphinx-jsonschema",
-    "sphinx_copybutton",
-)
 SQUAD_JSON = "squad-dev-41-48/squad-dev-v1.1-articles-41-48.json"
 SQUAD_TOOL = "squad_to_sphinx.py"
-#: Modules that only run at query time: editing them needs no rebuild.
-QUERY_ONLY = ("answer", "server", "cite", "cli", "cli.py", "evaluate.py")
-QUERY_ONLY += ("retrieval.py", "__main__.py", "schemas.py")
 FAILURE_KINDS = (
     "false_abstention",
     "wrong_passage",
@@ -156,7 +161,6 @@ FAILURE_KINDS = (
     "invalid_citation",
 )
 EXAMPLES = 5
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
 _SPACE = re.compile(r"\s+")
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
@@ -202,18 +206,6 @@ class DevSet:
     notes: list[str] = field(default_factory=list)
 
 
-def site_passages(site: Path) -> list[dict[str, Any]]:
-    """The built passages, found through the manifest as the server finds them."""
-    index = site / "_ragcite"
-    manifest = json.loads((index / "manifest.json").read_text("utf-8"))
-    return read_jsonl(index / manifest["files"]["passages"])
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    lines = path.read_text("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
 def qa_items(path: Path, prefix: str) -> list[Item]:
     """A QA file in ``ragcite eval`` format; ids from ``id`` or the line number.
 
@@ -236,143 +228,22 @@ def qa_items(path: Path, prefix: str) -> list[Item]:
     return items
 
 
-def _digest(parts: Iterable[bytes]) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(hashlib.sha256(part).digest())
-    return h.hexdigest()[:16]
-
-
-def build_code_key() -> str:
-    """Hash of the package's build-side files: a change there means rebuild."""
-    package = REPO / "sphinx_ragcite"
-    files = sorted(
-        p
-        for p in package.rglob("*")
-        if p.is_file()
-        and "__pycache__" not in p.parts
-        and p.relative_to(package).parts[0] not in QUERY_ONLY
-    )
-    return _digest(
-        str(p.relative_to(package)).encode() + b"\0" + p.read_bytes() for p in files
-    )
-
-
-def tree_key(root: Path) -> str:
-    """Hash of a source tree's file names and contents."""
-    files = sorted(p for p in root.rglob("*") if p.is_file())
-    return _digest(str(p.relative_to(root)).encode() + p.read_bytes() for p in files)
-
-
 def shared_dir() -> Path | None:
     corpora = _corpora.corpora_dir()
     return corpora.parent if corpora is not None else None
 
 
-def cached_build(
-    name: str,
-    key: str,
-    prepare: Callable[[Path], tuple[Path, Path, dict[str, str], list[str]]],
-    rebuild: bool,
-) -> tuple[Path, float | None]:
-    """``CACHE/<name>/html``, built anew when *key* changed: (outdir, seconds).
-
-    *prepare(workdir)* makes a buildable copy and returns (srcdir, cwd, extra
-    environment, extra sphinx arguments). Seconds is None for a reused build.
-    """
-    root = CACHE / name
-    outdir = root / "html"
-    stamp = root / "stamp.json"
-    manifest = outdir / "_ragcite" / "manifest.json"
-    fresh = not rebuild and stamp.is_file() and manifest.is_file()
-    if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
-        return outdir, None
-    if root.exists():
-        shutil.rmtree(root)
-    work = root / "src"
-    work.mkdir(parents=True)
-    srcdir, cwd, env, extra = prepare(work)
-    cmd = [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-N", *extra]
-    cmd += ["-d", str(root / "doctrees"), str(srcdir), str(outdir)]
-    print(f"building {name} ...", flush=True)
-    started = time.perf_counter()
-    proc = subprocess.run(
-        cmd, cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True
-    )
-    seconds = time.perf_counter() - started
-    if proc.returncode != 0 or not manifest.is_file():
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
-    stamp.write_text(json.dumps({"key": key, "seconds": seconds}) + "\n", "utf-8")
-    return outdir, seconds
-
-
 def load_example_book(rebuild: bool) -> DevSet:
-    key = build_code_key() + tree_key(_corpora.EXAMPLE_BOOK)
-
-    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
-        src = _corpora.prepare_example_book(work, with_ragcite=True)
-        return src, src, {}, []
-
-    site, seconds = cached_build("example_book", key, prepare, rebuild)
-    items = qa_items(REPO / "example_book" / "qa.jsonl", "example_book")
+    site, seconds = example_build(rebuild=rebuild)
+    items = qa_items(EXAMPLE_QA, "example_book")
     return DevSet("example_book", KIND["example_book"], site, items, seconds)
 
 
-def load_corpus(
-    name: str, corpus_name: str, qa: Path, rebuild: bool, extra_key: str = ""
-) -> DevSet:
-    """A corpus of ../shared/corpora built as its README says, with ragcite."""
-    corpus = _corpora.corpus_path(corpus_name)
-    missing = _corpora.missing_deps(corpus_name)
-    if corpus is None or missing:
-        raise FileNotFoundError(f"{corpus_name} or its dependencies missing {missing}")
-    key = build_code_key() + tree_key(corpus) + extra_key
-
-    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
-        docs = _corpora.prepare_corpus(corpus_name, work, with_ragcite=True)
-        return docs, docs.parent, {}, []
-
-    site, seconds = cached_build(name, key, prepare, rebuild)
+def load_corpus(name: str, rebuild: bool) -> DevSet:
+    """A set on a corpus of ../shared/corpora, built as its README says."""
+    corpus, qa = CORPUS_SETS[name]
+    site, seconds = corpus_site(corpus, rebuild=rebuild)
     return DevSet(name, KIND[name], site, qa_items(qa, name), seconds)
-
-
-def load_click(rebuild: bool) -> DevSet:
-    return load_corpus("click", "click-docs", HERE / "click_qa.jsonl", rebuild)
-
-
-def load_packaging_guide(rebuild: bool) -> DevSet:
-    corpora = _corpora.corpora_dir()
-    corpus = corpora / "packaging-guide" if corpora else None
-    if corpus is None or not (corpus / "source" / "conf.py").is_file():
-        raise FileNotFoundError("packaging-guide not found in shared/corpora")
-    missing = [m for m in PACKAGING_GUIDE_DEPS if importlib.util.find_spec(m) is None]
-    if missing:
-        raise FileNotFoundError(
-            f'packaging-guide needs {missing}: pip install -e ".[corpora]"'
-        )
-    key = build_code_key() + tree_key(corpus)
-
-    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
-        copy = work / "packaging-guide"
-        shutil.copytree(corpus, copy, ignore=shutil.ignore_patterns("_build"))
-        for path in [copy, *copy.rglob("*")]:  # the shared copy is read-only
-            path.chmod(path.stat().st_mode | 0o200)
-        with (copy / "source" / "conf.py").open("a", encoding="utf-8") as conf:
-            conf.write('\nextensions.append("sphinx_ragcite")  # answer_quality\n')
-        # its local Sphinx extension (pug_sphinx_extensions) imports from "."
-        return copy / "source", copy, {"PYTHONPATH": str(copy)}, []
-
-    site, seconds = cached_build("packaging_guide", key, prepare, rebuild)
-    items = qa_items(QA_DIR / "packaging_guide.jsonl", "packaging_guide")
-    return DevSet("packaging_guide", KIND["packaging_guide"], site, items, seconds)
-
-
-def load_requests(rebuild: bool) -> DevSet:
-    # the API page is autodoc: its text comes from the installed requests
-    version = importlib.metadata.version("requests")
-    return load_corpus(
-        "requests", "requests-docs", QA_DIR / "requests.jsonl", rebuild, version
-    )
 
 
 def sdist_tree(requirement: str, sha256: str) -> Path:
@@ -392,9 +263,9 @@ def sdist_tree(requirement: str, sha256: str) -> Path:
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not archive.is_file():
             raise FileNotFoundError(f"pip could not fetch the {requirement} sdist")
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    if digest != sha256:
-        raise RuntimeError(f"{archive} has SHA-256 {digest}, expected {sha256}")
+    found = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if found != sha256:
+        raise RuntimeError(f"{archive} has SHA-256 {found}, expected {sha256}")
     with tarfile.open(archive) as tar:
         tar.extractall(root, filter="data")
     return unpacked
@@ -409,13 +280,13 @@ def load_sdist_corpus(name: str, rebuild: bool) -> DevSet:
     tree = sdist_tree(requirement, sha256)
     key = build_code_key() + sha256
 
-    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
+    def prepare(work: Path) -> Path:
         docs = work / tree.name / "docs"
-        _corpora._copy(tree, docs.parent)
-        _corpora._edit_conf(docs, with_ragcite=True)
-        return docs, docs, {}, []
+        _corpora.copy_tree(tree, docs.parent)
+        _corpora.edit_conf(docs, with_ragcite=True)
+        return docs
 
-    site, seconds = cached_build(name, key, prepare, rebuild)
+    site, seconds = cached_build(name, key, prepare, rebuild=rebuild)
     return DevSet(
         name, KIND[name], site, qa_items(QA_DIR / f"{name}.jsonl", name), seconds
     )
@@ -434,19 +305,22 @@ def squad_inputs() -> tuple[Path, Path]:
 
 def load_squad(rebuild: bool) -> DevSet:
     data, tool = squad_inputs()
-    key = build_code_key() + _digest([data.read_bytes(), tool.read_bytes()])
+    key = build_code_key() + digest([data.read_bytes(), tool.read_bytes()])
 
-    def prepare(work: Path) -> tuple[Path, Path, dict[str, str], list[str]]:
+    def prepare(work: Path) -> Path:
         book = work / "book"
         cmd = [sys.executable, str(tool), str(data), "--book-dir", str(book)]
         cmd += ["--questions", str(work / "questions.jsonl")]
         cmd += ["--passages", str(work / "paragraphs.jsonl")]
         cmd += ["--source-name", "SQuAD dev-v1.1 articles 41-48"]
         subprocess.run(cmd, check=True, capture_output=True)
-        return book, work, {}, ["-D", "extensions=sphinx_ragcite"]
+        return book
 
-    site, seconds = cached_build("squad", key, prepare, rebuild)
-    work = CACHE / "squad" / "src"
+    options = ["-D", "extensions=sphinx_ragcite"]
+    site, seconds = cached_build(
+        "squad", key, prepare, options=options, rebuild=rebuild
+    )
+    work = SITES / "squad" / "src"
     items, notes = squad_items(site, work)
     return DevSet("squad", KIND["squad"], site, items, seconds, notes)
 
@@ -463,7 +337,7 @@ def squad_items(site: Path, work: Path) -> tuple[list[Item], list[str]]:
         p["paragraph_label"]: norm(p["text"])
         for p in read_jsonl(work / "paragraphs.jsonl")
     }
-    passages = [(p["passage_id"], norm(p["text"])) for p in site_passages(site)]
+    passages = [(p["passage_id"], norm(p["text"])) for p in read_passages(site)]
     overlap: dict[str, frozenset[str]] = {}
     for label, text in paragraphs.items():
         overlap[label] = frozenset(
@@ -488,9 +362,9 @@ def squad_items(site: Path, work: Path) -> tuple[list[Item], list[str]]:
 
 LOADERS: dict[str, Callable[[bool], DevSet]] = {
     "example_book": load_example_book,
-    "click": load_click,
-    "packaging_guide": load_packaging_guide,
-    "requests": load_requests,
+    "click": lambda rebuild: load_corpus("click", rebuild),
+    "packaging_guide": lambda rebuild: load_corpus("packaging_guide", rebuild),
+    "requests": lambda rebuild: load_corpus("requests", rebuild),
     "squad": load_squad,
     "flask": lambda rebuild: load_sdist_corpus("flask", rebuild),
     "attrs": lambda rebuild: load_sdist_corpus("attrs", rebuild),
@@ -562,20 +436,25 @@ def judge(item: Item, answer: Any, texts: dict[str, str]) -> dict[str, Any]:
 
 
 def signals(engine: Any, item: Item, top: int = 30) -> list[dict[str, Any]] | None:
-    """The extractive candidates and their signals, labelled, best first.
+    """The answer ranker's units and their probabilities, labelled, best first.
 
-    Reads the engine's current internals (evidence, ``rank_sentences``); when
-    those moved, returns None instead of guessing.
+    Reads the engine's current internals (evidence, ``ranker.rank_units``);
+    when those moved, returns None instead of guessing.
     """
     try:
         from sphinx_ragcite.answer.evidence import build_evidence
-        from sphinx_ragcite.answer.extractive import rank_sentences
+        from sphinx_ragcite.answer.ranker import rank_units
 
         site = engine.site
         vector = site.embedder.embed([item.question])[0]
-        hits = site.search(item.question, engine.k, query_vector=vector)
+        hits = site.search(
+            item.question, engine.k, fusion=engine.fusion, query_vector=vector
+        )
         evidence = build_evidence(site, engine.sentences, vector, [h.row for h in hits])
-        candidates = rank_sentences(item.question, vector, evidence)
+        bm25 = [h.bm25 or 0.0 for h in hits]
+        candidates = rank_units(
+            item.question, vector, evidence, bm25, site.idf, engine.ranker
+        )
     except (ImportError, AttributeError, TypeError):
         return None
     golds = [norm(a) for a in item.answers]
@@ -589,8 +468,7 @@ def signals(engine: Any, item: Item, top: int = 30) -> list[dict[str, Any]] | No
                 "relevance": round(float(e.relevance), 4),
                 "bm25": round(float(hits[c.evidence].bm25 or 0.0), 4),
                 "dense": round(float(hits[c.evidence].dense or 0.0), 4),
-                "score": round(float(c.score), 4),
-                "answerability": round(float(c.answerability), 4),
+                "probability": round(float(c.probability), 4),
                 "sentence": c.sentence,
                 "text": c.text,
                 "gold_passage": e.key in item.gold_ids,
@@ -599,14 +477,6 @@ def signals(engine: Any, item: Item, top: int = 30) -> list[dict[str, Any]] | No
             }
         )
     return out
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Nearest rank, as ``sphinx_ragcite.evaluate`` computes it."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 #: What the llm is compared on with extractive answers to the same questions.
@@ -731,8 +601,8 @@ def metrics(
             if len(ordered_values) >= 2
             else None
         ),
-        "latency_p50_ms": rounded(percentile(latencies, 0.5)),
-        "latency_p90_ms": rounded(percentile(latencies, 0.9)),
+        "latency_p50_ms": rounded(percentile(latencies, 50)),
+        "latency_p90_ms": rounded(percentile(latencies, 90)),
         "latency_max_ms": rounded(max(latencies, default=0.0)),
         "failures": failures,
     }
@@ -949,7 +819,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--signals",
         action="store_true",
-        help="also dump the ranked extractive candidates with their signals",
+        help="also dump the answer ranker's units with their probabilities",
     )
     parser.add_argument(
         "--lazy-baseline",
@@ -974,7 +844,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, Any] = {}
     for name, devset in devsets.items():
-        passages = site_passages(devset.site)
+        passages = read_passages(devset.site)
         known = {p["passage_id"] for p in passages}
         missing = sorted({g for i in devset.items for g in i.gold_ids} - known)
         if missing:
@@ -1031,31 +901,23 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - began
     print()
     print(text)
-    print(f"\ntotal {total:.0f} s; load average at start {LOADAVG}")
-    payload = {
-        "benchmark": "answer_quality",
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
-        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "git_commit": git_commit(),
-        "uncommitted": git_dirty(),
-        "options": {
+    print(f"\ntotal {total:.0f} s")
+    payload = envelope(
+        "answer_quality",
+        git_commit=git_commit(),
+        uncommitted=git_dirty(),
+        options={
             "sets": args.sets,
             "generators": args.generators,
             "limit": args.limit,
             "llm_limit": args.llm_limit,
         },
-        "total_seconds": round(total, 1),
-        "sets": results,
-        "targets": rows,
-        "table": text,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
-    print(f"wrote {args.out}")
+        total_seconds=round(total, 1),
+        sets=results,
+        targets=rows,
+        table=text,
+    )
+    write_result(args.out, payload)
     return 0
 
 

@@ -25,22 +25,24 @@ skipped with a note; that is not an error.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _corpora
+from _harness import (
+    RESULTS,
+    BuildFailed,
+    envelope,
+    read_manifest,
+    sphinx_build,
+    table,
+    write_result,
+)
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = HERE / "results" / "build_overhead.json"
+DEFAULT_OUT = RESULTS / "build_overhead.json"
 EXAMPLE = "example_book"
 ALL = (EXAMPLE, *_corpora.CORPORA)
 
@@ -85,44 +87,16 @@ class Result:
         }
 
 
-class BuildFailed(RuntimeError):
-    pass
-
-
-def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, float | None]:
-    """Wait for *proc*; return its exit code and its own peak RSS in MiB."""
-    if not hasattr(os, "wait4"):  # Windows: no per-child rusage
-        return proc.wait(), None
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = code = os.waitstatus_to_exitcode(status)
-    # ru_maxrss is KiB on Linux, bytes on macOS.
-    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
-    return code, round(usage.ru_maxrss / scale, 1)
-
-
 def build(srcdir: Path, outdir: Path, jobs: str) -> Run:
     """One clean HTML build of *srcdir* in a child process."""
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-N", "-j", jobs]
-    cmd += [str(srcdir), str(outdir)]
-    log = outdir.parent / (outdir.name + ".stderr")
-    with log.open("wb") as stderr:
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd, cwd=srcdir.parent, stdout=subprocess.DEVNULL, stderr=stderr
-        )
-        code, rss = _wait(proc)
-        seconds = time.perf_counter() - start
-    text = log.read_text("utf-8", errors="replace")
-    if code != 0:
-        raise BuildFailed(f"{' '.join(cmd)} exited {code}:\n{text[-2000:]}")
-    lines = text.splitlines()
-    manifest_path = outdir / "_ragcite" / "manifest.json"
+    run = sphinx_build(srcdir, outdir, "-N", "-j", jobs)
+    lines = run.stderr.splitlines()
     counts = {}
-    if manifest_path.is_file():
-        counts = json.loads(manifest_path.read_text("utf-8"))["counts"]
+    if (outdir / "_ragcite" / "manifest.json").is_file():
+        counts = read_manifest(outdir)["counts"]
     return Run(
-        seconds=round(seconds, 3),
-        peak_rss_mib=rss,
+        seconds=round(run.seconds, 3),
+        peak_rss_mib=run.peak_rss_mib,
         warnings=sum("WARNING" in line for line in lines),
         errors=sum("ERROR" in line or "CRITICAL" in line for line in lines),
         passages=counts.get("passages"),
@@ -165,7 +139,7 @@ def measure(corpus: str, repeat: int, jobs: str, work: Path) -> Result:
     return result
 
 
-def table(rows: list[dict[str, object]]) -> str:
+def summary_table(rows: list[dict[str, object]]) -> str:
     head = ["corpus", "docs", "passages", "t_without", "t_with", "ratio",
             "rss w/o", "rss with", "warn w/o", "warn with"]  # fmt: skip
 
@@ -187,15 +161,7 @@ def table(rows: list[dict[str, object]]) -> str:
         ]
         for r in rows
     ]
-    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-
-    def fmt(row: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-
-    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
+    return table(head, body)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,35 +194,29 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"FAILED {corpus}: {exc}", file=sys.stderr)
 
     rows = [r.summary() for r in results]
-    print(table(rows) if rows else "(nothing measured)")
+    print(summary_table(rows) if rows else "(nothing measured)")
     for corpus, reason in skipped.items():
         print(f"skipped {corpus}: {reason}")
 
     import sphinx
 
-    report = {
-        "benchmark": "build_overhead",
-        "repeat": args.repeat,
-        "jobs": args.jobs,
-        "python": platform.python_version(),
-        "sphinx": sphinx.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "summary": rows,
-        "runs": {
+    report = envelope(
+        "build_overhead",
+        sphinx=sphinx.__version__,
+        repeat=args.repeat,
+        jobs=args.jobs,
+        summary=rows,
+        runs={
             r.corpus: {
                 "without": [asdict(x) for x in r.runs_without],
                 "with": [asdict(x) for x in r.runs_with],
             }
             for r in results
         },
-        "skipped": skipped,
-        "failed": failed,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", "utf-8")
-    print(f"wrote {args.out}")
+        skipped=skipped,
+        failed=failed,
+    )
+    write_result(args.out, report)
     return 1 if failed else 0
 
 

@@ -26,39 +26,26 @@ Exits 1 when a build fails or the extension adds a warning.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _corpora
-from _report import table
+from _harness import (
+    RESULTS,
+    envelope,
+    read_manifest,
+    sphinx_build,
+    table,
+    write_result,
+)
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = HERE / "results" / "corpora_matrix.json"
-PROBLEM = re.compile(r"\b(WARNING|ERROR|CRITICAL|SEVERE)\b")
+DEFAULT_OUT = RESULTS / "corpora_matrix.json"
 WARNING_TYPE = re.compile(r"\[([\w.-]+)\](?:\x1b\[[0-9;]*m)?\s*$")
-
-
-def problems(stderr: str, roots: list[Path]) -> Counter[str]:
-    """WARNING/ERROR lines, with the build's temporary paths taken out."""
-    names = sorted({str(r) for r in roots} | {str(r.resolve()) for r in roots})
-    found: Counter[str] = Counter()
-    for line in stderr.splitlines():
-        if PROBLEM.search(line):
-            for name in sorted(names, key=len, reverse=True):
-                line = line.replace(name, "<TMP>")
-            found[line.strip()] += 1
-    return found
 
 
 def warning_type(line: str) -> str:
@@ -71,29 +58,17 @@ def build(name: str, work: Path, with_ragcite: bool) -> dict[str, Any]:
     root = work / ("with" if with_ragcite else "without")
     srcdir = _corpora.prepare_corpus(name, root, with_ragcite)
     out = root / "html"
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-N"]
-    cmd += ["-d", str(root / "doctrees"), str(srcdir), str(out)]
-    started = time.perf_counter()
-    proc = subprocess.run(
-        cmd,
-        cwd=srcdir.parent,
-        env=_corpora.build_env(srcdir),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    seconds = time.perf_counter() - started
-    manifest_path = out / "_ragcite" / "manifest.json"
+    run = sphinx_build(srcdir, out, "-N", doctrees=root / "doctrees", check=False)
     manifest = None
-    if with_ragcite and manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text("utf-8"))
+    if with_ragcite and (out / "_ragcite" / "manifest.json").is_file():
+        manifest = read_manifest(out)
     return {
-        "exit": proc.returncode,
-        "seconds": seconds,
-        "extension_error": "Extension error" in proc.stderr,
-        "problems": problems(proc.stderr, [root]),
+        "exit": run.returncode,
+        "seconds": run.seconds,
+        "extension_error": "Extension error" in run.stderr,
+        "problems": _corpora.problems(run.stderr, [root]),
         "manifest": manifest,
-        "stderr_tail": proc.stderr[-2000:] if proc.returncode else "",
+        "stderr_tail": run.stderr[-2000:] if run.returncode else "",
     }
 
 
@@ -160,7 +135,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
 
-    loadavg = os.getloadavg() if hasattr(os, "getloadavg") else None
     rows, skipped = [], {}
     for name in args.corpus:
         if _corpora.corpus_path(name) is None:
@@ -200,27 +174,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"added ({row['corpus']}): {line}")
         if row["stderr_tail"]:
             print(f"failed build ({row['corpus']}):\n{row['stderr_tail']}")
+    import sphinx
+
+    head = envelope("corpora_matrix", sphinx=sphinx.__version__)
     result = {
+        **head,
         "script": "benchmarks/corpora_matrix.py",
+        "cpus": head["cpu_count"],
         "repeat": args.repeat,
-        "python": platform.python_version(),
-        "sphinx": _sphinx_version(),
-        "cpus": os.cpu_count(),
-        "loadavg_at_start": loadavg,
         "rows": rows,
         "skipped": skipped,
         "failed": failed,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n", "utf-8")
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_result(args.out, result)
     return 1 if failed else 0
-
-
-def _sphinx_version() -> str:
-    import sphinx
-
-    return sphinx.__version__
 
 
 if __name__ == "__main__":

@@ -17,68 +17,50 @@ check of the abstention and support thresholds, which were calibrated on the
 example book.
 
 Run from the repository root (a clean build of click-docs takes about a
-minute on 2 cores; the evaluation a few seconds)::
+minute on 2 cores, and is reused while click-docs and the package's build
+side are unchanged; the evaluation a few seconds)::
 
     .venv/bin/python benchmarks/corpora_retrieval.py
     .venv/bin/python benchmarks/corpora_retrieval.py --site path/to/click/html
 
-``--site`` reuses a build (it must be of the same click-docs, or the gold IDs
-will not match). Results go to ``benchmarks/results/corpora_retrieval.json``
+``--site`` takes another build (it must be of the same click-docs, or the gold
+IDs will not match). Results go to ``benchmarks/results/corpora_retrieval.json``
 unless ``--out``. Exit code 2 when the corpus or its dependencies are missing.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _corpora  # noqa: E402
-from _report import table  # noqa: E402
+from _harness import (
+    BENCHMARKS,
+    REPO,
+    RESULTS,
+    checked_site,
+    corpus_site,
+    envelope,
+    read_manifest,
+    table,
+    write_result,
+)
+from retrieval_quality import by_fusion, mode_rows, rows_table
 
 CORPUS = "click-docs"
-DEFAULT_QA = HERE / "click_qa.jsonl"
-DEFAULT_OUT = HERE / "results" / "corpora_retrieval.json"
-MODES = ("bm25", "dense", "hybrid")
-FUSIONS = ("rrf", "linear")
-METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
-
-
-def build_corpus(dest: Path) -> tuple[Path, float]:
-    """A clean HTML build of click-docs with the extension: (outdir, seconds)."""
-    srcdir = _corpora.prepare_corpus(CORPUS, dest, with_ragcite=True)
-    out = dest / "html"
-    cmd = [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-N"]
-    cmd += ["-d", str(dest / "doctrees"), str(srcdir), str(out)]
-    started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=srcdir.parent, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
-    return out, time.perf_counter() - started
+DEFAULT_QA = BENCHMARKS / "click_qa.jsonl"
+DEFAULT_OUT = RESULTS / "corpora_retrieval.json"
 
 
 def evaluate(site_dir: Path, qa: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Metrics per fusion and mode, and the questions hybrid (rrf) misses."""
-    from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa, relevant_rows
+    from sphinx_ragcite.evaluate import load_qa, relevant_rows
     from sphinx_ragcite.retrieval.site import Site
 
     site = Site.load(site_dir)
     questions = load_qa(qa)
-    site.embedder  # noqa: B018  load the model before timing ms/query
-    results = {
-        fusion: evaluate_retrieval(site, questions, MODES, fusion=fusion)
-        for fusion in FUSIONS
-    }
+    results = by_fusion(site, questions)
     misses = []
     for question in questions:
         if not question.answerable:
@@ -118,53 +100,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output")
     args = parser.parse_args(argv)
 
-    if args.site is None:
-        if _corpora.corpus_path(CORPUS) is None:
-            print(f"{CORPUS} not found: set {_corpora.ENV_VAR}", file=sys.stderr)
-            return 2
-        missing = _corpora.missing_deps(CORPUS)
-        if missing:
-            print(
-                f'{CORPUS} needs {missing}: pip install -e ".[corpora]"',
-                file=sys.stderr,
-            )
-            return 2
-
     build_seconds = None
-    with tempfile.TemporaryDirectory(prefix="ragcite-corpora-retrieval-") as tmp:
-        site_dir = args.site
-        if site_dir is None:
-            site_dir, build_seconds = build_corpus(Path(tmp))
-        manifest = json.loads(
-            (site_dir / "_ragcite" / "manifest.json").read_text("utf-8")
-        )
-        results, misses = evaluate(site_dir, args.qa)
-        answers = evaluate_extractive_answers(site_dir, args.qa)
+    if args.site is not None:
+        site_dir = checked_site(args.site)
+    else:
+        try:
+            site_dir, build_seconds = corpus_site(CORPUS)
+        except FileNotFoundError as error:
+            print(error, file=sys.stderr)
+            return 2
+    manifest = read_manifest(site_dir)
+    results, misses = evaluate(site_dir, args.qa)
+    answers = evaluate_extractive_answers(site_dir, args.qa)
 
-    rows = {
-        "bm25": results["rrf"]["bm25"],
-        "dense": results["rrf"]["dense"],
-        "hybrid (rrf)": results["rrf"]["hybrid"],
-        "hybrid (linear)": results["linear"]["hybrid"],
-    }
+    rows = mode_rows(results)
     questions = rows["bm25"]["questions"]
     passages = manifest["counts"]["passages"]
     print(
         f"Retrieval on {CORPUS}: {questions} answerable questions, {passages} passages"
     )
-    print(
-        table(
-            ["mode", *METRICS, "ms/query"],
-            [
-                [
-                    mode,
-                    *(f"{r[m]:.3f}" for m in METRICS),
-                    f"{r['ms_per_query']:.1f}",
-                ]
-                for mode, r in rows.items()
-            ],
-        )
-    )
+    print(rows_table(rows))
     print(f"\nhybrid (rrf) misses the gold passage in its top 5 for {len(misses)}:")
     for miss in misses:
         rank = miss["rank"] or ">10"
@@ -185,29 +140,20 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
 
-    payload = {
-        "benchmark": "corpora_retrieval",
-        "corpus": CORPUS,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
-        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "qa": str(args.qa.relative_to(HERE.parent))
-        if args.qa.resolve().is_relative_to(HERE.parent)
-        else str(args.qa),
-        "build_seconds": build_seconds,
-        "passages": passages,
-        "documents": manifest["counts"].get("documents"),
-        "results": {"rrf": results["rrf"], "linear": results["linear"]},
-        "table": rows,
-        "hybrid_rrf_misses_at_5": misses,
-        "answers_extractive": answers,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
-    print(f"\nwrote {args.out}")
+    qa = args.qa.resolve()
+    payload = envelope(
+        "corpora_retrieval",
+        corpus=CORPUS,
+        qa=str(qa.relative_to(REPO) if qa.is_relative_to(REPO) else args.qa),
+        build_seconds=build_seconds,
+        passages=passages,
+        documents=manifest["counts"].get("documents"),
+        results={"rrf": results["rrf"], "linear": results["linear"]},
+        table=rows,
+        hybrid_rrf_misses_at_5=misses,
+        answers_extractive=answers,
+    )
+    write_result(args.out, payload)
     return 0
 
 

@@ -6,8 +6,8 @@ checks that with property-based testing against the server's own OpenAPI
 schema, plus a short list of hand-written inputs the generator never makes.
 
 What it does: builds the example book (or reuses
-``benchmarks/results/.example_html``, or ``--site``; see ``server_load.py``,
-whose ``ensure_site`` and ``Server`` it uses), starts the server on 127.0.0.1
+the copy ``_harness.example_site`` keeps, or ``--site``; the server is
+``_harness.Server``), starts the server on 127.0.0.1
 and a free port with generator ``extractive`` (fast, and the code paths
 before generation are the same) and ``rate_limit`` 0 (otherwise most
 requests would get a 429), then:
@@ -79,8 +79,6 @@ import asyncio
 import contextlib
 import importlib.util
 import json
-import os
-import platform
 import re
 import shlex
 import shutil
@@ -95,11 +93,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from server_load import RESULTS, Server, ensure_site, free_port, table
+
+from _harness import (
+    RESULTS,
+    Server,
+    envelope,
+    example_site,
+    free_port,
+    table,
+    write_result,
+)
 
 DEFAULT_OUT = RESULTS / "fuzz_api.json"
 #: Other processes on the machine skew every timing: recorded with the results.
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
 _ID = re.compile(r"/api/passages/[^/?]+$")
 _EXCEPTION = re.compile(r"^[\w.]*(?:Error|Exception)\b.*$", re.M)
 
@@ -626,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    site = ensure_site(args.site)
+    site = example_site(args.site)
     settings = {
         "build_dir": str(site.resolve()),
         "generator": "extractive",
@@ -778,12 +784,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     payload = {
-        "benchmark": "fuzz_api",
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
+        **envelope("fuzz_api"),
         "server_settings": {k: v for k, v in settings.items() if k != "build_dir"},
         "server_url": url,
         "schemathesis": {
@@ -807,9 +808,7 @@ def main(argv: list[str] | None = None) -> int:
         "min_requests": args.min_requests,
         "passed": ok,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
-    print(f"\nwrote {args.out}")
+    write_result(args.out, payload)
     return 0 if ok else 1
 
 

@@ -40,24 +40,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _corpora
-from _report import table
+from _harness import (
+    EXAMPLE_QA,
+    RESULTS,
+    BuildFailed,
+    envelope,
+    percentile,
+    read_manifest,
+    read_passages,
+    sphinx_build,
+    table,
+    write_result,
+)
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = HERE / "results" / "index_build.json"
-QA = _corpora.EXAMPLE_BOOK / "qa.jsonl"
+DEFAULT_OUT = RESULTS / "index_build.json"
 
 #: label -> (extension in conf.py, -D overrides)
 CONFIGS: dict[str, tuple[bool, dict[str, str]]] = {
@@ -72,15 +76,8 @@ EMBED_LOG = re.compile(r"ragcite: embedded (\d+) passages in ([0-9.]+) s")
 TARGET_EMBEDDING_BYTES = 400
 TARGET_INDEX_BYTES = 1536
 
-#: Other processes on the machine skew every timing: recorded with the results.
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
 
-
-class BuildFailed(RuntimeError):
-    pass
-
-
-def sphinx_build(
+def build(
     src: Path,
     out: Path,
     doctrees: Path,
@@ -89,26 +86,11 @@ def sphinx_build(
     quiet: bool = True,
 ) -> tuple[float, str]:
     """One ``sphinx -b html`` in a child process: wall seconds and its stdout."""
-    cmd = [sys.executable, "-m", "sphinx", *(["-q"] if quiet else []), "-b", "html"]
-    cmd += ["-d", str(doctrees)]
+    options = []
     for name, value in (defines or {}).items():
-        cmd += ["-D", f"{name}={value}"]
-    cmd += [str(src), str(out)]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=src.parent, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise BuildFailed(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
-    return seconds, proc.stdout
-
-
-def manifest_of(out: Path) -> dict[str, Any]:
-    return json.loads((out / "_ragcite" / "manifest.json").read_text("utf-8"))
-
-
-def passages_of(out: Path) -> list[dict[str, Any]]:
-    text = (out / "_ragcite" / manifest_of(out)["files"]["passages"]).read_text("utf-8")
-    return [json.loads(line) for line in text.splitlines()]
+        options += ["-D", f"{name}={value}"]
+    run = sphinx_build(src, out, *options, doctrees=doctrees, quiet=quiet)
+    return run.seconds, run.stdout
 
 
 # -- 1. full builds ------------------------------------------------------------
@@ -126,7 +108,7 @@ def full_builds(work: Path, repeat: int) -> dict[str, Any]:
     for i in range(repeat):
         for n, (label, (with_ext, defines)) in enumerate(CONFIGS.items()):
             run = work / f"full-{n}-{i}"
-            seconds, _ = sphinx_build(
+            seconds, _ = build(
                 sources[with_ext], run / "html", run / "doctrees", defines
             )
             times[label].append(round(seconds, 3))
@@ -160,10 +142,10 @@ def incremental(work: Path) -> dict[str, Any]:
     steps = []
 
     def step(label: str) -> None:
-        before = {p["passage_id"]: p["content_hash"] for p in passages_of(out)}
-        seconds, _ = sphinx_build(src, out, doctrees)
-        after = passages_of(out)
-        manifest = manifest_of(out)
+        before = {p["passage_id"]: p["content_hash"] for p in read_passages(out)}
+        seconds, _ = build(src, out, doctrees)
+        after = read_passages(out)
+        manifest = read_manifest(out)
         changed = sorted(
             p["passage_id"]
             for p in after
@@ -180,8 +162,8 @@ def incremental(work: Path) -> dict[str, Any]:
         )
         print(f"  incremental {label}: {seconds:.2f}s", file=sys.stderr)
 
-    seconds, _ = sphinx_build(src, out, doctrees)
-    manifest = manifest_of(out)
+    seconds, _ = build(src, out, doctrees)
+    manifest = read_manifest(out)
     steps.append(
         {
             "step": "full build",
@@ -205,7 +187,7 @@ def incremental(work: Path) -> dict[str, Any]:
 
 
 def index_bytes(out: Path) -> dict[str, Any]:
-    manifest = manifest_of(out)
+    manifest = read_manifest(out)
     passages = manifest["counts"]["passages"]
     sizes: dict[str, int] = manifest["bytes"]
     per_role = {
@@ -247,14 +229,14 @@ def max_tokens_sweep(work: Path, limits: list[int]) -> dict[str, Any]:
     from sphinx_ragcite.formats.bm25 import indexed_text
     from sphinx_ragcite.retrieval.site import Site
 
-    questions = load_qa(QA)
+    questions = load_qa(EXAMPLE_QA)
     src = _corpora.prepare_example_book(work / "max-tokens", with_ragcite=True)
     rows = []
     lengths: list[int] | None = None
     for limit in limits:
         run = work / f"max-tokens-{limit}"
         # Not quiet: the extension logs how long embedding the passages took.
-        seconds, log = sphinx_build(
+        seconds, log = build(
             src,
             run / "html",
             run / "doctrees",
@@ -297,11 +279,10 @@ def max_tokens_sweep(work: Path, limits: list[int]) -> dict[str, Any]:
             }
         )
     assert lengths is not None
-    ordered = sorted(lengths)
     summary = {
-        "median": statistics.median(ordered),
-        "p90": ordered[int(0.9 * (len(ordered) - 1))],
-        "max": ordered[-1],
+        "median": statistics.median(lengths),
+        "p90": round(percentile(lengths, 90) or 0, 1),
+        "max": max(lengths),
     }
     return {"token_lengths": summary, "rows": rows}
 
@@ -441,27 +422,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import sphinx
 
-    payload = {
-        "benchmark": "index_build",
-        "python": platform.python_version(),
-        "sphinx": sphinx.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
-        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        **result,
-    }
-    end_load = payload["loadavg_at_end"]
-    if LOADAVG and end_load:
-        print(
-            f"\nload average (1 min) at start {LOADAVG[0]:.2f}, at end "
-            f"{end_load[0]:.2f}, on {os.cpu_count()} cores (other processes "
-            "running at the same time skew the timings)"
-        )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
-    print(f"\nwrote {args.out}")
+    write_result(args.out, envelope("index_build", sphinx=sphinx.__version__, **result))
     return 0
 
 

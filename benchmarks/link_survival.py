@@ -3,7 +3,8 @@
 Why: passage IDs are positions (``ch3-sec2-p4``), so inserting a paragraph,
 a section or a chapter hands old IDs to other text. The build keeps a link
 history and writes ``_ragcite/moved.js``; the widget follows it (see
-``sphinx_ragcite/index/link_history.py``). This script measures how often that works.
+``sphinx_ragcite/extension/link_history.py``). This script measures how often
+that works.
 
 It copies the example book, builds it, then applies a scripted series of
 edits (paragraph inserted, section added, chapter inserted before the others,
@@ -46,21 +47,17 @@ import argparse
 import json
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urljoin
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sphinx_ragcite.extension.link_history import blocks, link_key
 
-from _report import table
+import _corpora
+from _harness import RESULTS, envelope, read_passages, sphinx_build, table, write_result
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-DEFAULT_OUT = HERE / "results" / "link_survival.json"
+DEFAULT_OUT = RESULTS / "link_survival.json"
 PREFIX = "globalThis.ragcite_moved="
 
 Edit = tuple[str, str, Callable[[Path], None]]
@@ -163,23 +160,15 @@ EDITS: list[Edit] = [
 
 
 def build(src: Path, out: Path, doctrees: Path, history: bool) -> None:
-    command = [
-        sys.executable, "-m", "sphinx", "-q", "-b", "html",
-        "-D", "ragcite_embeddings=0", "-d", str(doctrees), str(src), str(out),
-    ]  # fmt: skip
+    options = ["-D", "ragcite_embeddings=0"]
     if not history:
-        command[6:6] = ["-D", "ragcite_link_history=none"]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode:
-        raise SystemExit(f"sphinx-build failed:\n{result.stderr}")
+        options += ["-D", "ragcite_link_history=none"]
+    sphinx_build(src, out, *options, doctrees=doctrees)
 
 
 def passages(out: Path) -> dict[str, dict[str, str]]:
     """Passage URL (page#id) -> its record."""
-    index = out / "_ragcite"
-    manifest = json.loads((index / "manifest.json").read_text("utf-8"))
-    lines = (index / manifest["files"]["passages"]).read_text("utf-8").splitlines()
-    return {r["url"]: r for r in map(json.loads, lines)}
+    return {r["url"]: r for r in read_passages(out)}
 
 
 def moved(out: Path) -> dict[str, str]:
@@ -281,11 +270,7 @@ def main() -> None:
     try:
         sites = {}
         for variant in ("history", "baseline"):
-            src = work / variant / "src"
-            shutil.copytree(
-                REPO / "example_book", src, ignore=shutil.ignore_patterns("_build")
-            )
-            sites[variant] = src
+            sites[variant] = _corpora.prepare_example_book(work / variant, True)
         builds = {v: (work / v / "html", work / v / "doctrees") for v in sites}
         for variant, (out, doctrees) in builds.items():
             build(sites[variant], out, doctrees, history=variant == "history")
@@ -357,10 +342,7 @@ def main() -> None:
             ],
         )
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    data = {"steps": rows, "scale": cost}
-    args.out.write_text(json.dumps(data, indent=1) + "\n", "utf-8")
-    print(f"\nwrote {args.out}")
+    write_result(args.out, envelope("link_survival", steps=rows, scale=cost))
 
 
 if __name__ == "__main__":

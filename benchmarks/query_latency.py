@@ -6,19 +6,16 @@ large site, with targets of p50 <= 10 ms and p99 <= 30 ms at 50k passages.
 
 Two indexes are measured:
 
-(a) the example book, built with ``python -m sphinx -q -b html`` into a
-    temporary directory (or ``--site`` to reuse an existing build);
-(b) a synthetic 50,000-passage ``_ragcite/`` written in exactly the format of
-    ``sphinx_ragcite/index/build.py``: passage texts recombine sentences of
-    the example book's passages (a realistic vocabulary), BM25 is built by
-    ``index.bm25.build_bm25``, ``search.json`` by ``index.static``, and the
-    vectors are random unit vectors (``default_rng(0)``, dim 384) quantised
-    with ``index.embed.quantize``. The manifest names the default model, so
-    queries are embedded by the real all-MiniLM-L6-v2. Embedding 50k passages
-    with the model would take far too long, and the vectors' values do not
-    change the cost of a search. The index is cached in
-    ``benchmarks/results/.synthetic50k/`` and rewritten when this script or
-    the index-writing modules change (``--rebuild`` forces it).
+(a) the example book (its build reused while it and the package's build side
+    are unchanged, or ``--site``);
+(b) a synthetic 50,000-passage ``_ragcite/`` (``_synthetic.py``: the
+    extension's format, sentences of the example book recombined, random
+    unit vectors quantised like real ones; the manifest names the default
+    model, so queries are embedded by the real all-MiniLM-L6-v2). Embedding
+    50k passages with the model would take far too long, and the vectors'
+    values do not change the cost of a search. The index is cached in
+    ``benchmarks/results/.synthetic50k/`` and rewritten when ``_synthetic.py``
+    or the package's build side change (``--rebuild`` forces it).
 
 Each index is measured in a fresh child process, so load time and memory are
 not polluted by the benchmark itself: ``Site.load`` time, peak RSS after the
@@ -45,180 +42,35 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import random
-import re
 import resource
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from _report import table
+from _harness import (
+    EXAMPLE_QA,
+    REPO,
+    RESULTS,
+    envelope,
+    example_site,
+    latency_ms,
+    table,
+    write_result,
+)
+from _synthetic import synthetic_site
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-EXAMPLE_BOOK = REPO / "example_book"
-QA = EXAMPLE_BOOK / "qa.jsonl"
-DEFAULT_OUT = HERE / "results" / "query_latency.json"
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+DEFAULT_OUT = RESULTS / "query_latency.json"
 MODES = ("bm25", "dense", "hybrid")
 WARMUP = 20
-SEED = 0
-DIM = 384
-SECTIONS = 20  # per synthetic chapter
-PER_SECTION = 25  # passages per synthetic section
 TARGET_P50_MS = 10.0
 TARGET_P99_MS = 30.0
-#: Other processes on the machine skew every timing: recorded with the results.
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def synthetic_dir(passages: int) -> Path:
-    return HERE / "results" / f".synthetic{passages // 1000}k"
-
-
-# -- indexes ---------------------------------------------------------------------
-
-
-def build_example(dest: Path) -> Path:
-    """A fresh HTML build of example_book; returns its output directory."""
-    out = dest / "html"
-    cmd = [sys.executable, "-m", "sphinx", "-q", "-b", "html"]
-    cmd += ["-d", str(dest / "doctrees"), str(EXAMPLE_BOOK), str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
-    return out
-
-
-def _synthetic_key(passages: int) -> dict[str, Any]:
-    """What the cached index depends on: size, seed and the code writing it."""
-    import hashlib
-
-    import sphinx_ragcite
-
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    package = Path(sphinx_ragcite.__file__).parent
-    for module in ("bm25", "embed", "static", "tokenize", "writer"):
-        digest.update((package / "index" / f"{module}.py").read_bytes())
-    return {"passages": passages, "seed": SEED, "code": digest.hexdigest()[:16]}
-
-
-def _synthetic_ok(directory: Path, passages: int) -> bool:
-    try:
-        manifest = json.loads((directory / "_ragcite" / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return bool(manifest.get("synthetic") == _synthetic_key(passages))
-
-
-def _passages_file(site: Path) -> Path:
-    """The passages file of a built site, as its manifest names it."""
-    index = site / "_ragcite"
-    manifest = json.loads((index / "manifest.json").read_text("utf-8"))
-    return index / manifest["files"]["passages"]
-
-
-def write_synthetic(source: Path, directory: Path, passages: int) -> float:
-    """Write a ``_ragcite/`` of *passages* records under *directory*; seconds."""
-    from sphinx_ragcite import __version__
-    from sphinx_ragcite.extension.passages.ids import passage_id
-    from sphinx_ragcite.extension.passages.records import content_hash
-    from sphinx_ragcite.extension.writer import IndexWriter
-    from sphinx_ragcite.contracts import make_snippet
-    from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25
-    from sphinx_ragcite.formats.embeddings import npy_bytes, quantize
-    from sphinx_ragcite.formats.records import passages_jsonl
-    from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
-    from sphinx_ragcite.formats.static import static_file, static_index
-    from sphinx_ragcite.retrieval.embed import DEFAULT_MAX_TOKENS, DEFAULT_MODEL_ID
-    from sphinx_ragcite.text import SPEC
-
-    started = time.perf_counter()
-    real = [
-        json.loads(line) for line in _passages_file(source).read_text().splitlines()
-    ]
-    sentences = [s for p in real for s in _SENTENCE_END.split(p["text"]) if s.strip()]
-    lengths = [len(_SENTENCE_END.split(p["text"])) for p in real]
-    rng = random.Random(SEED)
-    records: list[dict[str, Any]] = []
-    per_chapter = SECTIONS * PER_SECTION
-    offsets: dict[str, int] = {}
-    for n in range(passages):
-        chapter, rest = divmod(n, per_chapter)
-        section, position = divmod(rest, PER_SECTION)
-        pid = passage_id(chapter, section, position + 1)
-        model = real[rng.randrange(len(real))]
-        text = " ".join(rng.choice(sentences) for _ in range(rng.choice(lengths)))
-        docname = f"chapter{chapter:03d}"
-        start = offsets.get(docname, 0)
-        offsets[docname] = start + len(text) + 2
-        records.append(
-            {
-                "passage_id": pid,
-                "docname": docname,
-                "url": f"{docname}.html#{pid}",
-                "chapter": f"{chapter}. {model['chapter']}",
-                "section": model["section"],
-                "heading_path": model["heading_path"],
-                "text": text,
-                "snippet": make_snippet(text),
-                "char_start": start,
-                "char_end": start + len(text),
-                "content_hash": content_hash(text),
-            }
-        )
-
-    if directory.exists():
-        shutil.rmtree(directory)
-    writer = IndexWriter(directory)
-    writer.add("passages", "passages.jsonl", passages_jsonl(records))
-    retriever = build_bm25(records)
-    for name, data in bm25_files(retriever).items():
-        writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
-    writer.add("static", STATIC_FILE, static_file(static_index(retriever, records)))
-    vectors = np.random.default_rng(SEED).standard_normal((passages, DIM))
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    codes, scales = quantize(vectors.astype(np.float32))
-    writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
-    writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
-    writer.finish(
-        {
-            "generator": f"sphinx-ragcite {__version__} (benchmarks/query_latency.py)",
-            "project": "Synthetic benchmark book",
-            "author": "",
-            "copyright": "",
-            "version": "",
-            "release": "",
-            "html_baseurl": "",
-            "language": "en",
-            "builder": "html",
-            "root_url": "index.html",
-            "built_at": "1970-01-01T00:00:00Z",
-            "counts": {"passages": passages, "documents": len(offsets)},
-            "tokenizer": SPEC,
-            "bm25": PARAMS,
-            "embedding": {
-                "model": DEFAULT_MODEL_ID,
-                "dim": DIM,
-                "dtype": "int8",
-                "scale_dtype": "float32",
-                "max_tokens": DEFAULT_MAX_TOKENS,
-                "pooling": "mean",
-                "normalized": True,
-                "embedded": passages,
-            },
-            "synthetic": _synthetic_key(passages),
-        }
-    )
-    return time.perf_counter() - started
 
 
 # -- measurement (runs in a child process) --------------------------------------
@@ -240,19 +92,23 @@ def _current_rss_mib() -> float | None:
     return None
 
 
-def _ms(values: list[float]) -> dict[str, float]:
-    array = np.array(values) * 1000
-    return {
-        "p50_ms": round(float(np.percentile(array, 50)), 3),
-        "p99_ms": round(float(np.percentile(array, 99)), 3),
-        "mean_ms": round(float(array.mean()), 3),
-    }
+def _timed(call: Callable[[str], object], queries: list[str]) -> list[float]:
+    """Seconds of ``call(query)`` per query, after WARMUP untimed calls."""
+    times = []
+    for i, q in enumerate([*queries[:WARMUP], *queries]):
+        t = time.perf_counter()
+        call(q)
+        if i >= WARMUP:
+            times.append(time.perf_counter() - t)
+    return times
 
 
 def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
     started = time.perf_counter()
     from sphinx_ragcite.evaluate import load_qa
-    from sphinx_ragcite.retrieval.site import Site, _rrf, _top
+    from sphinx_ragcite.retrieval.fusion import Candidates, rrf
+    from sphinx_ragcite.retrieval.searchable import Ranked
+    from sphinx_ragcite.retrieval.site import Site, _top
 
     import_s = time.perf_counter() - started
     rss_import = _rss_mib()
@@ -267,7 +123,7 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
     rss_model = _rss_mib()
     rss_model_now = _current_rss_mib()
 
-    questions = [q.question for q in load_qa(QA)]
+    questions = [q.question for q in load_qa(EXAMPLE_QA)]
     queries = questions * -(-total // len(questions))
     result: dict[str, Any] = {
         "passages": len(site.passages),
@@ -294,16 +150,13 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
                 t = time.perf_counter()
                 site.search(q, 10, mode=mode)
                 timings[mode].append(time.perf_counter() - t)
-    result["modes"] = {mode: _ms(times) for mode, times in timings.items()}
+    result["modes"] = {
+        mode: latency_ms(times, mean=True) for mode, times in timings.items()
+    }
 
     # Embedding the query alone, back to back (no BM25 or numpy work between).
-    times = []
-    for i, q in enumerate([*queries[:WARMUP], *queries]):
-        t = time.perf_counter()
-        embedder.embed([q])
-        if i >= WARMUP:
-            times.append(time.perf_counter() - t)
-    result["embed_query"] = _ms(times)
+    times = _timed(lambda q: embedder.embed([q]), queries)
+    result["embed_query"] = latency_ms(times, mean=True)
 
     # The stages of a hybrid search, timed one by one (same code path).
     stages: dict[str, list[float]] = {
@@ -333,9 +186,12 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
                 strict=True,
             )
         )
-        fused = _rrf((lexical, list(dense)[: len(rows)]))
+        fused = rrf((lexical, list(dense)[: len(rows)]))
         ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:10]
-        [site._hit(row, score, bm25, dense) for row, score in ranked]
+        site.hits(
+            [Ranked(row, score, float(bm25[row]), dense[row]) for row, score in ranked],
+            Candidates(),
+        )
         t5 = time.perf_counter()
         if i >= WARMUP:
             for name, (a, b) in zip(
@@ -345,7 +201,7 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
             ):
                 stages[name].append(b - a)
     result["hybrid_stages_p50_ms"] = {
-        name: _ms(values)["p50_ms"] for name, values in stages.items()
+        name: latency_ms(values)["p50_ms"] for name, values in stages.items()
     }
     result["query_tokens_mean"] = round(
         float(np.mean([embedder.count_tokens(q) for q in questions])), 1
@@ -360,15 +216,10 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
     single = Embedder(
         model_files(site.model_dir), max_tokens=embedder.max_tokens, threads=1
     )
-    times = []
-    for i, q in enumerate([*queries[:WARMUP], *queries]):
-        t = time.perf_counter()
-        single.embed([q])
-        if i >= WARMUP:
-            times.append(time.perf_counter() - t)
+    times = _timed(lambda q: single.embed([q]), queries)
     result["embed_query_threads"] = {
         f"default ({default_threads()})": result["embed_query"],
-        "1": _ms(times),
+        "1": latency_ms(times, mean=True),
     }
 
     if profile:
@@ -521,50 +372,31 @@ def main(argv: list[str] | None = None) -> int:
 
     sites: dict[str, dict[str, Any]] = {}
     synthetic_label = f"synthetic {args.passages // 1000}k"
-    generated_s = None
-    with tempfile.TemporaryDirectory(prefix="ragcite-latency-") as tmp:
-        example = args.site or build_example(Path(tmp))
-        sites["example_book"] = measure_in_child(example, args.queries, args.profile)
-        directory = synthetic_dir(args.passages)
-        if args.rebuild or not _synthetic_ok(directory, args.passages):
-            print(f"writing {directory} ...", file=sys.stderr)
-            generated_s = round(write_synthetic(example, directory, args.passages), 1)
-            print(f"  took {generated_s:.1f}s", file=sys.stderr)
+    example = example_site(args.site)
+    sites["example_book"] = measure_in_child(example, args.queries, args.profile)
+    directory, generated_s = synthetic_site(
+        args.passages, example, rebuild=args.rebuild
+    )
     sites[synthetic_label] = measure_in_child(directory, args.queries, args.profile)
     report(sites, synthetic_label)
 
     synthetic = sites[synthetic_label]["modes"]["hybrid"]
-    payload = {
-        "benchmark": "query_latency",
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
-        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "warmup": WARMUP,
-        "synthetic_index": str(directory.relative_to(REPO)),
-        "synthetic_generated_s": generated_s,
-        "targets": {
+    payload = envelope(
+        "query_latency",
+        numpy=np.__version__,
+        warmup=WARMUP,
+        synthetic_index=str(directory.relative_to(REPO)),
+        synthetic_generated_s=None if generated_s is None else round(generated_s, 1),
+        targets={
             "index": synthetic_label,
             "hybrid_p50_ms": TARGET_P50_MS,
             "hybrid_p99_ms": TARGET_P99_MS,
             "p50_met": synthetic["p50_ms"] <= TARGET_P50_MS,
             "p99_met": synthetic["p99_ms"] <= TARGET_P99_MS,
         },
-        "sites": sites,
-    }
-    end_load = payload["loadavg_at_end"]
-    if LOADAVG and end_load:
-        print(
-            f"\nload average (1 min) at start {LOADAVG[0]:.2f}, at end "
-            f"{end_load[0]:.2f}, on {os.cpu_count()} cores (other processes "
-            "running at the same time skew the timings)"
-        )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
-    print(f"\nwrote {args.out}")
+        sites=sites,
+    )
+    write_result(args.out, payload)
     return 0
 
 

@@ -9,7 +9,8 @@ default) and hybrid with linear (min-max normalised) score fusion. It reports
 recall@1/5/10, MRR@10, nDCG@10 and ms per query, and checks that hybrid
 recall@5 is at least the better of BM25's and dense's.
 
-Run from the repository root (about 20 seconds)::
+Run from the repository root (about 20 seconds; the example book's build is
+reused while it and the package's build side are unchanged)::
 
     .venv/bin/python benchmarks/retrieval_quality.py
     .venv/bin/python benchmarks/retrieval_quality.py --site path/to/html --qa my.jsonl
@@ -21,87 +22,76 @@ The script exits 0 even when the check fails; the JSON records the outcome.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from _report import table
+from _harness import (
+    EXAMPLE_QA,
+    RESULTS,
+    envelope,
+    example_site,
+    read_manifest,
+    table,
+    write_result,
+)
 
-HERE = Path(__file__).resolve().parent
-EXAMPLE_BOOK = HERE.parent / "example_book"
-DEFAULT_OUT = HERE / "results" / "retrieval_quality.json"
+DEFAULT_OUT = RESULTS / "retrieval_quality.json"
 METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
-#: Other processes on the machine skew every timing: recorded with the results.
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
+MODES = ("bm25", "dense", "hybrid")
+FUSIONS = ("rrf", "linear")
 
 
-def build_example(dest: Path) -> Path:
-    """A fresh HTML build of example_book; returns its output directory."""
-    out = dest / "html"
-    cmd = [sys.executable, "-m", "sphinx", "-q", "-b", "html"]
-    cmd += ["-d", str(dest / "doctrees"), str(EXAMPLE_BOOK), str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
-    return out
+def by_fusion(site: Any, questions: list[Any]) -> dict[str, dict[str, Any]]:
+    """``evaluate_retrieval`` of every mode, with each fusion."""
+    from sphinx_ragcite.evaluate import evaluate_retrieval
+
+    site.embedder  # noqa: B018  load the model before timing ms/query
+    return {
+        fusion: evaluate_retrieval(site, questions, MODES, fusion=fusion)
+        for fusion in FUSIONS
+    }
+
+
+def mode_rows(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """BM25 and dense (no fusion), then hybrid with each fusion."""
+    rows = {"bm25": results["rrf"]["bm25"], "dense": results["rrf"]["dense"]}
+    return rows | {f"hybrid ({f})": results[f]["hybrid"] for f in FUSIONS}
+
+
+def rows_table(rows: dict[str, dict[str, Any]]) -> str:
+    return table(
+        ["mode", *METRICS, "ms/query"],
+        [
+            [mode, *(f"{r[m]:.3f}" for m in METRICS), f"{r['ms_per_query']:.1f}"]
+            for mode, r in rows.items()
+        ],
+    )
 
 
 def evaluate(site_dir: Path, qa: Path) -> dict[str, dict[str, Any]]:
-    from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa
+    from sphinx_ragcite.evaluate import load_qa
     from sphinx_ragcite.retrieval.site import Site
 
-    site = Site.load(site_dir)
-    questions = load_qa(qa)
-    site.embedder  # noqa: B018  load the model before timing ms/query
-    rrf = evaluate_retrieval(site, questions, ("bm25", "dense", "hybrid"))
-    linear = evaluate_retrieval(site, questions, ("hybrid",), fusion="linear")
-    return {
-        "bm25": rrf["bm25"],
-        "dense": rrf["dense"],
-        "hybrid (rrf)": rrf["hybrid"],
-        "hybrid (linear)": linear["hybrid"],
-    }
+    return mode_rows(by_fusion(Site.load(site_dir), load_qa(qa)))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--site", type=Path, help="an existing build to score (default: build one)"
+        "--site", type=Path, help="a build to score (default: the example book)"
     )
-    parser.add_argument(
-        "--qa", type=Path, default=EXAMPLE_BOOK / "qa.jsonl", help="QA JSON Lines"
-    )
+    parser.add_argument("--qa", type=Path, default=EXAMPLE_QA, help="QA JSON Lines")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output")
     args = parser.parse_args(argv)
 
-    with tempfile.TemporaryDirectory(prefix="ragcite-quality-") as tmp:
-        site_dir = args.site or build_example(Path(tmp))
-        results = evaluate(site_dir, args.qa)
-        passages = json.loads(
-            (site_dir / "_ragcite" / "manifest.json").read_text("utf-8")
-        )["counts"]["passages"]
+    site_dir = example_site(args.site)
+    results = evaluate(site_dir, args.qa)
+    passages = read_manifest(site_dir)["counts"]["passages"]
 
     questions = next(iter(results.values()))["questions"]
     print(f"Retrieval quality, {questions} answerable questions, {passages} passages")
-    print(
-        table(
-            ["mode", *METRICS, "ms/query"],
-            [
-                [
-                    mode,
-                    *(f"{r[m]:.3f}" for m in METRICS),
-                    f"{r['ms_per_query']:.1f}",
-                ]
-                for mode, r in results.items()
-            ],
-        )
-    )
+    print(rows_table(results))
     best_single = max(results["bm25"]["recall@5"], results["dense"]["recall@5"])
     checks = {
         fusion: results[f"hybrid ({fusion})"]["recall@5"] >= best_single
@@ -114,22 +104,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{best_single:.3f}): {'yes' if ok else 'NO'}"
         )
 
-    payload = {
-        "benchmark": "retrieval_quality",
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
-        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "qa": str(args.qa),
-        "passages": passages,
-        "results": results,
-        "hybrid_recall5_at_least_best_single": checks,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
-    print(f"\nwrote {args.out}")
+    payload = envelope(
+        "retrieval_quality",
+        qa=str(args.qa),
+        passages=passages,
+        results=results,
+        hybrid_recall5_at_least_best_single=checks,
+    )
+    write_result(args.out, payload)
     return 0
 
 

@@ -7,16 +7,16 @@ passage decide how far one machine goes.
 
 Three parts:
 
-(a) agreement: the example book and Click's documentation (built with the
-    extension, as ``corpora_retrieval.py`` does, or ``--click`` to reuse a
-    build) are pushed to qdrant-client's local mode (``:memory:``); every
+(a) agreement: the example book and Click's documentation (their builds
+    with the extension, reused while unchanged, or ``--site`` / ``--click``)
+    are pushed to qdrant-client's local mode (``:memory:``); every
     question of ``example_book/qa.jsonl`` / ``click_qa.jsonl`` is searched
     with ``Site.search`` and ``QdrantSite.search`` (top 10; bm25, dense,
     hybrid with RRF and with linear fusion), and every difference is listed
     with the scores at the cut that explain it. Target: the same top 10 for
     >= 99% of the queries.
 (b) in-memory scale: synthetic sites of 10k, 50k and 200k passages (written
-    by ``query_latency.write_synthetic``: sentences of the example book
+    by ``_synthetic.py``: sentences of the example book
     recombined, random unit vectors), each measured in a fresh child
     process: resident memory (VmRSS, after ``gc`` and ``malloc_trim``)
     before and after ``Site.load`` with the model already loaded, the bytes
@@ -51,7 +51,6 @@ import ctypes
 import gc
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -61,23 +60,32 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from _report import table
+from _harness import (
+    BENCHMARKS,
+    EXAMPLE_QA,
+    REPO,
+    RESULTS,
+    checked_site,
+    corpus_site,
+    envelope,
+    example_site,
+    latency_ms,
+    table,
+    write_result,
+)
+from _synthetic import synthetic_dir, synthetic_site
 
 if TYPE_CHECKING:
     from sphinx_ragcite.retrieval.site import Site
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-DEFAULT_OUT = HERE / "results" / "scale.json"
-EXAMPLE_QA = REPO / "example_book" / "qa.jsonl"
-CLICK_QA = HERE / "click_qa.jsonl"
+DEFAULT_OUT = RESULTS / "scale.json"
+CLICK_QA = BENCHMARKS / "click_qa.jsonl"
 SIZES = (10_000, 50_000, 200_000)
 COMBOS = (("bm25", "rrf"), ("dense", "rrf"), ("hybrid", "rrf"), ("hybrid", "linear"))
 WARMUP = 20
 TARGET_AGREEMENT = 0.99
 TARGET_P50_MS = 10.0
 TARGET_BYTES_PER_PASSAGE = 1.2 * 1024
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
 
 
 # -- (a) agreement ---------------------------------------------------------------
@@ -114,6 +122,12 @@ def _explain(memory: Any, remote: Any, question: str, mode: str, fusion: str) ->
     )
 
 
+def _top10(site: Any, question: str, mode: str, fusion: str, vector: Any) -> list[str]:
+    """The passage IDs of *site*'s top 10 for *question*."""
+    hits = site.search(question, 10, mode=mode, fusion=fusion, query_vector=vector)
+    return [h.passage_id for h in hits]
+
+
 def agreement(label: str, build: Path, qa: Path) -> dict[str, Any]:
     from sphinx_ragcite.retrieval.qdrant import QdrantSite, connect, push
     from sphinx_ragcite.retrieval.site import Site
@@ -140,24 +154,12 @@ def agreement(label: str, build: Path, qa: Path) -> dict[str, Any]:
         same = 0
         for question in questions:
             vector = vectors[question]
-            a = memory.search(
-                question,
-                10,
-                mode=mode,  # type: ignore[arg-type]
-                fusion=fusion,  # type: ignore[arg-type]
-                query_vector=vector,
-            )
+            a = _top10(memory, question, mode, fusion, vector)
             t = time.perf_counter()
-            b = remote.search(
-                question,
-                10,
-                mode=mode,  # type: ignore[arg-type]
-                fusion=fusion,  # type: ignore[arg-type]
-                query_vector=vector,
-            )
+            b = _top10(remote, question, mode, fusion, vector)
             if (mode, fusion) == ("hybrid", "rrf"):
                 times.append(time.perf_counter() - t)
-            if [h.passage_id for h in a] == [h.passage_id for h in b]:
+            if a == b:
                 same += 1
             else:
                 result["differences"].append(
@@ -165,8 +167,8 @@ def agreement(label: str, build: Path, qa: Path) -> dict[str, Any]:
                         "mode": mode,
                         "fusion": fusion,
                         "question": question,
-                        "memory": [h.passage_id for h in a],
-                        "qdrant": [h.passage_id for h in b],
+                        "memory": a,
+                        "qdrant": b,
                         "why": _explain(memory, remote, question, mode, fusion),
                     }
                 )
@@ -174,7 +176,7 @@ def agreement(label: str, build: Path, qa: Path) -> dict[str, Any]:
             "same_top10": same,
             "share": round(same / len(questions), 4),
         }
-    result["qdrant_local_hybrid_ms"] = _ms(times)
+    result["qdrant_local_hybrid_ms"] = latency_ms(times)
     total = sum(m["same_top10"] for m in result["modes"].values())
     result["share_all"] = round(total / (len(questions) * len(COMBOS)), 4)
     client.close()
@@ -192,14 +194,6 @@ def _rss_bytes() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError("VmRSS not found (Linux only)")
-
-
-def _ms(values: list[float]) -> dict[str, float]:
-    array = np.array(values) * 1000
-    return {
-        "p50_ms": round(float(np.percentile(array, 50)), 3),
-        "p99_ms": round(float(np.percentile(array, 99)), 3),
-    }
 
 
 def _deep_size(records: list[dict[str, Any]]) -> int:
@@ -277,7 +271,7 @@ def measure_scale(path: Path, total: int) -> dict[str, Any]:
             else:
                 site.search(q, 10, mode=mode, query_vector=vectors[q])  # type: ignore[arg-type]
             timings[name].append(time.perf_counter() - t)
-    result["latency"] = {name: _ms(values) for name, values in timings.items()}
+    result["latency"] = {name: latency_ms(values) for name, values in timings.items()}
     return result
 
 
@@ -435,47 +429,21 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(measure_sites(Path(path), int(number))))
         return 0
 
-    sys.path.insert(0, str(HERE))
-    from query_latency import (
-        _synthetic_ok,
-        build_example,
-        synthetic_dir,
-        write_synthetic,
+    payload: dict[str, Any] = {"agreement": {}, "scale": []}
+    example = example_site(args.site)
+    payload["agreement"]["example_book"] = agreement(
+        "example_book", example, EXAMPLE_QA
     )
-
-    payload: dict[str, Any] = {
-        "benchmark": "scale",
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
-        "agreement": {},
-        "scale": [],
-    }
-    with tempfile.TemporaryDirectory(prefix="ragcite-scale-") as tmp:
-        example = args.site or build_example(Path(tmp))
-        payload["agreement"]["example_book"] = agreement(
-            "example_book", example, EXAMPLE_QA
-        )
-        if not args.no_click:
-            click = args.click
-            if click is None:
-                from corpora_retrieval import build_corpus
-
-                click, _ = build_corpus(Path(tmp) / "click")
-            payload["agreement"]["click"] = agreement("click", click, CLICK_QA)
-        for size in sorted(args.passages):
-            directory = synthetic_dir(size)
-            if not _synthetic_ok(directory, size):
-                print(f"writing {directory} ...", file=sys.stderr)
-                write_synthetic(example, directory, size)
-            payload["scale"].append(
-                in_child("scale", str(directory), str(args.queries))
-            )
-        smallest = synthetic_dir(min(args.passages))
-        payload["sites"] = in_child("sites", str(smallest), str(args.sites))
-        if args.baseline:
+    if not args.no_click:
+        click = checked_site(args.click) if args.click else corpus_site("click-docs")[0]
+        payload["agreement"]["click"] = agreement("click", click, CLICK_QA)
+    for size in sorted(args.passages):
+        directory, _ = synthetic_site(size, example)
+        payload["scale"].append(in_child("scale", str(directory), str(args.queries)))
+    smallest = synthetic_dir(min(args.passages))
+    payload["sites"] = in_child("sites", str(smallest), str(args.sites))
+    if args.baseline:
+        with tempfile.TemporaryDirectory(prefix="ragcite-scale-") as tmp:
             package = Path(tmp) / "baseline"
             package.mkdir()
             archive = subprocess.run(
@@ -517,11 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         "memory_met": largest["bytes_per_passage_beyond_text"]
         <= TARGET_BYTES_PER_PASSAGE,
     }
-    payload["loadavg_at_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     report(payload)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
-    print(f"\nwrote {args.out}")
+    write_result(args.out, {**envelope("scale"), **payload})
     return 0
 
 

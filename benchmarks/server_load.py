@@ -15,9 +15,9 @@ memory budget. Targets (printed beside the results):
   ``event: token`` <= 1.5 s with nothing queued (1 client);
 * server RSS (``VmHWM``, the peak) <= 1 GiB.
 
-What it does: builds the example book (or reuses
-``benchmarks/results/.example_html`` when it is newer than every file of
-``example_book/`` and ``sphinx_ragcite/``, or ``--site``), starts
+What it does: takes the example book's build (``_harness.example_site``:
+reused while the book and the package's build side are unchanged, or
+``--site``), starts
 ``python -m uvicorn --factory sphinx_ragcite.server.app:app_from_env`` on
 127.0.0.1 and a free port in a child process (settings in
 ``RAGCITE_SERVER_SETTINGS``: generator ``llm`` with the installed SmolLM2
@@ -68,20 +68,14 @@ the LLM streams; ``--quick`` about 1)::
 
 Results go to ``benchmarks/results/server_load.json`` unless ``--out``. The
 script exits 0 even when a target is missed; the JSON records the outcome.
-``fuzz_api.py`` reuses this file's ``ensure_site`` and ``Server``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import itertools
 import json
-import os
-import platform
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -91,19 +85,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
-import numpy as np
 
-from _report import table
+from _harness import (
+    EXAMPLE_QA,
+    RESULTS,
+    Server,
+    envelope,
+    example_site,
+    latency_ms,
+    percentile,
+    table,
+    write_result,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-EXAMPLE_BOOK = REPO / "example_book"
-QA = EXAMPLE_BOOK / "qa.jsonl"
-RESULTS = HERE / "results"
-EXAMPLE_HTML = RESULTS / ".example_html"
 DEFAULT_OUT = RESULTS / "server_load.json"
 LEVELS = (1, 4, 16)
 REQUESTS = {"search": 200, "ask extractive": 60, "stream llm": 24}
@@ -114,122 +111,6 @@ TARGET_SEARCH_P50_MS = 15.0
 TARGET_ASK_P50_MS = 150.0
 TARGET_FIRST_TOKEN_S = 1.5
 TARGET_RSS_MIB = 1024.0
-#: Other processes on the machine skew every timing: recorded with the results.
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
-
-
-# -- the site and the server -------------------------------------------------------
-
-
-def _newest_source_mtime() -> float:
-    files = [p for p in EXAMPLE_BOOK.rglob("*") if p.is_file()]
-    files += (REPO / "sphinx_ragcite").rglob("*.py")
-    return max(p.stat().st_mtime for p in files)
-
-
-def ensure_site(site: Path | None) -> Path:
-    """*site*, or ``results/.example_html``, rebuilt if older than its sources."""
-    if site is not None:
-        if not (site / "_ragcite" / "manifest.json").is_file():
-            raise SystemExit(f"{site} has no _ragcite/manifest.json: not a build")
-        return site
-    manifest = EXAMPLE_HTML / "_ragcite" / "manifest.json"
-    if manifest.is_file() and manifest.stat().st_mtime >= _newest_source_mtime():
-        return EXAMPLE_HTML
-    print(f"building {EXAMPLE_HTML} ...", file=sys.stderr)
-    cmd = [sys.executable, "-m", "sphinx", "-q", "-E", "-b", "html"]
-    cmd += [str(EXAMPLE_BOOK), str(EXAMPLE_HTML)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
-    return EXAMPLE_HTML
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    """``uvicorn --factory ...app_from_env`` on 127.0.0.1 in a child process."""
-
-    HOST = "127.0.0.1"  # loopback only, always
-
-    def __init__(self, settings: dict[str, Any], log_dir: Path) -> None:
-        self.settings = settings
-        self.port = free_port()
-        self.url = f"http://{self.HOST}:{self.port}"
-        self.log_path = log_dir / "server.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.health: dict[str, Any] = {}
-        self.startup_s = 0.0
-
-    def start(self, timeout: float = 180.0) -> None:
-        env = {**os.environ, "RAGCITE_SERVER_SETTINGS": json.dumps(self.settings)}
-        cmd = [sys.executable, "-m", "uvicorn", "--factory"]
-        cmd += ["sphinx_ragcite.server.app:app_from_env", "--host", self.HOST]
-        cmd += ["--port", str(self.port), "--log-level", "warning"]
-        started = time.perf_counter()
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = started + timeout
-        while time.perf_counter() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"the server exited {self.proc.returncode}:\n{self.log_tail()}"
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                response = httpx.get(f"{self.url}/api/health", timeout=2.0)
-                if response.status_code == 200:
-                    self.health = response.json()
-                    self.startup_s = time.perf_counter() - started
-                    return
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"no /api/health after {timeout:.0f} s:\n{self.log_tail()}")
-
-    def memory_mib(self) -> dict[str, float]:
-        """``VmRSS`` and ``VmHWM`` (peak RSS) of the server process, in MiB."""
-        assert self.proc is not None
-        values = {}
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        for line in status.splitlines():
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = round(int(rest.split()[0]) / 1024, 1)
-        return values
-
-    def log_text(self) -> str:
-        try:
-            return self.log_path.read_text("utf-8", errors="replace")
-        except OSError:
-            return ""
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
-
-    def tracebacks(self) -> int:
-        return self.log_text().count("Traceback (most recent call last)")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=15)
-
-    def __enter__(self) -> Server:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # -- requests ----------------------------------------------------------------------
@@ -246,31 +127,29 @@ class Sample:
     error: str | None = None
 
 
-async def search(client: httpx.AsyncClient, question: str) -> Sample:
+async def _request(
+    client: httpx.AsyncClient, method: str, path: str, needs: str, **kwargs: Any
+) -> Sample:
+    """One JSON request; a 200 whose body lacks *needs* is an error too."""
     started = time.perf_counter()
     try:
-        response = await client.get("/api/search", params={"q": question})
+        response = await client.request(method, path, **kwargs)
         elapsed = time.perf_counter() - started
         error = None
-        if response.status_code == 200 and "hits" not in response.json():
-            error = "200 without hits"
+        if response.status_code == 200 and needs not in response.json():
+            error = f"200 without {needs}"
         return Sample(response.status_code, elapsed, error=error)
     except (httpx.HTTPError, ValueError) as exc:
         return Sample(None, time.perf_counter() - started, error=type(exc).__name__)
+
+
+async def search(client: httpx.AsyncClient, question: str) -> Sample:
+    return await _request(client, "GET", "/api/search", "hits", params={"q": question})
 
 
 async def ask(client: httpx.AsyncClient, question: str) -> Sample:
-    started = time.perf_counter()
     body = {"question": question, "generator": "extractive"}
-    try:
-        response = await client.post("/api/ask", json=body)
-        elapsed = time.perf_counter() - started
-        error = None
-        if response.status_code == 200 and "answer" not in response.json():
-            error = "200 without an answer"
-        return Sample(response.status_code, elapsed, error=error)
-    except (httpx.HTTPError, ValueError) as exc:
-        return Sample(None, time.perf_counter() - started, error=type(exc).__name__)
+    return await _request(client, "POST", "/api/ask", "answer", json=body)
 
 
 async def stream(client: httpx.AsyncClient, question: str) -> Sample:
@@ -369,16 +248,6 @@ async def warm_up(url: str, questions: Questions) -> dict[str, Any]:
     return summarise("ask extractive", cold, sum(s.seconds for s in cold), False)
 
 
-def _ms(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"p50_ms": None, "p99_ms": None}
-    array = np.asarray(values) * 1000
-    return {
-        "p50_ms": round(float(np.percentile(array, 50)), 2),
-        "p99_ms": round(float(np.percentile(array, 99)), 2),
-    }
-
-
 def summarise(
     endpoint: str, samples: list[Sample], wall: float, cut: bool
 ) -> dict[str, Any]:
@@ -399,7 +268,7 @@ def summarise(
         "ok": len(ok),
         "wall_s": round(wall, 3),
         "ok_per_s": round(len(ok) / wall, 2) if wall else None,
-        "latency": _ms([s.seconds for s in ok]),
+        "latency": latency_ms([s.seconds for s in ok], digits=2),
         "statuses": dict(statuses),
         "backpressure_503": backpressure,
         "errors": errors,
@@ -407,14 +276,12 @@ def summarise(
         "cut_by_budget": cut,
     }
     if endpoint == "stream llm":
-        result["first_token"] = _ms(
-            [s.first_token for s in ok if s.first_token is not None]
+        result["first_token"] = latency_ms(
+            [s.first_token for s in ok if s.first_token is not None], digits=2
         )
         # a stream without tokens answered without the model (it abstained)
         result["streams_without_tokens"] = sum(s.tokens == 0 for s in ok)
-        result["tokens_per_stream_p50"] = (
-            float(np.median([s.tokens for s in ok])) if ok else None
-        )
+        result["tokens_per_stream_p50"] = percentile([s.tokens for s in ok], 50)
     return result
 
 
@@ -584,12 +451,14 @@ def main(argv: list[str] | None = None) -> int:
         default=180.0,
         help="seconds per endpoint and level before it stops issuing requests",
     )
-    parser.add_argument("--qa", type=Path, default=QA, help="questions (JSON Lines)")
+    parser.add_argument(
+        "--qa", type=Path, default=EXAMPLE_QA, help="questions (JSON Lines)"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output")
     args = parser.parse_args(argv)
 
     counts = QUICK_REQUESTS if args.quick else REQUESTS
-    site = ensure_site(args.site)
+    site = example_site(args.site)
     settings = {
         "build_dir": str(site.resolve()),
         "generator": "llm",
@@ -641,38 +510,30 @@ def main(argv: list[str] | None = None) -> int:
     if tracebacks:
         print(f"\nserver log has {tracebacks} traceback(s); its tail:\n{log_tail}")
 
-    payload = {
-        "benchmark": "server_load",
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
-        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "quick": args.quick,
-        "requests_per_level": counts,
-        "warmup": {
+    payload = envelope(
+        "server_load",
+        quick=args.quick,
+        requests_per_level=counts,
+        warmup={
             "extractive_asks": cold["requests"],
             "searches": WARMUP,
             "llm_streams": WARMUP,
         },
-        "cold_extractive_ask": cold,
-        "server_settings": {k: v for k, v in settings.items() if k != "build_dir"},
-        "server": {
+        cold_extractive_ask=cold,
+        server_settings={k: v for k, v in settings.items() if k != "build_dir"},
+        server={
             "passages": health.get("passages"),
             "model": health.get("model"),
             "tracebacks_in_log": tracebacks,
         },
-        "memory_mib": memory,
-        "levels": {
+        memory_mib=memory,
+        levels={
             endpoint: {str(c): r for c, r in by.items()}
             for endpoint, by in levels.items()
         },
-        "targets": checks,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", "utf-8")
-    print(f"\nwrote {args.out}")
+        targets=checks,
+    )
+    write_result(args.out, payload)
     return 0
 
 

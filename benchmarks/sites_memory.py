@@ -4,9 +4,9 @@ Why: ``ragcite serve --site NAME=BUILD_DIR ...`` keeps every site's index in
 one process; what a site costs decides how many books and versions fit on a
 machine before the passages should move to Qdrant.
 
-For each index (the example book, built into a temporary folder or given by
-``--site``, and a synthetic ``--passages`` index written as
-``benchmarks/query_latency.py`` writes its 50k one), two fresh child
+For each index (the example book, its build reused while unchanged or given
+by ``--site``, and a synthetic ``--passages`` index written by
+``_synthetic.py``, as for ``query_latency.py``), two fresh child
 processes each load the server's state (``load_state``, as ``ragcite serve``
 does) for the same build served as 1 and as ``--copies`` sites (``s0``,
 ``s1``, ...; each load reads its own arrays, as distinct sites would),
@@ -31,23 +31,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _report import table
+from _harness import (
+    REPO,
+    RESULTS,
+    envelope,
+    example_site,
+    latency_ms,
+    table,
+    write_result,
+)
+from _synthetic import synthetic_site
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-DEFAULT_OUT = HERE / "results" / "sites_memory.json"
+DEFAULT_OUT = RESULTS / "sites_memory.json"
 QUESTION = "How long should the bloom take?"
-#: Other processes on the machine change timings (not memory): recorded anyway.
-LOADAVG = os.getloadavg() if hasattr(os, "getloadavg") else None
 
 
 def _rss_mib() -> float:
@@ -91,7 +93,7 @@ def measure(path: Path, copies: int) -> dict[str, Any]:
         "rss_after_import_mib": rss_import,
         "rss_loaded_mib": rss_loaded,
         "rss_after_answers_mib": rss_answered,
-        "scoped_answer_ms": round(1000 * sorted(timings)[len(timings) // 2], 1),
+        "scoped_answer_ms": latency_ms(timings, (50,), digits=1)["p50_ms"],
         "across_answer_ms": across_s,
         "across_cited_sites": cited,
     }
@@ -165,36 +167,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure(args.child, args.copies)))
         return 0
 
-    from query_latency import (
-        _synthetic_ok,
-        build_example,
-        synthetic_dir,
-        write_synthetic,
-    )
-
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="ragcite-sites-") as tmp:
-        example = args.site or build_example(Path(tmp))
-        results["example_book"] = measure_sites_memory(example, args.copies)
-        directory = synthetic_dir(args.passages)
-        if not _synthetic_ok(directory, args.passages):
-            print(f"writing {directory} ...", file=sys.stderr)
-            write_synthetic(example, directory, args.passages)
+    example = example_site(args.site)
+    results["example_book"] = measure_sites_memory(example, args.copies)
+    directory, _ = synthetic_site(args.passages, example)
     label = f"synthetic {args.passages // 1000}k"
     results[label] = measure_sites_memory(directory, args.copies)
     report(results)
-    payload = {
-        "benchmark": "sites_memory",
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_at_start": LOADAVG,
-        "question": QUESTION,
-        "indexes": results,
-    }
-    args.out.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    print(f"\nwrote {args.out.relative_to(REPO)}")
+    write_result(args.out, envelope("sites_memory", question=QUESTION, indexes=results))
     return 0
 
 

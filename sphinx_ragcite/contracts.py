@@ -66,6 +66,9 @@ SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # -- passage IDs ------------------------------------------------------------
 
 PASSAGE_ID = re.compile(r"^ch(?P<c>[0-9]+)-sec(?P<s>[0-9]+)-p(?P<p>[0-9]+)$")
+#: Characters of a passage ID a request may send (HTTP, MCP, ``ragcite cite``):
+#: longer is refused by its length, never looked up or echoed back.
+MAX_PASSAGE_ID = 100
 #: The ``passage_id`` of a reader's selected text in selection mode.
 USER_SELECTION = "user-selection"
 

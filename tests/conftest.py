@@ -1,11 +1,34 @@
-"""Shared fixtures: Sphinx's testing plugin and readers for the built index."""
+"""Shared fixtures and helpers: Sphinx's testing plugin, readers for the built
+index, the example book's builds, and what the HTTP tests share (a free port,
+uvicorn in a thread, a ``ragcite serve`` child, an SSE reader, a scripted
+model). Test modules import the helpers: ``from conftest import free_port``.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
+import importlib
 import json
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from sphinx_ragcite.answer.llm import GenerationError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from types import ModuleType
+
+    import httpx
+
+    from sphinx_ragcite.answer.llm import Cancel
 
 pytest_plugins = ("sphinx.testing.fixtures",)
 
@@ -46,9 +69,6 @@ def build(make_app, builder: str, srcdir: Path, **kwargs):  # type: ignore[no-un
 
 def sphinx_build(srcdir: Path, outdir: Path, *options: str) -> str:
     """A real ``python -m sphinx`` run; returns its warnings (stderr)."""
-    import subprocess
-    import sys
-
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-q", "-b", "html", *options, srcdir, outdir],
         capture_output=True,
@@ -100,3 +120,190 @@ def example_site_v2(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     outdir = root / "html"
     assert sphinx_build(srcdir, outdir, "-d", str(root / "doctrees")) == ""
     return outdir
+
+
+def benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py``, imported as the benchmarks import each other."""
+    folder = str(REPO / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
+
+# -- servers, streams and a scripted model, for the HTTP tests ---------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Any ASGI app under uvicorn in a thread, on a free loopback port."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive(), "the server did not start"
+        assert time.monotonic() < deadline, "the server took over 60 s to start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+@contextlib.contextmanager
+def serving_files(root: Path) -> Iterator[str]:
+    """A plain file server for *root* (``python -m http.server``: it decodes
+    a path once and serves that file), in a thread, on a free loopback port."""
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(10)
+
+
+def wait_until_up(
+    process: subprocess.Popen[bytes], url: str, log: Path, seconds: float = 90
+) -> httpx.Response:
+    """The first 200 from *url*; fails when *process* exits (showing *log*)
+    or after *seconds*."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while True:
+        assert process.poll() is None, log.read_text("utf-8", "replace")
+        with contextlib.suppress(httpx.HTTPError):
+            response = httpx.get(url, timeout=2)
+            if response.status_code == 200:
+                return response
+        assert time.monotonic() < deadline, f"{url} did not answer"
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def ragcite_serve(
+    *args: str, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``ragcite serve ARGS --port P`` in a child process: its URL and its
+    first ``/api/health``. Its output goes to *log*."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sphinx_ragcite", "serve", *args,
+             "--port", str(port)],
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        health = wait_until_up(process, f"{url}/api/health", log).json()
+        yield url, health
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_until(condition: Callable[[], object], seconds: float) -> float:
+    """Seconds it took *condition* to hold; fails after *seconds*."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < seconds, "not within time"
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+def health(url: str) -> dict[str, Any]:
+    import httpx
+
+    return httpx.get(f"{url}/api/health").json()  # type: ignore[no-any-return]
+
+
+def sse_events(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """A whole ``text/event-stream`` body: (event name, data) in order."""
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def leave_after_first_token(client: httpx.Client, url: str, question: str) -> None:
+    """Ask ``{url}/api/ask/stream``, read to the first ``event: token`` and go
+    away mid-answer (*url* is "" for a ``TestClient``)."""
+    with client.stream(
+        "POST", f"{url}/api/ask/stream", json={"question": question}
+    ) as response:
+        for line in response.iter_lines():
+            if line.startswith("event: token"):
+                return
+
+
+class ScriptedLLM:
+    """A generator (``answer.llm.Generator``) that streams what the test tells
+    it to, hostile or not: *pieces*, one each *delay* seconds, or *fail*.
+
+    Like the real ones it serves one stream at a time and stops between
+    pieces when a ``Cancel`` fires; ``messages`` holds the last prompt and
+    ``closed`` is set when a stream ends, however it ends.
+    """
+
+    name = "scripted"
+    cancellable = True
+
+    def __init__(self, *pieces: str, delay: float = 0.0, fail: bool = False) -> None:
+        self.pieces = pieces
+        self.delay = delay
+        self.fail = fail
+        self.messages: list[dict[str, str]] = []
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+
+    def stream(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        cancel: Cancel | None = None,
+    ) -> Iterator[str]:
+        with self.lock:
+            self.messages = messages
+            try:
+                if self.fail:
+                    raise GenerationError("endpoint down")
+                for piece in self.pieces:
+                    time.sleep(self.delay)
+                    if cancel is not None:
+                        cancel.check()
+                    yield piece
+            finally:
+                self.closed.set()

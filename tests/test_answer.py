@@ -9,31 +9,15 @@ import pytest
 
 from sphinx_ragcite.answer.citations import parse_markers
 from sphinx_ragcite.answer.engine import NOT_FOUND, AnswerEngine
-from sphinx_ragcite.answer.llm import GenerationError
 from sphinx_ragcite.answer.sentences import split_claims, strip_markup
 from sphinx_ragcite.answer.units import kind_match
 from sphinx_ragcite.contracts import Answer, confidence_level
 from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.text import split_sentences
 
+from conftest import ScriptedLLM
+
 MARKER = re.compile(r"\[(\d+)\]")
-
-
-class Scripted:
-    """A generator that says what the test tells it to (hostile or not)."""
-
-    name = "scripted"
-
-    def __init__(self, *pieces: str, fail: bool = False) -> None:
-        self.pieces = pieces
-        self.fail = fail
-        self.messages: list[dict[str, str]] = []
-
-    def stream(self, messages, *, max_tokens):  # type: ignore[no-untyped-def]
-        self.messages = messages
-        if self.fail:
-            raise GenerationError("endpoint down")
-        yield from self.pieces
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +80,7 @@ def test_verification_removes_and_reattributes_planted_citations(
     engine = AnswerEngine(site, llm=None)
     retrieved = probe.metadata["retrieved"]
     wrong = next(i for i, pid in enumerate(retrieved, 1) if pid != sca)
-    engine.llm = Scripted(
+    engine.llm = ScriptedLLM(
         "The SCA recommends brewing with water between 90 and 96 °C. ",
         f"[{wrong}] ",
         "Coffee was first roasted on the Moon in 1850. [1]",
@@ -133,7 +117,7 @@ def test_markers_are_renumbered_in_order_of_appearance(site: Site) -> None:
     )
     text = site.passage(other)["text"]  # type: ignore[index]
     sentence = max(split_sentences(text), key=lambda s: len(s.text)).text
-    engine.llm = Scripted(f"{sentence} [{i_other}] {chosen.quote} [{i_chosen}]")
+    engine.llm = ScriptedLLM(f"{sentence} [{i_other}] {chosen.quote} [{i_chosen}]")
     result = engine.answer(question, generator="llm")
     check_contract(result, site)
     assert result.metadata["generator"] == "llm", result.metadata.get("fallback")
@@ -144,7 +128,7 @@ def test_hostile_generator_output_cannot_cite_outside_the_retrieved_set(
     site: Site,
 ) -> None:
     engine = AnswerEngine(site)
-    engine.llm = Scripted(
+    engine.llm = ScriptedLLM(
         '<script>alert("x")</script> <img src=x onerror=alert(1)> [99] ',
         "[ch999-sec1-p1] [Source: /etc/passwd] ",
         "See javascript:alert(1) [0] [-1] [1, 2, 77].",
@@ -162,7 +146,7 @@ def test_hostile_generator_output_cannot_cite_outside_the_retrieved_set(
 
 
 def test_generation_failure_falls_back_to_extractive(site: Site) -> None:
-    engine = AnswerEngine(site, llm=Scripted(fail=True))
+    engine = AnswerEngine(site, llm=ScriptedLLM(fail=True))
     result = engine.answer("What is channeling in espresso?", generator="llm")
     check_contract(result, site)
     assert result.grounded
@@ -176,7 +160,7 @@ def test_llm_requested_without_a_model(site: Site) -> None:
 
 
 def test_streaming_events_come_in_order(site: Site) -> None:
-    engine = AnswerEngine(site, llm=Scripted("Channeling ", "is uneven flow."))
+    engine = AnswerEngine(site, llm=ScriptedLLM("Channeling ", "is uneven flow."))
     kinds = [e.kind for e in engine.stream("What is channeling?", generator="llm")]
     assert kinds[0] == "retrieval"
     assert kinds[1:3] == ["token", "token"]
@@ -363,7 +347,7 @@ def test_a_rephrasing_may_not_add_words_or_a_negation(
     bare = quote.rstrip(".")
     text = rephrasing.format(garbled=garbled, lower=lower, bare=bare)
     text = text.replace("[1]", f"[{n}]")
-    engine = AnswerEngine(site, llm=Scripted(text))
+    engine = AnswerEngine(site, llm=ScriptedLLM(text))
     result = engine.answer(question, generator="llm")
     assert result.metadata["generator"] == "llm->extractive"
     assert reason in result.metadata["fallback"]

@@ -126,18 +126,24 @@ def assert_left_out(outdir: Path, clean: dict, docname: str) -> None:
     check_anchors(outdir)
 
 
+def fail_for(monkeypatch, module, name: str, docname: str, error: Exception) -> None:  # type: ignore[no-untyped-def]
+    """``module.name(doc, docname, ...)`` raises *error* for *docname* only."""
+    real = getattr(module, name)
+
+    def failing(doc, this, **kwargs):  # type: ignore[no-untyped-def]
+        if this == docname:
+            raise error
+        return real(doc, this, **kwargs)
+
+    monkeypatch.setattr(module, name, failing)
+
+
 @pytest.mark.parametrize("parallel", [0, 2])
 def test_a_document_failing_to_chunk_gets_no_passages(
     make_app, rootdir, tmp_path, monkeypatch, clean_basic, parallel
 ):  # type: ignore[no-untyped-def]
-    real = collector.chunk_doctree
-
-    def chunk(doctree, docname, **kwargs):  # type: ignore[no-untyped-def]
-        if docname == "first":
-            raise RuntimeError("a node no one expected")
-        return real(doctree, docname, **kwargs)
-
-    monkeypatch.setattr(collector, "chunk_doctree", chunk)
+    error = RuntimeError("a node no one expected")
+    fail_for(monkeypatch, collector, "chunk_doctree", "first", error)
     app = build(
         make_app, "html", copy_root(rootdir, tmp_path, "basic"), parallel=parallel
     )
@@ -153,14 +159,8 @@ def test_a_document_failing_to_chunk_gets_no_passages(
 def test_a_document_failing_to_index_gets_no_passages(
     make_app, rootdir, tmp_path, monkeypatch, clean_basic
 ):  # type: ignore[no-untyped-def]
-    real = records_module.doc_records
-
-    def records(doc, docname, **kwargs):  # type: ignore[no-untyped-def]
-        if docname == "part/inner":
-            raise TypeError("expected str instance, _TranslationProxy found")
-        return real(doc, docname, **kwargs)
-
-    monkeypatch.setattr(records_module, "doc_records", records)
+    error = TypeError("expected str instance, _TranslationProxy found")
+    fail_for(monkeypatch, records_module, "doc_records", "part/inner", error)
     app = build(make_app, "html", copy_root(rootdir, tmp_path, "basic"))
     (warning,) = lines(app.warning.getvalue())
     assert "inner.rst" in warning
@@ -209,14 +209,20 @@ def test_a_failure_while_anchoring_a_page_is_one_warning(
 # -- the index as a whole fails ---------------------------------------------------
 
 
-def test_a_failing_index_step_keeps_the_previous_index(
-    make_app, rootdir, tmp_path, monkeypatch
-):  # type: ignore[no-untyped-def]
+def built_then_edited(make_app, rootdir, tmp_path):  # type: ignore[no-untyped-def]
+    """test-basic built once, then first.rst edited: (srcdir, the index then)."""
     srcdir = copy_root(rootdir, tmp_path, "basic")
     app = build(make_app, "html", srcdir)
     before = snapshot(app.outdir)
     first = srcdir / "first.rst"
     first.write_text(first.read_text().replace("Alpha paragraph", "Edited para"))
+    return srcdir, before
+
+
+def test_a_failing_index_step_keeps_the_previous_index(
+    make_app, rootdir, tmp_path, monkeypatch
+):  # type: ignore[no-untyped-def]
+    srcdir, before = built_then_edited(make_app, rootdir, tmp_path)
 
     def bm25(records):  # type: ignore[no-untyped-def]
         raise MemoryError("no room for the postings")
@@ -235,11 +241,7 @@ def test_a_full_disk_half_way_keeps_the_previous_index(
     make_app, rootdir, tmp_path, monkeypatch
 ):  # type: ignore[no-untyped-def]
     """New files written before the failure sit beside the old ones, unnamed."""
-    srcdir = copy_root(rootdir, tmp_path, "basic")
-    app = build(make_app, "html", srcdir)
-    before = snapshot(app.outdir)
-    first = srcdir / "first.rst"
-    first.write_text(first.read_text().replace("Alpha paragraph", "Edited para"))
+    srcdir, before = built_then_edited(make_app, rootdir, tmp_path)
     real = writer.atomic_write
 
     def write(path, data):  # type: ignore[no-untyped-def]
@@ -274,16 +276,10 @@ def test_an_unwritable_index_folder_is_one_warning(rootdir, tmp_path):  # type: 
     out = tmp_path / "html"
     out.mkdir()
     (out / "_ragcite").write_text("a file where the folder should be")
-    types = ("-D", "show_warning_types=1")  # the default from Sphinx 8 on
-    result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-b", "html", *types, srcdir, out],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "Extension error" not in result.stderr
-    (warning,) = lines(result.stderr)
+    # show_warning_types: the default from Sphinx 8 on
+    stderr = sphinx_build(srcdir, out, "-D", "show_warning_types=1")
+    assert "Extension error" not in stderr
+    (warning,) = lines(stderr)
     assert "passage index could not be written" in warning
     assert "[ragcite.index]" in warning
     assert (out / "index.html").is_file()

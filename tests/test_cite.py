@@ -65,7 +65,7 @@ from sphinx_ragcite.contracts import EXPORTS, STYLES, Answer, Citation, Manifest
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.retrieval.site import Site
 
-from conftest import read_manifest
+from conftest import ScriptedLLM, read_manifest
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("RAGCITE_UPDATE_GOLDENS") == "1"
@@ -781,16 +781,6 @@ def test_selection_citations_render_plainly_in_every_style(book: Book) -> None:
 # -- citations written by other generators (issue 7, item 4) -------------------
 
 
-class Scripted:
-    name = "scripted"
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def stream(self, messages, *, max_tokens):  # type: ignore[no-untyped-def]
-        yield self.text
-
-
 @pytest.mark.parametrize(
     "marker",
     ["[Source: pour_over.html]", "(Chapter 5, Section 5.1.2)", "[ch6-sec4-p2]"],
@@ -802,7 +792,7 @@ def test_external_generator_markers_become_numbered_citations(
     assert record is not None
     sentence = next(s for s in record["text"].split(". ") if "30 to 45" in s)
     text = f"{sentence.rstrip('.')}. {marker} [Source: x.pdf]"
-    engine = AnswerEngine(site, llm=Scripted(text))
+    engine = AnswerEngine(site, llm=ScriptedLLM(text))
     answer = engine.answer("How many seconds should the bloom last?", generator="llm")
     assert answer.metadata["generator"] == "llm", answer.metadata.get("fallback")
     assert [c.passage_id for c in answer.citations] == ["ch6-sec4-p2"]

@@ -8,7 +8,6 @@ passage it indexes in the page its URL names. Slow: select or deselect with
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -18,16 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO, benchmark
 from test_anchors import check_anchors
 
-REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "ragcite_bench_corpora", REPO / "benchmarks" / "_corpora.py"
-)
-assert _spec is not None
-assert _spec.loader is not None
-_corpora = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_corpora)
+_corpora = benchmark("_corpora")
 
 pytestmark = [
     pytest.mark.corpora,
@@ -45,7 +38,6 @@ pytestmark = [
 #: packaging guide 1,252); a large drop means the chunker lost content.
 MIN_PASSAGES = {"click-docs": 400, "requests-docs": 300, "packaging-guide": 1000}
 PID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
-PROBLEM = re.compile(r"\b(WARNING|ERROR|CRITICAL|SEVERE)\b")
 
 
 class Build:
@@ -67,14 +59,7 @@ class Build:
 
     def problems(self) -> Counter[str]:
         """Warning/error lines, with this build's temporary paths removed."""
-        roots = {str(self.root), str(self.root.resolve())}
-        found: Counter[str] = Counter()
-        for line in self.stderr.splitlines():
-            if PROBLEM.search(line):
-                for root in sorted(roots, key=len, reverse=True):
-                    line = line.replace(root, "<TMP>")
-                found[line.strip()] += 1
-        return found
+        return _corpora.problems(self.stderr, [self.root])
 
 
 class CorpusBuilds:

@@ -3,17 +3,15 @@
 Gold passage IDs depend on the build (chunking, ``ragcite_passage_words``): the
 cheap checks run everywhere; the ``corpora`` ones build the packaging guide and
 the SQuAD book the way the benchmark does (into its cache,
-``benchmarks/results/.answer_quality/``, reused while unchanged) and check that
+``benchmarks/results/.sites/``, reused while unchanged) and check that
 every gold ID exists and holds the gold answer, so a chunking change that moves
 IDs fails here instead of silently lowering the benchmark's figures.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -21,16 +19,11 @@ import pytest
 
 from sphinx_ragcite.evaluate import load_qa
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO, benchmark
+
 QA = REPO / "benchmarks" / "qa"
-_spec = importlib.util.spec_from_file_location(
-    "ragcite_bench_answer_quality", REPO / "benchmarks" / "answer_quality.py"
-)
-assert _spec is not None
-assert _spec.loader is not None
-aq = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = aq  # its dataclasses look their module up there
-_spec.loader.exec_module(aq)
+aq = benchmark("answer_quality")
+harness = benchmark("_harness")
 
 PID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 
@@ -158,7 +151,7 @@ def test_judge_failure_kinds():
 
 
 def _corpora_available() -> bool:
-    corpora = aq._corpora.corpora_dir()
+    corpora = benchmark("_corpora").corpora_dir()
     return corpora is not None and (corpora / "packaging-guide").is_dir()
 
 
@@ -167,14 +160,20 @@ corpora = pytest.mark.skipif(
 )
 
 
+def built(name: str):  # type: ignore[no-untyped-def]
+    """Dev set *name* as the benchmark builds it, and its passages by ID (the
+    test skips when a corpus or tool is missing)."""
+    try:
+        devset = aq.LOADERS[name](False)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    return devset, {p["passage_id"]: p for p in harness.read_passages(devset.site)}
+
+
 @pytest.mark.corpora
 @corpora
 def test_packaging_guide_gold_in_build():
-    try:
-        devset = aq.load_packaging_guide(rebuild=False)
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
-    passages = {p["passage_id"]: p for p in aq.site_passages(devset.site)}
+    _, passages = built("packaging_guide")
     problems = []
     for q in records(QA / "packaging_guide.jsonl"):
         alternates = set(q.get("alt_ids", ()))
@@ -199,12 +198,8 @@ def test_packaging_guide_gold_in_build():
 @pytest.mark.corpora
 @corpora
 def test_squad_gold_in_build():
-    try:
-        devset = aq.load_squad(rebuild=False)
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
+    devset, passages = built("squad")
     assert not devset.notes
-    passages = {p["passage_id"]: p for p in aq.site_passages(devset.site)}
     answerable = [i for i in devset.items if i.answerable]
     assert len(answerable) == 300
     for item in answerable:
@@ -217,11 +212,7 @@ def test_squad_gold_in_build():
 def test_sdist_set_gold_in_build(name: str):
     """Every gold ID of the Flask, attrs and Jinja sets exists in the build of the
     pinned sdist's documentation, and a gold passage holds the answer."""
-    try:
-        devset = aq.LOADERS[name](False)
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
-    passages = {p["passage_id"]: p for p in aq.site_passages(devset.site)}
+    _, passages = built(name)
     problems = []
     for q in records(QA / f"{name}.jsonl"):
         texts = []

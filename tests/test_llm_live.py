@@ -6,7 +6,6 @@ cores); deselect with ``-m "not llm"``. CI runs them.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -24,13 +23,18 @@ from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
+from conftest import (
+    free_port,
+    health,
+    leave_after_first_token,
+    serving,
+    sphinx_build,
+    sse_events,
+    wait_until,
+    wait_until_up,
+)
+
 pytestmark = pytest.mark.llm
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 SERVER = """
@@ -70,16 +74,7 @@ def llama_server(tmp_path_factory):  # type: ignore[no-untyped-def]
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, "llama_cpp.server exited"
-            assert time.time() < deadline, "llama_cpp.server did not start"
-            time.sleep(0.25)
+        wait_until_up(process, f"{url}/v1/models", log, seconds=60)
         yield LlamaServer(url, log)
     finally:
         process.terminate()
@@ -120,12 +115,12 @@ def test_server_streams_real_model_tokens(example_site: Path) -> None:
             "/api/ask/stream", json={"question": "How should beans be stored?"}
         )
     assert response.status_code == 200
-    blocks = response.text.strip().split("\n\n")
-    names = [b.split("\n")[0].removeprefix("event: ") for b in blocks]
+    events = sse_events(response.text)
+    names = [name for name, _ in events]
     assert names[0] == "retrieval"
     assert "token" in names
     assert names[-1] == "final"
-    final = Answer.model_validate_json(blocks[-1].split("data: ", 1)[1])
+    final = Answer.model_validate(events[-1][1])
     assert final.metadata["generator"] in ("llm", "llm->extractive")
 
 
@@ -143,11 +138,11 @@ def model():  # type: ignore[no-untyped-def]
 
 
 def test_prompts_are_fitted_with_the_models_tokenizer(model) -> None:  # type: ignore[no-untyped-def]
-    from sphinx_ragcite.answer.extractive import Candidate
     from sphinx_ragcite.answer.prompt import PromptTooLong, fit_messages
+    from sphinx_ragcite.answer.selection import RankedSentence
 
     assert model.count_tokens("😀" * 10) > 10  # not characters, not words
-    huge = Candidate(1.0, 1.0, 0, 0, "bloom " * 40_000)
+    huge = RankedSentence(1.0, 1.0, 0, 0, "bloom " * 40_000)
     messages = fit_messages("How long?", [huge], model, max_tokens=120)
     used = sum(model.count_tokens(m["content"]) for m in messages)
     assert used <= model.context_tokens - 120
@@ -186,8 +181,6 @@ def test_a_230000_character_paragraph_is_capped_in_the_prompt(
     tmp_path: Path,
     model,  # type: ignore[no-untyped-def]
 ) -> None:
-    from conftest import sphinx_build
-
     src, out = tmp_path / "src", tmp_path / "html"
     src.mkdir()
     (src / "conf.py").write_text('extensions = ["sphinx_ragcite"]\nproject = "Long"\n')
@@ -219,19 +212,10 @@ def test_llama_cpp_stops_when_the_reader_leaves(
     example_site: Path,
     model,  # type: ignore[no-untyped-def]
 ) -> None:
-    from test_server_generation import health, serving, wait_until
-
     settings = ServerSettings(build_dir=example_site, generator="llm", rate_limit=0)
     with serving(create_app(settings, llm=model)) as url:
-        with (
-            httpx.Client(timeout=60) as client,
-            client.stream(
-                "POST", f"{url}/api/ask/stream", json={"question": QUESTION}
-            ) as response,
-        ):
-            for line in response.iter_lines():
-                if line.startswith("event: token"):
-                    break  # the reader leaves mid-answer
+        with httpx.Client(timeout=60) as client:
+            leave_after_first_token(client, url, QUESTION)
         wait_until(lambda: health(url)["queue_depth"] == 0, 1)
         assert model._lock.acquire(timeout=1)  # the token loop let go of the model
         model._lock.release()
@@ -263,22 +247,13 @@ def test_a_reader_who_leaves_frees_llama_cpp_server(
     example_site: Path, llama_server: LlamaServer
 ) -> None:
     """Through --llm-url: the endpoint itself sees the reader leave."""
-    from test_server_generation import health, serving, wait_until
-
     settings = ServerSettings(
         build_dir=example_site, generator="llm", llm_url=llama_server.url, rate_limit=0
     )
     assert not llama_server.said("Disconnected from client")
     with serving(create_app(settings)) as url:
-        with (
-            httpx.Client(timeout=120) as client,
-            client.stream(
-                "POST", f"{url}/api/ask/stream", json={"question": QUESTION}
-            ) as response,
-        ):
-            for line in response.iter_lines():
-                if line.startswith("event: token"):
-                    break
+        with httpx.Client(timeout=120) as client:
+            leave_after_first_token(client, url, QUESTION)
         wait_until(lambda: health(url)["queue_depth"] == 0, 1)
     # llama_cpp.server prints this when its client goes away mid-stream
     wait_until(lambda: llama_server.said("Disconnected from client"), 5)

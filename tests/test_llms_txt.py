@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import posixpath
 import re
 import shutil
+import urllib.request
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 import mistletoe
 import pytest
 from bs4 import BeautifulSoup
 from llms_txt import parse_llms_file
 
-from sphinx_ragcite.extension.llms_txt import escape
+from sphinx_ragcite.extension.llms_txt import escape, escape_inline
 
-from conftest import ROOTS, read_manifest, read_passages, sphinx_build
+from conftest import (
+    ROOTS,
+    build,
+    read_manifest,
+    read_passages,
+    serving,
+    serving_files,
+    sphinx_build,
+)
 
 #: ``[ch3-sec2-p4](water.html#ch3-sec2-p4)``: a passage's ID line in a copy.
 ID_LINE = re.compile(r"^\[(ch\d+-sec\d+-p\d+)\]\(([^)]*)\)$", re.MULTILINE)
@@ -205,3 +216,199 @@ def test_off_and_an_authors_own_llms_txt(tmp_path: Path) -> None:
     sphinx_build(src, off, "-d", str(tmp_path / "d2"), "-D", "ragcite_llms_txt=0")
     assert "llms_txt" not in read_manifest(off)
     assert not list(off.rglob("*.md"))
+
+
+@contextlib.contextmanager
+def file_server(root: Path):  # type: ignore[no-untyped-def]
+    """``python -m http.server``: decodes the path once and serves that file."""
+    with serving_files(root) as url:
+        yield url + "/"
+
+
+@contextlib.contextmanager
+def ragcite_server(root: Path):  # type: ignore[no-untyped-def]
+    """``ragcite serve ROOT`` on a real socket (Starlette's TestClient decodes
+    a path twice, so it cannot tell ``%2541`` from ``%41``)."""
+    pytest.importorskip("uvicorn")
+    from sphinx_ragcite.server.app import create_app
+    from sphinx_ragcite.server.settings import ServerSettings
+
+    settings = ServerSettings(build_dir=root, generator="extractive", rate_limit=0)
+    with serving(create_app(settings)) as url:
+        yield url + "/"
+
+
+def odd_site(make_app, rootdir: Path, tmp_path: Path, builder: str) -> Path:  # type: ignore[no-untyped-def]
+    srcdir = tmp_path / "src"
+    shutil.copytree(rootdir / "test-odd-names", srcdir)
+    app = build(make_app, builder, srcdir)
+    assert app._warning.getvalue().strip() == ""
+    return Path(app.outdir)
+
+
+def passages_of(outdir: Path) -> list[dict]:
+    """conftest's read_passages, split as the server splits (bytes: U+0085 and
+    U+2028 in a record's text end no line)."""
+    manifest = read_manifest(outdir)
+    data = (outdir / "_ragcite" / manifest["files"]["passages"]).read_bytes()
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def site_urls(outdir: Path) -> set[str]:
+    """Every URL the site's Markdown side hands out, absolute from the root
+    (``http://x/`` stands for it): llms.txt's links, the ID links of each copy
+    and of llms-full.txt, and every passage's ``url``."""
+    root = "http://x/"
+    urls = set()
+    llms = (outdir / "llms.txt").read_text("utf-8")
+    for section in parse_llms_file(llms).sections.values():
+        urls |= {urljoin(root, link["url"]) for link in section}
+    for path in llms_paths(outdir):
+        if path == "llms.txt":
+            continue
+        base = urljoin(root, quote(path))
+        text = (outdir / path).read_text("utf-8")
+        urls |= {urljoin(base, link) for _, link in ID_LINE.findall(text)}
+    urls |= {urljoin(root, r["url"]) for r in passages_of(outdir)}
+    return urls
+
+
+@pytest.mark.parametrize("builder", ["html", "dirhtml"])
+def test_odd_page_names_resolve_on_real_http_servers(
+    make_app,  # type: ignore[no-untyped-def]
+    rootdir: Path,
+    tmp_path: Path,
+    builder: str,
+) -> None:
+    """Pages named ``uni page é 名前``, ``weird%41name``, ``paren (1)``: the
+    copies sit beside the pages under the decoded name, every URL is quoted
+    once, and both ``python -m http.server`` and ``ragcite serve`` answer 200
+    with the right file (and the HTML page holds the anchor)."""
+    outdir = odd_site(make_app, rootdir, tmp_path, builder)
+    for path in llms_paths(outdir):  # beside the page Sphinx wrote
+        assert (outdir / path).is_file(), path
+        if path.endswith(".html.md"):
+            assert (outdir / path[: -len(".md")]).is_file(), path
+    suffix = "/index.html.md" if builder == "dirhtml" else ".html.md"
+    assert f"uni page é 名前{suffix}" in llms_paths(outdir)
+    assert f"weird%41name{suffix}" in llms_paths(outdir)
+    urls = site_urls(outdir)
+    records = passages_of(outdir)
+    assert len(urls) > len(records) > 6
+    for url in urls:  # quoted exactly once: decoding and quoting again is a no-op
+        path = urlsplit(url).path
+        assert quote(unquote(path)) == path, url
+
+    def get(url: str) -> bytes:
+        with urllib.request.urlopen(url) as response:
+            assert response.status == 200, url
+            return bytes(response.read())
+
+    with file_server(outdir) as plain, ragcite_server(outdir) as served:
+        for url in sorted(urls):
+            parts = urlsplit(url)
+            path = parts.path.removeprefix("/")
+            body = get(plain + path)
+            assert get(served + path) == body, url
+            if path.endswith((".md", ".txt")):
+                assert b"passage ID" in body, url
+            else:
+                soup = BeautifulSoup(body, "html.parser")
+                ids = [tag["id"] for tag in soup.find_all(id=True)]
+                assert unquote(parts.fragment) in ids, url
+        for record in records:  # the URLs the server hands out resolve too
+            passage = json.loads(get(f"{served}api/passages/{record['passage_id']}"))
+            assert passage["url"] == record["url"]
+            get(served + urlsplit(urljoin("http://x/", passage["url"])).path[1:])
+
+
+#: Text that Markdown renderers read as rules, headings or quotes, or that
+#: hides or reorders what follows it.
+HOSTILE_LINES = {
+    "rules": "___\n_ _ _\n---\n***\n* * *\n- - -\n__init__ and _stressed_",
+    "nel": "next line\x85# h. is no heading",
+    "line separator": "a\u2028# h2.\u2029> no quote\r\n# h3.\x0c# h4.",
+    "override": "an override \u202ethat never closes",
+    "isolates": "a stray pop \u2069\u202eand an open isolate \u2067here",
+    "zero width": "zero\u200bwidth\ufeff and \x1b[31m escape",
+}
+#: What the copies must not hold raw: line breaks other than "\n", controls,
+#: bidi controls, zero-width characters.
+HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2028\u2029\u2066-\u2069\ufeff]"
+)
+RENDERED_BLOCKS = ("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote")
+
+
+def bidi_confined(text: str) -> bool:
+    """Every embedding or override sits in an isolate that closes in *text*."""
+    depth = 0
+    for char in text:
+        if char in "\u2066\u2067\u2068":
+            depth += 1
+        elif char == "\u2069":
+            depth = max(depth - 1, 0)
+        elif char in "\u202a\u202b\u202d\u202e" and not depth:
+            return False
+    return depth == 0
+
+
+def assert_markdown_is_text(markdown: str, what: str) -> BeautifulSoup:
+    """Raw: no hidden line break or bidi/zero-width character. Rendered: no
+    rule, quote or emphasis, and every override confined to its block."""
+    assert markdown.splitlines() == markdown.removesuffix("\n").split("\n")
+    hidden = HIDDEN.findall(markdown)
+    assert not hidden, (what, hidden)
+    soup = BeautifulSoup(mistletoe.markdown(markdown), "html.parser")
+    tags = {tag.name for tag in soup.find_all(True)}
+    assert not tags & {"hr", "em", "strong", "del", "code", "pre"}, (what, tags)
+    # llms.txt's summary is its one quote
+    assert len(soup.find_all("blockquote")) == (what == "llms.txt"), what
+    for block in soup.find_all(RENDERED_BLOCKS):
+        assert bidi_confined(block.get_text()), (what, block)
+    return soup
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_LINES))
+def test_escape_keeps_rules_breaks_and_bidi_as_text(name: str) -> None:
+    text = HOSTILE_LINES[name]
+    soup = assert_markdown_is_text(escape(text), name)
+    assert not soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]), name
+    shown = HIDDEN.sub("", soup.get_text())
+    words = HIDDEN.sub("", re.sub("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]", " ", text))
+    assert " ".join(shown.split()) == " ".join(words.split()), name
+
+    line = escape_inline(text)
+    assert "\n" not in line
+    soup = assert_markdown_is_text(f"# {line}", name)
+    assert len(soup.find_all(True)) == 1  # one heading and nothing in it
+
+
+def test_hostile_names_and_text_in_the_copies(
+    make_app,  # type: ignore[no-untyped-def]
+    rootdir: Path,
+    tmp_path: Path,
+) -> None:
+    """A literal block of rules, NEL and U+2028 before ``# h.``, an unclosed
+    U+202E and a U+200B in the page's title and a section heading."""
+    outdir = odd_site(make_app, rootdir, tmp_path, "html")
+    for path in llms_paths(outdir):
+        assert_markdown_is_text((outdir / path).read_text("utf-8"), path)
+    copy = (outdir / "hostile.html.md").read_text("utf-8")
+    soup = BeautifulSoup(mistletoe.markdown(copy), "html.parser")
+    headings = [h.get_text() for h in soup.find_all(["h1", "h2", "h3", "h4"])]
+    assert len(headings) == 2, headings  # the title and the one section
+    assert "\u202eevil" in headings[0]
+    assert "\u202ereversed\u200b" in headings[1]
+    shown = soup.get_text()
+    for text in ("___", "_ _ _", "# h.", "# h2.", "> quote.", "_stressed_"):
+        assert text in shown, text
+    llms = (outdir / "llms.txt").read_text("utf-8")
+    title = next(
+        link["title"]
+        for section in parse_llms_file(llms).sections.values()
+        for link in section
+        if link["url"] == "hostile.html.md"
+    )
+    assert "&#x202E;evil" in title
+    assert "and&#x200B;zero width" in title

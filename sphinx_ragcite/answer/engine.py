@@ -5,19 +5,28 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
 from sphinx_ragcite.answer import ranker
-from sphinx_ragcite.answer.confidence import answer_confidence, citation_confidence
+from sphinx_ragcite.answer.confidence import (
+    answer_confidence,
+    answer_fit,
+    citation_confidence,
+)
 from sphinx_ragcite.answer.evidence import Evidence, SentenceVectors, build_evidence
-from sphinx_ragcite.answer.extractive import compose, fit, rank_sentences
 from sphinx_ragcite.answer.grounding import Claim, Verified, support, verify
 from sphinx_ragcite.answer.llm import generate
 from sphinx_ragcite.answer.prompt import fit_messages
+from sphinx_ragcite.answer.selection import (
+    RankedSentence,
+    compose,
+    passages_holding,
+    rank_sentences,
+)
 from sphinx_ragcite.answer.sentences import content_words, numbers, strip_markup
 from sphinx_ragcite.answer.units import question_kind
 from sphinx_ragcite.contracts import (
@@ -36,15 +45,22 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.answer.llm import Cancel, Generator
     from sphinx_ragcite.answer.prompt import Quotable
-    from sphinx_ragcite.contracts import AnswerMode, Fusion, GeneratorName, ServedRecord
-    from sphinx_ragcite.retrieval.site import Filters, SearchableSite
+    from sphinx_ragcite.contracts import (
+        AnswerMode,
+        Fusion,
+        GeneratorName,
+        Hit,
+        ServedRecord,
+    )
+    from sphinx_ragcite.retrieval.searchable import Filters, SearchableSite
 
 logger = logging.getLogger(__name__)
 
 NOT_FOUND = "I could not find an answer to this in the book."
-#: Characters of a selection used to rank sentences in selection mode.
-SELECTION_CONTEXT = 1000
+#: Tokens the model may write (set by hand: room for the one or two short
+#: sentences the prompt asks for).
 MAX_TOKENS = 120
+#: Nearest passages an abstention lists.
 SEE_ALSO = 3
 #: What a see-also entry keeps of a record (site/version: several sites served).
 SEE_ALSO_FIELDS: tuple[str, ...] = (
@@ -61,12 +77,27 @@ class Event:
     data: Any
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What an answer may quote: the units the ranker chose, or (about a
+    selection) the sentences ranked; nothing when the book does not answer."""
+
+    units: list[ranker.Candidate] = field(default_factory=list)
+    sentences: list[RankedSentence] = field(default_factory=list)
+
+    @property
+    def quotable(self) -> Sequence[Quotable]:
+        return self.units or self.sentences
+
+
 @dataclass
 class AnswerEngine:
     """Answers questions over one loaded site; safe to share between threads."""
 
     site: SearchableSite
     llm: Generator | None = None
+    #: Passages retrieved (set by hand with the first engine; the answer
+    #: ranker is trained on answers from this many, so retrain on a change).
     k: int = 6
     #: with several sites served: the one site asked and the version asked
     #: about, named on every answer (None: one site, or asked across sites)
@@ -78,9 +109,8 @@ class AnswerEngine:
     #: unit it ranks best, so the passage ranked first matters most: BM25
     #: and dense scores mixed linearly put a right passage first more often
     #: than RRF (which a results list keeps, for its recall over the top
-    #: ten). Held out, the ranker chose a right passage for .811 of the
-    #: answerable dev-set questions, .792 with RRF (click .732 vs .659;
-    #: benchmarks/train_answer_ranker.py).
+    #: ten); ``tools/train_answer_ranker.py`` trains the ranker on
+    #: passages retrieved this way.
     fusion: Fusion = "linear"
 
     @cached_property
@@ -112,103 +142,32 @@ class AnswerEngine:
         generator: GeneratorName = "extractive",
         cancel: Cancel | None = None,
     ) -> EventStream[Event, None, None]:
+        """Retrieve, choose what answers (or abstain), generate, verify, assemble."""
         question = question.strip()
         started = time.perf_counter()
-        embedder = self.site.embedder
-        vector = embedder.embed([question])[0]
-        k = k or self.k
-        hits = self.site.search(
-            question, k, fusion=self.fusion, filters=filters, query_vector=vector
-        )
-        rows = [h.row for h in hits]
-        if mode == "selection" and selection:
-            rows = _dedupe(self._rows_containing(selection) + rows)[:k]
-        else:
+        vector = self.site.embedder.embed([question])[0]
+        if mode != "selection":
             selection = None
-        evidence = build_evidence(self.site, self.sentences, vector, rows, selection)
+        hits, evidence = self._retrieve(
+            question, vector, k or self.k, filters, selection
+        )
         timings = {"retrieval_ms": _ms(started)}
         yield Event("retrieval", _retrieved(evidence))
 
         generating = time.perf_counter()
         meta: dict[str, Any] = {"generator": "extractive", "model": "extractive"}
-        chosen: list[ranker.Candidate] = []
-        candidates: Sequence[Quotable]
-        if selection:
-            # "What does this mean?" carries no evidence of its own: the reader
-            # chose the selection, so it is ranked against question + selection
-            # and is never a reason to abstain.
-            about = f"{question}\n{selection[:SELECTION_CONTEXT]}"
-            candidates = rank_sentences(about, embedder.embed([about])[0], evidence)
-            unanswerable = not candidates
-        else:
-            bm25 = [h.bm25 or 0.0 for h in hits]
-            ranked = ranker.rank_units(
-                question, vector, evidence, bm25, self.site.idf, self.ranker
-            )
-            answerable = ranker.answerability(ranked, self.ranker)
-            chosen = candidates = ranker.choose(
-                ranked, self.ranker, answerable, question_kind(question)
-            )
-            unanswerable = not chosen
-            if ranked:
-                meta["answerability"] = round(answerable, 4)
-        if unanswerable:
+        choice = self._choose(question, vector, hits, evidence, selection, meta)
+        if not choice.quotable:
             timings["generation_ms"] = _ms(generating)
             yield Event("final", self._abstain(question, mode, evidence, meta, timings))
             return
-        text = ""
-        if generator == "llm" and self.llm is not None:
-            meta.update(generator="llm", model=self.llm.name)
-            try:
-                messages = fit_messages(
-                    question, candidates, self.llm, max_tokens=MAX_TOKENS
-                )
-                pieces = generate(
-                    self.llm, messages, max_tokens=MAX_TOKENS, cancel=cancel
-                )
-                for piece in pieces:
-                    text += piece
-                    yield Event("token", piece)
-                cleaned = strip_markup(text)
-                if cleaned != text:
-                    meta["markup_removed"] = True
-                    text = cleaned
-            except Exception as error:  # any failure: the book still answers
-                if cancel is not None and cancel.abandoned:
-                    return  # nobody is listening
-                logger.warning("generation failed, answering extractively: %s", error)
-                meta["fallback"] = f"generation failed: {error}"
-                meta["generator"] = "llm->extractive"
-                text = ""
-        elif generator == "llm":
-            meta["fallback"] = "no language model loaded"
+        text = yield from self._generate(question, choice, generator, cancel, meta)
+        if text is None:
+            return  # abandoned: nobody is listening
         timings["generation_ms"] = _ms(generating)
 
         verifying = time.perf_counter()
-        verified = verify(text, evidence, embedder) if text else None
-        shown_removed = None
-        if verified is not None:
-            meta["llm_answer"] = text
-            problem = _rephrasing_problem(verified, chosen, evidence, question)
-            if problem:
-                meta["fallback"] = problem
-                meta["generator"] = "llm->extractive"
-                generated, verified = verified, None
-        else:
-            generated = None
-        if verified is None:
-            if chosen:
-                verified = quote_units(chosen, evidence)
-            else:
-                text = compose(candidates, evidence)  # type: ignore[arg-type]
-                verified = verify(text, evidence, embedder)
-            # confidence is that of the answer shown: the quote, not the
-            # generated sentences it replaced (still listed, for the record)
-            shown_removed = len(verified.removed)
-            if generated is not None:
-                verified.removed[:0] = generated.removed
-                verified.reattributed[:0] = generated.reattributed
-                verified.unknown_markers[:0] = generated.unknown_markers
+        verified, shown_removed = self._verify(text, question, choice, evidence, meta)
         timings["verification_ms"] = _ms(verifying)
         answer = self._assemble(
             question, vector, mode, evidence, verified, meta, shown_removed
@@ -216,16 +175,117 @@ class AnswerEngine:
         answer.metadata.update(timings)
         yield Event("final", answer)
 
-    def _rows_containing(self, selection: str) -> list[int]:
-        """Passages the selected text lies in (found by BM25, confirmed by 5-grams)."""
-        words = selection.lower().split()
-        grams = {" ".join(words[i : i + 5]) for i in range(max(1, len(words) - 4))}
-        rows = []
-        for hit in self.site.search(selection, 10, mode="bm25"):
-            text = " ".join(hit.passage["text"].lower().split())
-            if any(g in text for g in grams):
-                rows.append(hit.row)
-        return rows
+    def _retrieve(
+        self,
+        question: str,
+        vector: np.ndarray,
+        k: int,
+        filters: Filters | None,
+        selection: str | None,
+    ) -> tuple[list[Hit], list[Evidence]]:
+        """The *k* passages found, those a selection lies in first, as evidence."""
+        hits = self.site.search(
+            question, k, fusion=self.fusion, filters=filters, query_vector=vector
+        )
+        rows = [h.row for h in hits]
+        if selection:
+            rows = _dedupe(passages_holding(self.site, selection) + rows)[:k]
+        evidence = build_evidence(self.site, self.sentences, vector, rows, selection)
+        return hits, evidence
+
+    def _choose(
+        self,
+        question: str,
+        vector: np.ndarray,
+        hits: Sequence[Hit],
+        evidence: list[Evidence],
+        selection: str | None,
+        meta: dict[str, Any],
+    ) -> Choice:
+        """The units that answer (none: the book does not say), or the
+        sentences ranked against a selection, which is never a reason to
+        abstain: the reader chose it."""
+        if selection:
+            embedder = self.site.embedder
+            ranked = rank_sentences(question, selection, embedder, evidence)
+            return Choice(sentences=ranked)
+        bm25 = [h.bm25 or 0.0 for h in hits]
+        units = ranker.rank_units(
+            question, vector, evidence, bm25, self.site.idf, self.ranker
+        )
+        answerable = ranker.answerability(units, self.ranker)
+        kind = question_kind(question)
+        if units:
+            meta["answerability"] = round(answerable, 4)
+        return Choice(units=ranker.choose(units, self.ranker, answerable, kind))
+
+    def _generate(
+        self,
+        question: str,
+        choice: Choice,
+        generator: GeneratorName,
+        cancel: Cancel | None,
+        meta: dict[str, Any],
+    ) -> EventStream[Event, None, str | None]:
+        """The model's answer, its tokens streamed: "" when the quote is the
+        answer (no model asked, or it failed), None when abandoned."""
+        if generator != "llm" or self.llm is None:
+            if generator == "llm":
+                meta["fallback"] = "no language model loaded"
+            return ""
+        meta.update(generator="llm", model=self.llm.name)
+        text = ""
+        try:
+            messages = fit_messages(
+                question, choice.quotable, self.llm, max_tokens=MAX_TOKENS
+            )
+            pieces = generate(self.llm, messages, max_tokens=MAX_TOKENS, cancel=cancel)
+            for piece in pieces:
+                text += piece
+                yield Event("token", piece)
+            cleaned = strip_markup(text)
+        except Exception as error:  # any failure: the book still answers
+            if cancel is not None and cancel.abandoned:
+                return None
+            logger.warning("generation failed, answering extractively: %s", error)
+            meta["fallback"] = f"generation failed: {error}"
+            meta["generator"] = "llm->extractive"
+            return ""
+        if cleaned != text:
+            meta["markup_removed"] = True
+        return cleaned
+
+    def _verify(
+        self,
+        text: str,
+        question: str,
+        choice: Choice,
+        evidence: list[Evidence],
+        meta: dict[str, Any],
+    ) -> tuple[Verified, int | None]:
+        """The generated answer verified, or the quote when it may not stand;
+        and how many claims the answer shown lost (None: all removed ones)."""
+        embedder = self.site.embedder
+        generated = verify(text, evidence, embedder) if text else None
+        if generated is not None:
+            meta["llm_answer"] = text
+            problem = _rephrasing_problem(generated, choice.units, evidence, question)
+            if problem is None:
+                return generated, None
+            meta["fallback"] = problem
+            meta["generator"] = "llm->extractive"
+        if choice.units:
+            quoted = quote_units(choice.units, evidence)
+        else:
+            quoted = verify(compose(choice.sentences, evidence), evidence, embedder)
+        # confidence is that of the answer shown: the quote, not the
+        # generated sentences it replaced (still listed, for the record)
+        shown_removed = len(quoted.removed)
+        if generated is not None:
+            quoted.removed[:0] = generated.removed
+            quoted.reattributed[:0] = generated.reattributed
+            quoted.unknown_markers[:0] = generated.unknown_markers
+        return quoted, shown_removed
 
     def _assemble(
         self,
@@ -237,37 +297,7 @@ class AnswerEngine:
         meta: dict[str, Any],
         removed: int | None = None,
     ) -> Answer:
-        numbers: dict[int, int] = {}
-        quotes: dict[int, list[Sentence]] = {}
-        supports: dict[int, float] = {}
-        fits: dict[int, float] = {}
-        asked = content_words(question)
-        parts = []
-        for claim in verified.claims:
-            claim_fit = fit(asked, float(claim.vector @ vector), claim.text)
-            marks = []
-            for source in claim.sources:
-                n = numbers.setdefault(source, len(numbers) + 1)
-                marks.append(f"[{n}]")
-                support = claim.supports[source]
-                sentence = claim.quote or evidence[source].sentences[support.sentence]
-                if sentence not in quotes.setdefault(source, []):
-                    quotes[source].append(sentence)
-                supports[source] = max(supports.get(source, 0.0), support.score)
-                fits[source] = max(fits.get(source, 0.0), claim_fit)
-            parts.append(f"{claim.text} {''.join(marks)}")
-        stamp = timestamp(citation_time())
-        citations = [
-            _citation(
-                n,
-                evidence[source],
-                quotes[source],
-                fits[source],
-                supports[source],
-                stamp,
-            )
-            for source, n in sorted(numbers.items(), key=lambda item: item[1])
-        ]
+        text, citations = _cite(question, vector, evidence, verified)
         confidence = answer_confidence(
             [c.confidence_score for c in citations],
             len(verified.claims),
@@ -276,7 +306,7 @@ class AnswerEngine:
         return Answer(
             question=question,
             mode=mode,
-            answer=" ".join(parts),
+            answer=text,
             citations=citations,
             confidence=confidence,
             confidence_level=confidence_level(confidence),
@@ -301,15 +331,6 @@ class AnswerEngine:
         meta: dict[str, Any],
         timings: dict[str, float],
     ) -> Answer:
-        see_also = [
-            {
-                k: e.record[k]  # type: ignore[literal-required]
-                for k in SEE_ALSO_FIELDS
-                if k in e.record
-            }
-            for e in evidence
-            if e.record is not None
-        ][:SEE_ALSO]
         return Answer(
             question=question,
             mode=mode,
@@ -325,12 +346,59 @@ class AnswerEngine:
                 **timings,
                 **_retrieved(evidence),
                 "index_version": self.site.version,
-                "see_also": see_also,
+                "see_also": _see_also(evidence),
                 "removed": [],
                 "reattributed": [],
                 "unknown_markers": [],
             },
         )
+
+
+def _cite(
+    question: str, vector: np.ndarray, evidence: list[Evidence], verified: Verified
+) -> tuple[str, list[Citation]]:
+    """The claims with their markers, numbered in order of first use, and the
+    citations the markers name."""
+    numbers: dict[int, int] = {}
+    quotes: dict[int, list[Sentence]] = {}
+    supports: dict[int, float] = {}
+    fits: dict[int, float] = {}
+    asked = content_words(question)
+    parts = []
+    for claim in verified.claims:
+        claim_fit = answer_fit(asked, float(claim.vector @ vector), claim.text)
+        marks = []
+        for source in claim.sources:
+            n = numbers.setdefault(source, len(numbers) + 1)
+            marks.append(f"[{n}]")
+            support = claim.supports[source]
+            sentence = claim.quote or evidence[source].sentences[support.sentence]
+            if sentence not in quotes.setdefault(source, []):
+                quotes[source].append(sentence)
+            supports[source] = max(supports.get(source, 0.0), support.score)
+            fits[source] = max(fits.get(source, 0.0), claim_fit)
+        parts.append(f"{claim.text} {''.join(marks)}")
+    stamp = timestamp(citation_time())
+    citations = [
+        _citation(
+            n, evidence[source], quotes[source], fits[source], supports[source], stamp
+        )
+        for source, n in sorted(numbers.items(), key=lambda item: item[1])
+    ]
+    return " ".join(parts), citations
+
+
+def _see_also(evidence: list[Evidence]) -> list[dict[str, Any]]:
+    """The nearest passages, for an answer that abstains."""
+    return [
+        {
+            k: e.record[k]  # type: ignore[literal-required]
+            for k in SEE_ALSO_FIELDS
+            if k in e.record
+        }
+        for e in evidence
+        if e.record is not None
+    ][:SEE_ALSO]
 
 
 def _citation(
@@ -422,6 +490,8 @@ def defuse_markers(text: str) -> str:
 
 
 _NEGATION = re.compile(r"\b(no|not|never|none|cannot|without)\b|n[’']t\b", re.I)
+#: Share of the quote's content words a rephrasing must keep (set by hand).
+KEPT_WORDS = 0.6
 
 
 def _rephrasing_problem(
@@ -453,7 +523,7 @@ def _rephrasing_problem(
     if not numbers(quoted) <= numbers(said):
         return "the generated answer dropped a number"
     words = content_words(quoted)
-    if words and len(words & content_words(said)) < 0.6 * len(words):
+    if words and len(words & content_words(said)) < KEPT_WORDS * len(words):
         return "the generated answer left out what the book says"
     sources = frozenset().union(*(evidence[source].words for source in cited))
     novel = content_words(said) - sources - content_words(question)

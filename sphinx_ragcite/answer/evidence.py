@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.contracts import PassageRecord
     from sphinx_ragcite.retrieval.embed import Embedder
-    from sphinx_ragcite.retrieval.site import SearchableSite
+    from sphinx_ragcite.retrieval.searchable import SearchableSite
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class SentenceVectors:
         self._lock = threading.Lock()
 
     def get(
-        self, key: str, text: str, built: Callable[[], np.ndarray] | None = None
+        self, key: str, text: str, built: Callable[[], np.ndarray | None] | None = None
     ) -> tuple[tuple[Sentence, ...], np.ndarray]:
         """The sentences of *text* and their vectors; *built* gives the build's
         vectors, used when they match the split (same splitter, same text).

@@ -27,12 +27,14 @@ if TYPE_CHECKING:
     from sphinx_ragcite.retrieval.embed import Embedder
     from sphinx_ragcite.text import Sentence
 
-#: Weights of sentence similarity and content-word coverage in support.
-W_SIMILARITY = 0.5
-W_OVERLAP = 0.5
-#: Calibrated on example_book/qa.jsonl (benchmarks/calibrate_grounding.py).
+#: Weights of sentence similarity and content-word coverage in support: set
+#: by hand, equal; the threshold below is calibrated over them.
+SUPPORT_SIMILARITY = 0.5
+SUPPORT_OVERLAP = 0.5
+#: Calibrated on example_book/qa.jsonl (tools/calibrate_grounding.py).
 SUPPORT_THRESHOLD = 0.65
-#: How much less a selection's twin passage may support a claim and be cited.
+#: How much less a selection's twin passage may support a claim and be cited
+#: (set by hand).
 TWIN_MARGIN = 0.02
 
 
@@ -55,7 +57,7 @@ def support(claim: str, vector: np.ndarray, evidence: Evidence) -> Support:
         similarity = float(sims[best])
     else:
         best, similarity = -1, 0.0
-    score = W_SIMILARITY * max(similarity, 0.0) + W_OVERLAP * overlap
+    score = SUPPORT_SIMILARITY * max(similarity, 0.0) + SUPPORT_OVERLAP * overlap
     return Support(score if numbers_ok else 0.0, similarity, overlap, numbers_ok, best)
 
 

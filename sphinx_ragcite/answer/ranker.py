@@ -1,6 +1,6 @@
 """Answer units -> the one that answers: a logistic model over their signals.
 
-The weights are learned by ``benchmarks/train_answer_ranker.py`` from the
+The weights are learned by ``tools/train_answer_ranker.py`` from the
 project's dev sets (our example book, the click, requests, Flask, attrs and
 Python Packaging User Guide documentation with questions written for them,
 and a SQuAD v1.1 dev sample; see ``benchmarks/qa/README.md``), leaving each
@@ -95,7 +95,7 @@ class Ranker:
             raise ModelNotFoundError(
                 f"the answer ranker was trained on features {names}, this "
                 f"sphinx-ragcite computes {list(FEATURES)}: retrain it with "
-                "benchmarks/train_answer_ranker.py"
+                "tools/train_answer_ranker.py"
             )
         return cls(
             units=Logistic.from_json(data, len(FEATURES)),
@@ -207,6 +207,9 @@ def answerability(candidates: Sequence[Candidate], ranker: Ranker) -> float:
 #: benchmarks/README.md).
 STRICT_KINDS = frozenset({"who"})
 _KIND_MISMATCH = FEATURES.index("kind_mismatch")
+#: Units after the best that may be its second (set by hand; how close a second
+#: must be is the trained ``Ranker.second``).
+SECOND_CANDIDATES = 3
 
 
 def choose(
@@ -231,7 +234,7 @@ def choose(
     if kind in STRICT_KINDS and best.row[_KIND_MISMATCH] == 1.0:
         return []
     chosen = [best]
-    for other in candidates[1:4]:
+    for other in candidates[1 : 1 + SECOND_CANDIDATES]:
         if other.probability < ranker.second * best.probability:
             break
         if other.unit.evidence == best.unit.evidence and (

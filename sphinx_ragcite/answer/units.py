@@ -23,10 +23,16 @@ from sphinx_ragcite.text import STOPWORDS, Sentence
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence
 
+# What makes a unit was set by hand when units were introduced; the ranker
+# (ranker.json) is trained on units so made, so changing one means retraining.
 #: Lines a unit may take from the block a sentence introduces.
 MAX_FOLLOW_LINES = 6
 #: Words of a unit beyond which it stops growing.
 MAX_UNIT_WORDS = 80
+#: Words below which a lone sentence (not code) is no unit.
+MIN_UNIT_WORDS = 3
+#: Share of a text's characters that are symbols above which it is code.
+CODE_SYMBOLS = 0.15
 
 _BACK_REFERENCE = re.compile(
     r"^(this|that|these|those|it|they|such|then|otherwise|however|instead)\b",
@@ -116,7 +122,7 @@ def looks_like_code(text: str) -> bool:
     symbols = sum(
         1 for c in text if not (c.isalnum() or c.isspace() or c in ".,;:'\"()-%°")
     )
-    return symbols > 0.15 * max(len(text), 1)
+    return symbols > CODE_SYMBOLS * max(len(text), 1)
 
 
 #: Lines that are code though few of their characters are symbols.
@@ -240,7 +246,7 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
                 total += word_count(sentences[j].text)
                 last = j
                 j += 1
-        if first == last and words < 3 and not code:
+        if first == last and words < MIN_UNIT_WORDS and not code:
             continue
         if sentences[last].text.rstrip().endswith("?"):
             continue  # "For more details: Is setup.py deprecated?" asks, not answers
@@ -313,8 +319,8 @@ FEATURES = (
 )
 #: What the answerability gate and its unit model see: a unit's own signals.
 #: With the listwise ones as well, the gate fitted each training set's
-#: abstentions and transferred worse (held out: false abstention on click
-#: 0.13 -> 0.32); the listwise signals only choose among units.
+#: abstentions and transferred worse to a set held out (more false
+#: abstention); the listwise signals only choose among units.
 GATE_FEATURES = UNIT_FEATURES
 _LISTWISE_COLUMNS = [UNIT_FEATURES.index(name) for name in LISTWISE]
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from sphinx_ragcite.contracts import Citation, Manifest
-    from sphinx_ragcite.retrieval.site import SearchableSite
+    from sphinx_ragcite.retrieval.searchable import SearchableSite
 
 #: ``author`` values Sphinx or its quickstart use when none was given.
 NO_AUTHOR = frozenset({"", "unknown", "author name not set", "author"})

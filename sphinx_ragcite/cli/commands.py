@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sphinx_ragcite.cli import tables
 from sphinx_ragcite.cli.parser import build_parser
-from sphinx_ragcite.contracts import MAX_QUESTION
+from sphinx_ragcite.contracts import MAX_PASSAGE_ID, MAX_QUESTION
 from sphinx_ragcite.errors import RagciteError
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.answer.llm import Generator
     from sphinx_ragcite.contracts import GeneratorName
-    from sphinx_ragcite.retrieval.site import SearchableSite
+    from sphinx_ragcite.retrieval.searchable import SearchableSite
 
 EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE = 0, 1, 2
 
@@ -160,7 +160,7 @@ def _push(args: argparse.Namespace) -> int:
     from sphinx_ragcite.retrieval.site import Site
 
     site = Site.load(args.build_dir)
-    client = connect(args.qdrant)
+    client = connect(args.qdrant, create=True)
     try:
         result = push(
             client,
@@ -270,6 +270,12 @@ def _cite(args: argparse.Namespace) -> int:
     from sphinx_ragcite.cite.reference_files import export
     from sphinx_ragcite.cite.styles import check_style, format_reference
 
+    for passage_id in args.passage_ids:
+        if len(passage_id) > MAX_PASSAGE_ID:  # as the server refuses it
+            raise RagciteError(
+                f"passage ID {passage_id[:20]!r}...: must be at most "
+                f"{MAX_PASSAGE_ID} characters"
+            )
     site = _load(args)
     book = Book.from_manifest(site.manifest)
     references = lookup(site, list(dict.fromkeys(args.passage_ids)), book)

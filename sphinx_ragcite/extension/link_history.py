@@ -244,6 +244,65 @@ def link_key(url: str) -> str:
     return f"{page}#{anchor}"
 
 
+class _Now:
+    """This build's passages, looked up the ways :func:`update` needs."""
+
+    def __init__(self, history: LinkHistory, records: list[Record]) -> None:
+        self.history = history
+        # content hash -> fingerprint, for the previous build's texts and (as
+        # they are met) this build's
+        self.known = {v.digest: v.fingerprint for v in history.passages.values()}
+        self.current = {r["passage_id"]: self._seen(r) for r in records}
+        history.alias.update(_match_edits(history, self.current, records))
+        self.where: dict[str, list[str]] = {}
+        for r in records:
+            self.where.setdefault(r["content_hash"], []).append(r["passage_id"])
+        self.urls = {r["passage_id"]: r["url"] for r in records}
+        self.texts = {r["passage_id"]: r["text"] for r in records}
+        self.anchors = {
+            f"{r['docname']}#{r['passage_id']}": r["passage_id"] for r in records
+        }
+
+    def _seen(self, r: Record) -> Seen:
+        digest = r["content_hash"]
+        if digest not in self.known:
+            head = (blocks(r["text"]) or [digest])[0]
+            self.known[digest] = Fingerprint(
+                sketch(r["text"]), head, opening(r["text"])
+            )
+        return Seen(digest, r["docname"], *self.known[digest])
+
+    def resolve(self, digest: str) -> str | None:
+        """Where a text's content hash lives today, following edits."""
+        alias, seen = self.history.alias, set()
+        while digest not in self.where and digest in alias and digest not in seen:
+            seen.add(digest)
+            digest = alias[digest]
+        return digest if digest in self.where else None
+
+    def head_of(self, digest: str) -> Head | None:
+        """A text's first block, wherever it was last seen."""
+        if digest in self.history.heads:
+            return self.history.heads[digest]
+        found = self.known.get(digest)
+        return None if found is None else Head(found.block, found.opening)
+
+    def moved(self, key: str, digest: str, found: str) -> Moved | None:
+        """Where the link *key* (to text *digest*, now *found*) should go."""
+        holders = self.where[found]
+        here = self.anchors.get(key)  # the passage at that anchor today, if any
+        target = here if here in holders else holders[0]
+        head = self.head_of(digest)
+        if (
+            head is not None
+            and head.block != self.current[target].block
+            and head.block in blocks(self.texts[target])
+        ):
+            # Its first block now sits inside the passage: say where.
+            return [self.urls[target], head.opening]
+        return self.urls[target] if target != here else None
+
+
 def update(
     history: LinkHistory,
     records: list[Record],
@@ -258,74 +317,31 @@ def update(
     opening words, for the widget to find it.
     """
     page_url = page_url or (lambda docname: f"{docname}.html")
-    # content hash -> fingerprint, for the previous build's texts and (as they
-    # are met) this build's
-    known = {v.digest: v.fingerprint for v in history.passages.values()}
-
-    def entry(r: Record) -> Seen:
-        digest = r["content_hash"]
-        if digest not in known:
-            head = (blocks(r["text"]) or [digest])[0]
-            known[digest] = Fingerprint(sketch(r["text"]), head, opening(r["text"]))
-        return Seen(digest, r["docname"], *known[digest])
-
-    current = {r["passage_id"]: entry(r) for r in records}
-    history.alias.update(_match_edits(history, current, records))
-    where: dict[str, list[str]] = {}
-    for r in records:
-        where.setdefault(r["content_hash"], []).append(r["passage_id"])
-    urls = {r["passage_id"]: r["url"] for r in records}
-    texts = {r["passage_id"]: r["text"] for r in records}
-    anchors = {f"{r['docname']}#{r['passage_id']}": r["passage_id"] for r in records}
-
-    def resolve(digest: str) -> str | None:
-        seen = set()
-        while digest not in where and digest in history.alias and digest not in seen:
-            seen.add(digest)
-            digest = history.alias[digest]
-        return digest if digest in where else None
-
-    def head_of(digest: str) -> Head | None:
-        """A text's first block, wherever it was last seen."""
-        if digest in history.heads:
-            return history.heads[digest]
-        found = known.get(digest)
-        return None if found is None else Head(found.block, found.opening)
-
+    now = _Now(history, records)
     moved: dict[str, Moved] = {}
     for key, digest in sorted(history.first.items()):
-        here = anchors.get(key)  # the passage at that anchor today, if any
-        found = resolve(digest)
+        found = now.resolve(digest)
         if found is None:
             # The text is gone: the anchor now means whatever it names today.
+            here = now.anchors.get(key)
             if here is not None:
-                history.first[key] = current[here].digest
+                history.first[key] = now.current[here].digest
             else:
                 del history.first[key]
             continue
-        holders = where[found]
-        target = here if here in holders else holders[0]
-        head = head_of(digest)
-        docname, _, pid = key.rpartition("#")
-        old_link = link_key(f"{page_url(docname)}#{pid}")
-        if (
-            head is not None
-            and head.block != current[target].block
-            and head.block in blocks(texts[target])
-        ):
-            # Its first block now sits inside the passage: say where.
-            moved[old_link] = [urls[target], head.opening]
-        elif target != here:
-            moved[old_link] = urls[target]
-    for key, pid in anchors.items():
-        history.first.setdefault(key, current[pid].digest)
+        target = now.moved(key, digest, found)
+        if target is not None:
+            docname, _, pid = key.rpartition("#")
+            moved[link_key(f"{page_url(docname)}#{pid}")] = target
+    for key, pid in now.anchors.items():
+        history.first.setdefault(key, now.current[pid].digest)
     history.heads = {
         digest: head
         for digest in sorted(set(history.first.values()))
-        if (head := head_of(digest)) is not None
+        if (head := now.head_of(digest)) is not None
     }
     history.alias = {
-        old: new for old, new in history.alias.items() if resolve(old) is not None
+        old: new for old, new in history.alias.items() if now.resolve(old) is not None
     }
-    history.passages = current
+    history.passages = now.current
     return dict(sorted(moved.items()))

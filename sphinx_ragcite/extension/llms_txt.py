@@ -5,7 +5,13 @@ passages, in reading order, each preceded by its passage ID linking to its
 paragraph, so whatever they quote can be cited as ``page.html#chC-secS-pP``.
 The bytes are a pure function of the records and a few book facts, so
 rebuilds write identical files. Passage text is plain text: it is escaped so
-that no Markdown renderer turns it into HTML or links.
+that no Markdown renderer turns it into HTML, links, headings or rules, and
+characters that hide or reorder text are written as references (``&#x202E;``)
+so that they act only where the widget lets them act, inside their own text.
+
+Links are URLs, percent-encoded once as the passage records have them
+(``uni%20page.html.md``); the files are written under the decoded name, as
+Sphinx writes the pages themselves (``uni page.html``).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import unquote
 
 from sphinx_ragcite.contracts import make_snippet
 
@@ -30,10 +37,26 @@ MANIFEST_KEY = "llms_txt"
 #: Characters of a page's description in llms.txt.
 DESCRIPTION_CHARS = 120
 
-#: Characters that could make plain text into Markdown links, HTML or code.
-_INLINE = re.compile(r"([\\`*\[\]<>&])")
+#: Characters that could make plain text into Markdown links, HTML, code or
+#: emphasis; ``_`` only where it can open or close emphasis (``foo_bar`` can't).
+_INLINE = re.compile(r"[\\`*\[\]<>&]|(?<![^\W_])_|_(?![^\W_])")
 #: Line starts that Markdown reads as headings, quotes, lists, tables, rules.
 _BLOCK_START = re.compile(r"^(\s*)([#>+=|~-]|(?P<n>\d+)[.)])")
+#: Where ``str.splitlines`` (and so a renderer such as mistletoe) ends a line
+#: besides ``\n``: each becomes a newline, so its next line is escaped too.
+_BREAKS = re.compile(r"\r\n?|[\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+#: Bidi embeddings, overrides and isolates: they reorder the text after them.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_OPEN_ISOLATE, _CLOSE_ISOLATE = "\u2066\u2067\u2068", "\u2069"
+#: Characters written as references: controls, bidi marks and controls, and
+#: the zero-width ones that shape no script (ZWJ and ZWNJ stay as they are).
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0e-\x1f\x7f-\x9f\u061c\u180e\u200b\u200e\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+#: First-strong isolate ... pop directional isolate, as references: rendered,
+#: they confine the text's own bidi controls (the widget's ``<bdi>``).
+_FSI, _PDI = "&#x2068;", "&#x2069;"
 
 
 @dataclass(frozen=True)
@@ -47,11 +70,16 @@ class Page:
     optional: bool = False
 
     @property
-    def markdown_path(self) -> str:
+    def markdown_url(self) -> str:
         """llmstxt.org: the page's URL with ``.md`` appended (``index.html.md``)."""
         if not self.url or self.url.endswith("/"):
             return f"{self.url}index.html.md"
         return f"{self.url}.md"
+
+    @property
+    def markdown_path(self) -> str:
+        """The copy's file, from the site root: its URL decoded, as the page's."""
+        return unquote(self.markdown_url)
 
 
 @dataclass(frozen=True)
@@ -89,14 +117,45 @@ def group_pages(
 def escape(text: str) -> str:
     """Plain text as Markdown that renders as the same text, never as markup."""
     return "\n".join(
-        _BLOCK_START.sub(_escape_start, escape_inline(line))
-        for line in text.split("\n")
+        _hide(_BLOCK_START.sub(_escape_start, _INLINE.sub(_backslash, line)))
+        for line in _BREAKS.sub("\n", text).split("\n")
     )
 
 
 def escape_inline(text: str) -> str:
     """Text inside a line (a heading, a link's text): no links, HTML or code."""
-    return _INLINE.sub(r"\\\1", text)
+    return _hide(_INLINE.sub(_backslash, _BREAKS.sub(" ", text)))
+
+
+def _backslash(match: re.Match[str]) -> str:
+    return "\\" + match[0]
+
+
+def _hide(line: str) -> str:
+    """Hidden characters as references; a line with bidi controls isolated.
+
+    Raw, the references reorder and hide nothing; rendered, they are the same
+    characters, inside an isolate that ends with the line, so an unclosed
+    override (U+202E) reverses nothing after it. The line's own isolates are
+    balanced first: a stray U+2069 would close the wrapper early.
+    """
+    if _BIDI.search(line):
+        depth, kept = 0, []
+        for char in line:
+            if char in _OPEN_ISOLATE:
+                depth += 1
+            elif char == _CLOSE_ISOLATE:
+                if not depth:
+                    continue  # closes nothing of its own: it would close ours
+                depth -= 1
+            kept.append(char)
+        line = "".join(kept) + _CLOSE_ISOLATE * depth
+        return _FSI + _HIDDEN.sub(_reference, line) + _PDI
+    return _HIDDEN.sub(_reference, line)
+
+
+def _reference(match: re.Match[str]) -> str:
+    return f"&#x{ord(match[0]):X};"
 
 
 def _escape_start(match: re.Match[str]) -> str:
@@ -173,7 +232,7 @@ def llms_files(book: Book) -> dict[str, bytes]:
         if book.base_url:
             link: Callable[[str], str] = lambda url: book.base_url + url  # noqa: E731
         else:
-            link = _relative(page.markdown_path)
+            link = _relative(page.markdown_url)
         files[page.markdown_path] = page_markdown(book, page, link).encode()
         full.append(page_markdown(book, page, lambda url: book.base_url + url))
     files[LLMS_TXT] = llms_txt(book).encode()
@@ -187,7 +246,7 @@ def llms_txt(book: Book) -> str:
     first = book.pages[0].records[0]["text"] if book.pages else ""
     summary = _one_line(make_snippet(first)) or f"The {title} documentation."
     out = [f"# {escape_inline(title)}", "", f"> {escape_inline(summary)}", ""]
-    release = f" (release {escape_inline(book.release)})" if book.release else ""
+    release = book.release and f" (release {escape_inline(_one_line(book.release))})"
     out += [
         f"Every page of this book{release} has a Markdown copy, linked below. "
         "In it each paragraph starts with its passage ID (chC-secS-pP) linking to "
@@ -200,7 +259,7 @@ def llms_txt(book: Book) -> str:
     for page in book.pages:
         description = make_snippet(page.records[0]["text"], DESCRIPTION_CHARS, 40)
         sections["Optional" if page.optional else "Docs"].append(
-            f"- [{_link_text(page.title)}]({_url(book.base_url + page.markdown_path)})"
+            f"- [{_link_text(page.title)}]({_url(book.base_url + page.markdown_url)})"
             f": {escape_inline(_one_line(description))}"
         )
     sections["Optional"].append(

@@ -9,12 +9,12 @@ for candidates. Retrieval is the in-memory one, done remotely:
   dot product exactly as ``Site.dense_scores`` does;
 - BM25: a sparse vector ``bm25`` per passage whose values are bm25s's term
   frequency component ``tf / (tf + k1 * (1 - b + b * len / avglen))`` of the
-  same tokens (``index.tokenize``); Qdrant's IDF modifier multiplies in the
-  idf, counted over the passages of the same site and version only
+  same tokens (``sphinx_ragcite.text``); Qdrant's IDF modifier multiplies in
+  the idf, counted over the passages of the same site and version only
   (``search_params.idf`` corpus), which is the idf bm25s uses;
 - fusion: Qdrant returns the top candidates of each side, the missing side's
-  score of each candidate is fetched, and ``retrieval._rrf``/``_linear`` fuse
-  them client-side, so hybrid ranks as it does in memory.
+  score of each candidate is fetched, and ``retrieval.fusion`` fuses them
+  client-side, so hybrid ranks as it does in memory.
 
 Point IDs are uuid5 of site, version and passage ID: a re-push overwrites
 the same points and then deletes the site's points whose passage is gone.
@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import base64
 import json
+import pickle
 import re
+import sqlite3
 import threading
 import uuid
 import warnings
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,14 +43,9 @@ from sphinx_ragcite.errors import RagciteError, SiteIndexError
 from sphinx_ragcite.formats.bm25 import indexed_text
 from sphinx_ragcite.formats.embeddings import dequantize
 from sphinx_ragcite.formats.manifest import index_dir, read_manifest
-from sphinx_ragcite.retrieval.site import (
-    Filters,
-    _linear,
-    _rrf,
-    load_embedder,
-    lucene_idf,
-    moved_hint,
-)
+from sphinx_ragcite.retrieval.fusion import Candidates
+from sphinx_ragcite.retrieval.searchable import FusedSearch
+from sphinx_ragcite.retrieval.site import load_embedder, lucene_idf, moved_hint
 from sphinx_ragcite.text import tokenize
 
 if TYPE_CHECKING:
@@ -57,8 +54,9 @@ if TYPE_CHECKING:
     from qdrant_client import QdrantClient
     from qdrant_client import models as qm
 
-    from sphinx_ragcite.contracts import Fusion, Manifest, PassageRecord, SearchMode
+    from sphinx_ragcite.contracts import Manifest, PassageRecord
     from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.retrieval.searchable import Filters, Ranked, SearchRequest
     from sphinx_ragcite.retrieval.site import Site
 
 DENSE = "dense"
@@ -81,9 +79,36 @@ INSTALL = "install the extra: pip install 'sphinx-ragcite[qdrant]'"
 # -- connecting ---------------------------------------------------------------
 
 
-def connect(location: str) -> QdrantClient:
+#: ``scheme://...``: only http and https reach a Qdrant server
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+#: ``host:port`` (``localhost:6333``, ``[::1]:6333``): a server without its scheme
+_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]+(/.*)?$")
+
+
+def is_server(location: str) -> bool:
+    """Whether *location* is a Qdrant server's URL; raises for a value that
+    would otherwise be taken for a folder but was surely meant as a server."""
+    location = location.strip()
+    scheme = _SCHEME.match(location)
+    if scheme and scheme[1].lower() in ("http", "https"):
+        return True
+    if scheme or _HOST_PORT.match(location):
+        name = location.rsplit("/", 1)[-1] or "store"
+        said = (
+            f"has the scheme {scheme[1]}://" if scheme else "looks like a host and port"
+        )
+        raise RagciteError(
+            f"--qdrant {location} {said}: write a Qdrant server as an http:// or "
+            f"https:// URL (http://{location[scheme.end() if scheme else 0 :]}), "
+            f"or a local-mode folder as a path (./{name})"
+        )
+    return False
+
+
+def connect(location: str, *, create: bool = False) -> QdrantClient:
     """``http(s)://host:port`` is a Qdrant server; ``:memory:`` or a folder is
-    qdrant-client's local mode (one process at a time per folder)."""
+    qdrant-client's local mode (one process at a time per folder), made if
+    missing only when *create* (``ragcite push``)."""
     try:
         from qdrant_client import QdrantClient
     except ImportError:
@@ -91,19 +116,58 @@ def connect(location: str) -> QdrantClient:
     location = location.strip()
     if not location:
         raise RagciteError("--qdrant is empty: pass http://host:6333 or a folder")
-    try:
-        if re.match(r"^https?://", location):
-            import os
+    if is_server(location):
+        import os
 
-            return QdrantClient(url=location, api_key=os.environ.get("QDRANT_API_KEY"))
-        if location == ":memory:":
-            return QdrantClient(location=":memory:")
-        path = Path(location)
-        if path.exists() and not path.is_dir():
-            raise RagciteError(f"--qdrant {location}: not a folder or an http(s) URL")
+        return QdrantClient(url=location, api_key=os.environ.get("QDRANT_API_KEY"))
+    if location == ":memory:":
+        return QdrantClient(location=":memory:")
+    path = _store_folder(location, create=create)
+    try:
         return QdrantClient(path=str(path))
-    except RuntimeError as error:  # local mode: the folder is open elsewhere
+    except RuntimeError as error:  # the folder is open in another client
         raise RagciteError(f"cannot open Qdrant at {location}: {error}") from None
+    except Exception as error:  # the folder's files: unwritable, damaged
+        raise RagciteError(
+            f"cannot open Qdrant at {location}: {_folder_trouble(error)}"
+        ) from None
+
+
+def _store_folder(location: str, *, create: bool) -> Path:
+    """The local-mode folder at *location*: a store, or (to *create*) none yet."""
+    path = Path(location)
+    meta = path / "meta.json"
+    if path.exists() and not path.is_dir():
+        raise RagciteError(f"--qdrant {location}: not a folder or an http(s) URL")
+    if not create and not meta.is_file():
+        raise RagciteError(
+            f"no Qdrant local-mode store at {location} (no meta.json): run "
+            f"`ragcite push BUILD_DIR --qdrant {location}` first"
+        )
+    if create and path.is_dir() and not meta.exists() and any(path.iterdir()):
+        raise RagciteError(
+            f"--qdrant {location} holds other files and no Qdrant store: pass a "
+            "new or empty folder"
+        )
+    return path
+
+
+def _folder_trouble(error: BaseException) -> str:
+    """What a local-mode folder that does not open has wrong, and the fix."""
+    if isinstance(error, PermissionError):
+        return (
+            f"{error}. Local mode writes its folder (its .lock file too): use a "
+            "folder this user may write, or a Qdrant server"
+        )
+    if isinstance(error, OSError):
+        return f"{error}"
+    if isinstance(error, (sqlite3.Error, pickle.UnpicklingError)):
+        where = "a collection's storage.sqlite is damaged"
+    elif isinstance(error, json.JSONDecodeError):
+        where = "its meta.json is damaged"
+    else:
+        where = "it is not a Qdrant local-mode store, or a damaged one"
+    return f"{where} ({type(error).__name__}: {error}). Push the site into a new folder"
 
 
 def point_id(site: str, version: str, passage_id: str) -> str:
@@ -125,7 +189,13 @@ def _call(what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
 
     try:
         return function(*args, **kwargs)
-    except (ResponseHandlingException, UnexpectedResponse, ValueError) as error:
+    except (
+        ResponseHandlingException,
+        UnexpectedResponse,
+        ValueError,
+        OSError,  # local mode: its folder
+        sqlite3.Error,
+    ) as error:
         raise RagciteError(f"Qdrant could not {what}: {error}") from None
 
 
@@ -241,38 +311,32 @@ def push(
     version: str | None = None,
 ) -> PushResult:
     """Upsert every passage of *site*, delete the ones gone, record the site."""
-    from qdrant_client import models
-
     name = name or default_site_name(site.manifest)
     version = site.manifest.version if version is None else version
     dim = site.manifest.embedding.dim if site.manifest.embedding else None
     ensure_collection(client, collection, dim if site.vectors is not None else None)
-    params = site.manifest.bm25 or {}
-    k1, b = float(params.get("k1", 1.5)), float(params.get("b", 0.75))
+    kept = _upsert_passages(client, collection, site, name, version)
+    removed = _delete_gone(client, collection, name, version, kept)
+    _record_site(client, collection, site, name, version)
+    return PushResult(collection, name, version, len(kept), removed)
+
+
+def _points(site: Site, name: str, version: str) -> Iterator[qm.PointStruct]:
+    """One point per passage: its BM25 and dense vectors, its record as payload."""
+    from qdrant_client import models
+
+    # k1 and b as the site's own BM25 index holds them (formats/bm25.py)
     vocab = site.bm25.vocab_dict
-    sparse = sparse_rows(site.passages, vocab, k1, b)
-    ids: set[str] = set()
-    batch: list[models.PointStruct] = []
+    sparse = sparse_rows(site.passages, vocab, float(site.bm25.k1), float(site.bm25.b))
     for row, (record, (indices, values)) in enumerate(
         zip(site.passages, sparse, strict=True)
     ):
-        pid = point_id(name, version, record["passage_id"])
-        ids.add(pid)
         vector: dict[str, Any] = {
             SPARSE: models.SparseVector(indices=indices, values=values)
         }
         if site.vectors is not None:
             vector[DENSE] = [float(v) for v in site.vectors[row]]
         chapter = (parse_passage_id(record["passage_id"]) or (-1,))[0]
-        if site.sentences is not None:
-            start, end = site.sentences.offsets[row : row + 2]
-            codes = np.asarray(site.sentences.codes[start:end], dtype=np.int8)
-            sentences = {
-                "sentence_codes": base64.b64encode(codes.tobytes()).decode("ascii"),
-                "sentence_scales": [float(v) for v in site.sentences.scales[start:end]],
-            }
-        else:
-            sentences = {}
         payload = {
             **record,
             "page": None,
@@ -282,16 +346,52 @@ def push(
             "doc_prefixes": _prefixes(record["docname"]),
             "doc_parents": _prefixes(record["docname"])[:-1],
             "chapter_number": chapter,
-            **sentences,
+            **_sentence_payload(site, row),
         }
-        batch.append(models.PointStruct(id=pid, vector=vector, payload=payload))
+        yield models.PointStruct(
+            id=point_id(name, version, record["passage_id"]),
+            vector=vector,
+            payload=payload,
+        )
+
+
+def _sentence_payload(site: Site, row: int) -> dict[str, Any]:
+    """A passage's build-time sentence vectors: int8 codes (base64), scales."""
+    if site.sentences is None:
+        return {}
+    start, end = site.sentences.offsets[row : row + 2]
+    codes = np.asarray(site.sentences.codes[start:end], dtype=np.int8)
+    return {
+        "sentence_codes": base64.b64encode(codes.tobytes()).decode("ascii"),
+        "sentence_scales": [float(v) for v in site.sentences.scales[start:end]],
+    }
+
+
+def _upsert_passages(
+    client: QdrantClient, collection: str, site: Site, name: str, version: str
+) -> set[str]:
+    """Store every passage, :data:`BATCH` points a call; their point IDs."""
+    ids: set[str] = set()
+    batch: list[qm.PointStruct] = []
+    for point in _points(site, name, version):
+        ids.add(str(point.id))
+        batch.append(point)
         if len(batch) == BATCH:
             _call("store passages", client.upsert, collection, batch, wait=True)
             batch = []
     if batch:
         _call("store passages", client.upsert, collection, batch, wait=True)
+    return ids
+
+
+def _delete_gone(
+    client: QdrantClient, collection: str, name: str, version: str, kept: set[str]
+) -> int:
+    """Delete the site's points not in *kept* (passages gone); how many."""
+    from qdrant_client import models
+
     stale = [
-        p for p in _site_point_ids(client, collection, name, version) if p not in ids
+        p for p in _site_point_ids(client, collection, name, version) if p not in kept
     ]
     for start in range(0, len(stale), BATCH):
         _call(
@@ -301,6 +401,17 @@ def push(
             models.PointIdsList(points=stale[start : start + BATCH]),
             wait=True,
         )
+    return len(stale)
+
+
+def _record_site(
+    client: QdrantClient, collection: str, site: Site, name: str, version: str
+) -> None:
+    """The site's record in ``NAME_sites``: its manifest, BM25 vocabulary and
+    document frequencies, moved links; what an answer server keeps."""
+    from qdrant_client import models
+
+    vocab = site.bm25.vocab_dict
     indptr = np.asarray(site.bm25.scores["indptr"], dtype=np.int64)
     df = np.diff(indptr)
     terms = sorted(vocab, key=vocab.__getitem__)
@@ -324,7 +435,6 @@ def push(
         [models.PointStruct(id=point_id(name, version, ""), vector={}, payload=entry)],
         wait=True,
     )
-    return PushResult(collection, name, version, len(ids), len(stale))
 
 
 def _site_point_ids(
@@ -360,6 +470,56 @@ def pushed_sites(client: QdrantClient, collection: str) -> list[tuple[str, str]]
         with_payload=["site", "version"],
     )
     return sorted((p.payload["site"], p.payload["version"]) for p in points)
+
+
+def push_command(
+    location: str, collection: str, build_dir: str | Path | None = None
+) -> str:
+    """The ``ragcite push`` that puts *build_dir* where a reader looks for it."""
+    other = "" if collection == DEFAULT_COLLECTION else f" --collection {collection}"
+    return f"ragcite push {build_dir or 'BUILD_DIR'} --qdrant {location}{other}"
+
+
+def _site_record(
+    client: QdrantClient,
+    location: str,
+    collection: str,
+    site: str | None,
+    version: str | None,
+    build_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """The record of the one pushed site that fits *site* and *version*."""
+    pushed = pushed_sites(client, collection)
+    fits = [
+        (s, v)
+        for s, v in pushed
+        if (site is None or s == site) and (version is None or v == version)
+    ]
+    if len(fits) != 1:
+        listed = ", ".join(f"{s} {v!r}" for s, v in pushed) or "none"
+        wanted = f"{site or 'any site'} version {version!r}"
+        raise RagciteError(
+            f"Qdrant collection {collection} at {location} holds "
+            f"{'no' if not fits else 'several'} pushed site(s) matching "
+            f"{wanted} (pushed: {listed}). Run "
+            f"`{push_command(location, collection, build_dir)}` first."
+        )
+    name, ver = fits[0]
+    points = _call(
+        "read the site record",
+        client.retrieve,
+        collection + SITES_SUFFIX,
+        [point_id(name, ver, "")],
+        with_payload=True,
+    )
+    if not points:
+        raise SiteIndexError(
+            f"Qdrant collection {collection}{SITES_SUFFIX} at {location} lost the "
+            f"record of site {name} {ver!r}: run "
+            f"`{push_command(location, collection, build_dir)}` again."
+        )
+    record: dict[str, Any] = points[0].payload or {}
+    return record
 
 
 # -- query --------------------------------------------------------------------
@@ -435,7 +595,7 @@ class _Sentences:
 _Row = tuple["PassageRecord", "np.ndarray | None", "np.ndarray | None"]
 
 
-class QdrantSite:
+class QdrantSite(FusedSearch):
     """A pushed site searched in Qdrant; answers the calls of ``retrieval.Site``."""
 
     def __init__(
@@ -467,8 +627,7 @@ class QdrantSite:
             )
         )
         self._scope = _site_filter(self.name, self.site_version)
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[int, _Row] = OrderedDict()
+        self._rows = _RowCache(self)
 
     @classmethod
     def open(
@@ -480,40 +639,29 @@ class QdrantSite:
         version: str | None = None,
         model_dir: str | None = None,
         client: QdrantClient | None = None,
+        build_dir: str | Path | None = None,
     ) -> QdrantSite:
         """The pushed site *site* (and *version*); either may be left out when
-        the collection holds only one that fits."""
+        the collection holds only one that fits. Refuses a collection that
+        cannot answer for it (:meth:`problem`); *build_dir*, the folder pushed,
+        only goes into the messages."""
+        owned = client is None
         client = client or connect(location)
-        pushed = pushed_sites(client, collection)
-        fits = [
-            (s, v)
-            for s, v in pushed
-            if (site is None or s == site) and (version is None or v == version)
-        ]
-        if len(fits) != 1:
-            listed = ", ".join(f"{s} {v!r}" for s, v in pushed) or "none"
-            wanted = f"{site or 'any site'} version {version!r}"
-            raise RagciteError(
-                f"Qdrant collection {collection} at {location} holds "
-                f"{'no' if not fits else 'several'} pushed site(s) matching "
-                f"{wanted} (pushed: {listed}). Run `ragcite push BUILD_DIR "
-                f"--qdrant {location}` first."
+        try:
+            record = _site_record(
+                client, location, collection, site, version, build_dir
             )
-        name, ver = fits[0]
-        points = _call(
-            "read the site record",
-            client.retrieve,
-            collection + SITES_SUFFIX,
-            [point_id(name, ver, "")],
-            with_payload=True,
-        )
-        return cls(
-            client,
-            collection,
-            points[0].payload,
-            location=location,
-            model_dir=model_dir,
-        )
+            found = cls(
+                client, collection, record, location=location, model_dir=model_dir
+            )
+            problem = found.problem(build_dir)
+            if problem:
+                raise SiteIndexError(problem)
+        except BaseException:
+            if owned:
+                client.close()
+            raise
+        return found
 
     @classmethod
     def for_build(
@@ -534,14 +682,24 @@ class QdrantSite:
             version=manifest.version,
             model_dir=model_dir,
             client=client,
+            build_dir=build_dir,
         )
         if site.version != manifest.sha256["passages"][:16]:
+            if client is None:
+                site.client.close()
+            push = push_command(location, collection, build_dir)
             raise SiteIndexError(
                 f"{build_dir} was rebuilt after it was pushed to Qdrant (its "
-                f"passages differ): run `ragcite push {build_dir} --qdrant "
-                f"{location}` again."
+                f"passages differ): run `{push}` again."
             )
         return site
+
+    def problem(
+        self, build_dir: str | Path | None = None, *, exact: bool = True
+    ) -> str | None:
+        """What keeps the collection from answering for this site (see
+        :func:`store_problem`); None when it can."""
+        return store_problem(self, build_dir, exact=exact)
 
     # -- what the answer engine and the server use -------------------------
 
@@ -595,7 +753,7 @@ class QdrantSite:
         )
         if not points:
             return None
-        return self._remember(points[0])[0]
+        return self._rows.remember(points[0])[0]
 
     def moved_hint(self, passage_id: str) -> str:
         if self.passage(passage_id) is not None:
@@ -604,98 +762,59 @@ class QdrantSite:
 
     def row(self, row: int) -> _Row:
         """A row's record and vectors (cached: the rows just searched are)."""
-        with self._lock:
-            if row in self._cache:
-                self._cache.move_to_end(row)
-                return self._cache[row]
-        if not 0 <= row < self.count:
-            raise IndexError(row)
-        self._fetch([row])
-        with self._lock:
-            return self._cache[row]
+        return self._rows.get(row)
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        *,
-        mode: SearchMode = "hybrid",
-        fusion: Fusion = "rrf",
-        filters: Filters | None = None,
-        depth: int = 50,
-        query_vector: np.ndarray | None = None,
-    ) -> list[Hit]:
-        """Top *k* passages, ranked as ``Site.search`` ranks them."""
-        from qdrant_client import models
-
-        if mode == "hybrid" and not self.has_dense:
-            mode = "bm25"
+    def candidates(self, request: SearchRequest) -> _QdrantCandidates:
+        """Each ranking from one batch of queries, then each candidate's score
+        on the side that did not rank it, as ``Site.candidates`` gives them."""
+        mode = request.mode
         if mode != "bm25" and not self.has_dense:
             raise SiteIndexError(
                 "This index has no dense embeddings (built with "
                 "ragcite_embeddings = False); use mode 'bm25'."
             )
-        scope = self._filter(filters)
-        sparse = self._sparse(query) if mode != "dense" else None
+        scope = self._filter(request.filters)
+        sparse = _sparse(self._vocab, request.query) if mode != "dense" else None
         vector = None
         if mode != "bm25":
-            vector = (
-                self.embedder.embed([query])[0]
-                if query_vector is None
-                else query_vector
-            )
-        wanted = depth if mode == "hybrid" else k
-        requests = []
-        if sparse is not None:
-            requests.append(self._request(sparse, SPARSE, scope, wanted + SLACK))
-        if vector is not None:
-            requests.append(self._request(vector, DENSE, scope, wanted + SLACK))
+            vector = request.query_vector
+            if vector is None:
+                vector = self.embedder.embed([request.query])[0]
+        limit = request.wanted + SLACK
+        asked = [
+            self._request(query, using, scope, limit)
+            for query, using in ((sparse, SPARSE), (vector, DENSE))
+            if query is not None
+        ]
         answers = (
-            _call("search", self.client.query_batch_points, self.collection, requests)
-            if requests
+            _call("search", self.client.query_batch_points, self.collection, asked)
+            if asked
             else []
         )
         found = [_scores(a.points) for a in answers]
         bm25 = found.pop(0) if sparse is not None else {}
         dense = found.pop(0) if vector is not None else {}
-        ids = {
-            **{r: p for r, (_, p) in bm25.items()},
-            **{r: p for r, (_, p) in dense.items()},
-        }
-        lexical = _best(bm25, wanted)
-        semantic = _best(dense, wanted)
-        if mode == "bm25":
-            ranked = [(r, bm25[r][0]) for r in lexical]
-        elif mode == "dense":
-            ranked = [(r, dense[r][0]) for r in semantic]
-        else:
+        ids = {r: p for side in (bm25, dense) for r, (_, p) in side.items()}
+        lexical = _best(bm25, request.wanted)
+        semantic = _best(dense, request.wanted)
+        if mode == "hybrid":
             union = set(lexical) | set(semantic)
-            self._complete(bm25, dense, union, ids, sparse, vector, models)
-            fused = (
-                _rrf((lexical, semantic))
-                if fusion == "rrf"
-                else _linear(
-                    lexical,
-                    semantic,
-                    _array(bm25, union, self.count),
-                    _array(dense, union, self.count),
-                )
-            )
-            ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
-        self._fetch([r for r, _ in ranked], ids)
-        hits = []
-        for row, score in ranked:
-            record = self.row(row)[0]
-            hits.append(
-                Hit(
-                    record,
-                    row,
-                    float(score),
-                    None if mode == "dense" else bm25.get(row, (0.0, ""))[0],
-                    None if mode == "bm25" else dense[row][0],
-                )
-            )
-        return hits
+            self._complete(bm25, dense, union, ids, sparse, vector)
+        return _QdrantCandidates(
+            lexical,
+            semantic,
+            {r: _f32(score) for r, (score, _) in bm25.items()},
+            {r: _f32(score) for r, (score, _) in dense.items()},
+            ids,
+        )
+
+    def hits(self, ranked: Sequence[Ranked], candidates: Candidates[int]) -> list[Hit]:
+        """The ranked rows' records, read in one call."""
+        ids = candidates.ids if isinstance(candidates, _QdrantCandidates) else None
+        self._rows.fetch([r.key for r in ranked], ids)
+        return [
+            Hit(self.row(r.key)[0], r.key, r.score, r.bm25, r.dense) for r in ranked
+        ]
 
     # -- helpers -------------------------------------------------------------
 
@@ -726,17 +845,6 @@ class QdrantSite:
             )
         return models.Filter(must=must)
 
-    def _sparse(self, query: str) -> qm.SparseVector | None:
-        from qdrant_client import models
-
-        counts = Counter(self._vocab[t] for t in tokenize(query) if t in self._vocab)
-        if not counts:
-            return None
-        indices = sorted(counts)
-        return models.SparseVector(
-            indices=indices, values=[float(counts[i]) for i in indices]
-        )
-
     def _request(
         self, query: Any, using: str, scope: qm.Filter, limit: int
     ) -> qm.QueryRequest:
@@ -764,9 +872,10 @@ class QdrantSite:
         ids: dict[int, str],
         sparse: qm.SparseVector | None,
         vector: np.ndarray | None,
-        models: Any,
     ) -> None:
         """Each candidate's score on the side that did not rank it."""
+        from qdrant_client import models
+
         requests = []
         sides = []
         for side, query, using in ((bm25, sparse, SPARSE), (dense, vector, DENSE)):
@@ -785,7 +894,29 @@ class QdrantSite:
             for side, answer in zip(sides, answers, strict=True):
                 side.update(_scores(answer.points))
 
-    def _fetch(self, rows: Sequence[int], ids: dict[int, str] | None = None) -> None:
+
+class _RowCache:
+    """A Qdrant site's rows read so far (records and vectors), the last
+    ``CACHE_SIZE`` kept: the rows a search just ranked are read again to
+    answer."""
+
+    def __init__(self, site: QdrantSite) -> None:
+        self._site = site
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[int, _Row] = OrderedDict()
+
+    def get(self, row: int) -> _Row:
+        with self._lock:
+            if row in self._cache:
+                self._cache.move_to_end(row)
+                return self._cache[row]
+        if not 0 <= row < self._site.count:
+            raise IndexError(row)
+        self.fetch([row])
+        with self._lock:
+            return self._cache[row]
+
+    def fetch(self, rows: Sequence[int], ids: dict[int, str] | None = None) -> None:
         """Records and vectors of *rows* not cached yet, in one call."""
         from qdrant_client import models
 
@@ -793,12 +924,12 @@ class QdrantSite:
             missing = [r for r in rows if r not in self._cache]
         if not missing:
             return
-        vectors: Any = [DENSE] if self.has_dense else False
+        vectors: Any = [DENSE] if self._site.has_dense else False
         if ids is not None and all(r in ids for r in missing):
             points = _call(
                 "read passages",
-                self.client.retrieve,
-                self.collection,
+                self._site.client.retrieve,
+                self._site.collection,
                 [ids[r] for r in missing],
                 with_payload=True,
                 with_vectors=vectors,
@@ -806,7 +937,7 @@ class QdrantSite:
         else:
             only = models.Filter(
                 must=[
-                    *(self._scope.must or []),  # type: ignore[misc]
+                    *(self._site._scope.must or []),  # type: ignore[misc]
                     models.FieldCondition(
                         key="row", match=models.MatchAny(any=missing)
                     ),
@@ -814,28 +945,28 @@ class QdrantSite:
             )
             points, _ = _call(
                 "read passages",
-                self.client.scroll,
-                self.collection,
+                self._site.client.scroll,
+                self._site.collection,
                 scroll_filter=only,
                 limit=len(missing),
                 with_payload=True,
                 with_vectors=vectors,
             )
         for point in points:
-            self._remember(point)
+            self.remember(point)
         with self._lock:
             absent = [r for r in missing if r not in self._cache]
         if absent:
             raise SiteIndexError(
-                f"Qdrant lost passages of {self.where} (rows {absent[:5]}): push "
+                f"Qdrant lost passages of {self._site.where} (rows {absent[:5]}): push "
                 "the site again."
             )
 
-    def _remember(self, point: Any) -> _Row:
+    def remember(self, point: Any) -> _Row:
         payload = point.payload or {}
         record: PassageRecord = {key: payload[key] for key in PASSAGE_FIELDS}  # type: ignore[assignment]
         vector = None
-        if self.has_dense and point.vector:
+        if self._site.has_dense and point.vector:
             vector = np.asarray(point.vector[DENSE], dtype=np.float32)
         sentences = None
         if "sentence_codes" in payload:
@@ -852,14 +983,96 @@ class QdrantSite:
         return entry
 
 
-def _array(
-    scores: dict[int, tuple[float, str]], rows: set[int], count: int
-) -> np.ndarray:
-    """The scores of *rows* at their rows (float32, as in memory); 0 elsewhere."""
-    array = np.zeros(count, dtype=np.float32)
-    for row in rows:
-        array[row] = scores.get(row, (0.0, ""))[0]
-    return array
+def store_problem(
+    site: QdrantSite, build_dir: str | Path | None = None, *, exact: bool = True
+) -> str | None:
+    """What keeps the collection from answering for this site, with the
+    fix; None when it can. Checks the collection, its vectors and (when
+    *exact*) the number of the site's points; without *exact* (a running
+    server's health) they need only be there: a newer build pushed before
+    the servers roll out changes their number."""
+    at = site.location or "client"
+    named = f"site {site.name} {site.site_version!r}"
+    push = push_command(site.location or "URL", site.collection, build_dir)
+    name = site.collection
+    if not _call("list collections", site.client.collection_exists, name):
+        return (
+            f"Qdrant at {at} has no collection {name} (its "
+            f"{name}{SITES_SUFFIX} still records {named}): run `{push}` again"
+        )
+    params = _call(f"read {name}", site.client.get_collection, name).config.params
+    vectors = params.vectors if isinstance(params.vectors, dict) else {}
+    have = vectors.get(DENSE)
+    dim = site.manifest.embedding.dim if site.manifest.embedding else None
+    if dim and (have is None or have.size != dim):
+        size = "no" if have is None else f"{have.size}-dimensional"
+        return (
+            f"collection {name} at {at} holds {size} dense vectors; {named} "
+            f"has {dim}-dimensional ones: delete the collection (or pick "
+            f"another with --collection), then run `{push}`"
+        )
+    if SPARSE not in (params.sparse_vectors or {}):
+        return (
+            f"collection {name} at {at} has no {SPARSE} sparse vectors: "
+            f"delete it (or pick another with --collection), then run `{push}`"
+        )
+    held = _points_held(site, exact=exact)
+    if held != site.count and (exact or not held):
+        return (
+            f"collection {name} at {at} holds {held} of the {site.count} "
+            f"passages of {named}: run `{push}` again"
+        )
+    return None
+
+
+def _points_held(site: QdrantSite, *, exact: bool) -> int:
+    """The site's points in the collection; without *exact*, 0 or 1."""
+    if exact:
+        return int(
+            _call(
+                "count passages",
+                site.client.count,
+                site.collection,
+                count_filter=site._scope,
+                exact=True,
+            ).count
+        )
+    points, _ = _call(
+        "list passages",
+        site.client.scroll,
+        site.collection,
+        scroll_filter=site._scope,
+        limit=1,
+        with_payload=False,
+        with_vectors=False,
+    )
+    return len(points)
+
+
+def _sparse(vocab: dict[str, int], query: str) -> qm.SparseVector | None:
+    """The query's BM25 terms as a sparse vector (term counts), or None."""
+    from qdrant_client import models
+
+    counts = Counter(vocab[t] for t in tokenize(query) if t in vocab)
+    if not counts:
+        return None
+    indices = sorted(counts)
+    return models.SparseVector(
+        indices=indices, values=[float(counts[i]) for i in indices]
+    )
+
+
+def _f32(score: float) -> float:
+    """A score rounded as the in-memory index holds it (float32), so fusion
+    ranks a Qdrant site exactly as the same site in memory."""
+    return float(np.float32(score))
+
+
+@dataclass
+class _QdrantCandidates(Candidates[int]):
+    """Candidates and the point ID of each row found (to read them by ID)."""
+
+    ids: dict[int, str] = field(default_factory=dict)
 
 
 def _scores(points: Sequence[Any]) -> dict[int, tuple[float, str]]:

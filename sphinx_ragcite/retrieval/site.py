@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,35 +24,25 @@ from sphinx_ragcite.formats.moved import read_moved
 from sphinx_ragcite.formats.records import read_passages
 from sphinx_ragcite.formats.sentence_vectors import MAPPED, read_sentence_matrix
 from sphinx_ragcite.retrieval.embed import DEFAULT_MODEL_ID, Embedder, model_files
+from sphinx_ragcite.retrieval.fusion import Candidates
+from sphinx_ragcite.retrieval.searchable import FusedSearch
 from sphinx_ragcite.text import tokenize
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Mapping, Sequence
 
     import bm25s
 
-    from sphinx_ragcite.contracts import Fusion, Manifest, PassageRecord, SearchMode
+    from sphinx_ragcite.contracts import Manifest, PassageRecord
     from sphinx_ragcite.formats.sentence_vectors import SentenceMatrix
     from sphinx_ragcite.retrieval.dense import DenseVectors
     from sphinx_ragcite.retrieval.passage_store import PassageStore
+    from sphinx_ragcite.retrieval.searchable import Filters, Ranked, SearchRequest
 
 logger = logging.getLogger(__name__)
 
-#: Cormack et al.'s constant; ranks below ~k matter little.
-RRF_K = 60
 #: Roles of files the browser alone reads (31 MB of static index at 50k passages).
 BROWSER_ONLY = frozenset({"static"})
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Restrict a search to some documents (glob-free prefixes) or chapters."""
-
-    docnames: tuple[str, ...] = ()
-    chapters: tuple[int, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.docnames or self.chapters)
 
 
 def read_site_files(directory: Path, manifest: Manifest) -> dict[str, bytes]:
@@ -71,67 +61,6 @@ def read_site_files(directory: Path, manifest: Manifest) -> dict[str, bytes]:
                 f"manifest. {REBUILD}"
             )
     return data
-
-
-class SearchableSite(Protocol):
-    """What the answer engine, the server and ``cite`` use of a loaded site.
-
-    :class:`Site` holds everything in memory; ``qdrant_store.QdrantSite``
-    answers the same calls from a Qdrant collection.
-    """
-
-    manifest: Manifest
-    model_dir: str | None
-
-    @property
-    def passages(self) -> RowRecords: ...
-    @property
-    def vectors(self) -> RowVectors | None: ...
-    @property
-    def sentences(self) -> SentenceRows | None: ...
-    @property
-    def version(self) -> str: ...
-    @property
-    def has_dense(self) -> bool: ...
-    @property
-    def embedder(self) -> Embedder: ...
-    @property
-    def where(self) -> str: ...
-
-    def passage(self, passage_id: str) -> PassageRecord | None: ...
-    def moved_hint(self, passage_id: str) -> str: ...
-    def idf(self, term: str) -> float: ...
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        *,
-        mode: SearchMode = "hybrid",
-        fusion: Fusion = "rrf",
-        filters: Filters | None = None,
-        depth: int = 50,
-        query_vector: np.ndarray | None = None,
-    ) -> list[Hit]: ...
-
-
-class RowRecords(Protocol):
-    """The passage records by row (a list is one)."""
-
-    def __len__(self) -> int: ...
-    def __getitem__(self, row: int, /) -> PassageRecord: ...
-    def __iter__(self) -> Iterator[PassageRecord]: ...
-
-
-class SentenceRows(Protocol):
-    """A passage's build-time sentence vectors by row (``SentenceMatrix``)."""
-
-    def of(self, row: int) -> np.ndarray: ...
-
-
-class RowVectors(Protocol):
-    """A passage's dense vector by row (a numpy matrix is one)."""
-
-    def __getitem__(self, row: int, /) -> np.ndarray: ...
 
 
 def load_embedder(manifest: Manifest, model_dir: str | None) -> Embedder:
@@ -180,7 +109,7 @@ def moved_hint(moved: dict[str, str], passage_id: str) -> str:
 
 
 @dataclass
-class Site:
+class Site(FusedSearch):
     """The loaded index of one built site; read-only and safe to share."""
 
     root: Path
@@ -329,66 +258,32 @@ class Site:
             keep &= np.isin(store.chapter_of, list(filters.chapters))
         return keep
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        *,
-        mode: SearchMode = "hybrid",
-        fusion: Fusion = "rrf",
-        filters: Filters | None = None,
-        depth: int = 50,
-        query_vector: np.ndarray | None = None,
-    ) -> list[Hit]:
-        """Top *k* passages; hybrid fuses the top *depth* of each ranking."""
-        if mode == "hybrid" and not self.has_dense:
-            mode = "bm25"
-        keep = self.mask(filters)
-        bm25 = self.bm25_scores(query) if mode != "dense" else None
-        if mode == "bm25":
-            assert bm25 is not None
-            rows = _top(bm25, k, keep, positive=True)
-            return [self._hit(r, float(bm25[r]), bm25, None) for r in rows]
-        vector = self._query_vector(query, query_vector)
-        vectors = self._dense()
-        found, exact = vectors.top(vector, k if mode == "dense" else depth, keep)
-        dense = dict(zip(found.tolist(), exact.tolist(), strict=True))
-        if mode == "dense":
-            return [self._hit(r, dense[r], None, dense) for r in dense]
-        assert bm25 is not None
-        lexical = _top(bm25, depth, keep, positive=True)
-        semantic = list(dense)
-        # Every row a hit or the linear mix shows needs its exact dense score.
-        others = [r for r in lexical if r not in dense]
-        dense.update(
-            zip(
-                others,
-                vectors.scores(vector, np.array(others, dtype=np.int64)).tolist(),
-                strict=True,
-            )
-        )
-        fused = (
-            _rrf((lexical, semantic))
-            if fusion == "rrf"
-            else _linear(lexical, semantic, bm25, dense)
-        )
-        ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
-        return [self._hit(row, score, bm25, dense) for row, score in ranked]
+    def candidates(self, request: SearchRequest) -> Candidates[int]:
+        """Each ranking's top rows; in hybrid search every one scored on both
+        sides (the mask drops filtered rows before anything is ranked)."""
+        keep = self.mask(request.filters)
+        found: Candidates[int] = Candidates()
+        if request.mode != "dense":
+            bm25 = self.bm25_scores(request.query)
+            found.lexical = _top(bm25, request.wanted, keep, positive=True)
+        if request.mode != "bm25":
+            vector = self._query_vector(request.query, request.query_vector)
+            vectors = self._dense()
+            rows, exact = vectors.top(vector, request.wanted, keep)
+            found.semantic = rows.tolist()
+            found.dense = dict(zip(found.semantic, exact.tolist(), strict=True))
+            # every row the linear mix sees needs its exact dense score
+            others = [r for r in found.lexical if r not in found.dense]
+            scores = vectors.scores(vector, np.array(others, dtype=np.int64))
+            found.dense.update(zip(others, scores.tolist(), strict=True))
+        if request.mode != "dense":
+            found.bm25 = {r: float(bm25[r]) for r in {*found.lexical, *found.semantic}}
+        return found
 
-    def _hit(
-        self,
-        row: int,
-        score: float,
-        bm25: np.ndarray | None,
-        dense: dict[int, float] | None,
-    ) -> Hit:
-        return Hit(
-            self.passages[row],
-            row,
-            score,
-            None if bm25 is None else float(bm25[row]),
-            None if dense is None else dense[row],
-        )
+    def hits(self, ranked: Sequence[Ranked], candidates: Candidates[int]) -> list[Hit]:
+        return [
+            Hit(self.passages[r.key], r.key, r.score, r.bm25, r.dense) for r in ranked
+        ]
 
 
 def _top(
@@ -407,37 +302,3 @@ def _top(
         candidates = candidates[values >= kth]
     order = np.lexsort((candidates, -scores[candidates]))[:k]
     return [int(r) for r in candidates[order]]
-
-
-def _rrf(rankings: Iterable[list[int]]) -> dict[int, float]:
-    fused: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, row in enumerate(ranking, start=1):
-            fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
-    return fused
-
-
-def _linear(
-    lexical: list[int],
-    semantic: list[int],
-    bm25: np.ndarray,
-    dense: np.ndarray | Mapping[int, float],
-    alpha: float = 0.5,
-) -> dict[int, float]:
-    """Min-max normalised scores, mixed: the alternative RRF is measured against.
-
-    *dense* holds a score for every row (an array) or for these rows (a dict).
-    """
-    rows = sorted(set(lexical) | set(semantic))
-
-    def normalised(scores: np.ndarray | Mapping[int, float]) -> np.ndarray:
-        values = (
-            scores[rows]
-            if isinstance(scores, np.ndarray)
-            else np.array([scores[r] for r in rows], dtype=np.float32)
-        )
-        low, high = float(values.min()), float(values.max())
-        return (values - low) / (high - low) if high > low else np.zeros_like(values)
-
-    mixed = alpha * normalised(bm25) + (1 - alpha) * normalised(dense)
-    return {row: float(v) for row, v in zip(rows, mixed, strict=True)}

@@ -18,28 +18,28 @@ import hashlib
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from sphinx_ragcite.contracts import SITE_NAME, Hit
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.retrieval.site import RRF_K, Site
+from sphinx_ragcite.retrieval.fusion import Candidates, merge
+from sphinx_ragcite.retrieval.searchable import FusedSearch
+from sphinx_ragcite.retrieval.site import Site
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     import numpy as np
 
-    from sphinx_ragcite.contracts import (
-        Fusion,
-        Manifest,
-        PassageRecord,
-        SearchMode,
-        ServedRecord,
-    )
+    from sphinx_ragcite.contracts import Manifest, PassageRecord, ServedRecord
     from sphinx_ragcite.retrieval.embed import Embedder
-    from sphinx_ragcite.retrieval.site import Filters, SearchableSite
+    from sphinx_ragcite.retrieval.searchable import (
+        Ranked,
+        SearchableSite,
+        SearchRequest,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -170,15 +170,15 @@ class _Sentences:
         return None if sentences is None else sentences.of(local)
 
 
-class SiteUnion:
+class SiteUnion(FusedSearch):
     """Sites searched as one; rows are numbered through the members in order.
 
-    A search asks each member for its own ranking (its top *depth*), then
-    fuses: the BM25 scores and the dense similarities of all members'
-    candidates are each ranked together and combined by reciprocal rank
-    fusion, as one site fuses its two rankings. Dense similarities are
+    A search asks each member for its candidates (its top *depth* of each
+    ranking, scored on both sides), merges each ranking by score
+    (:func:`~sphinx_ragcite.retrieval.fusion.merge`) and fuses them as the
+    caller asked, as one site fuses its own. Dense similarities are
     comparable across sites because every member is embedded by the same
-    model (checked here); a union of one member is that member, unchanged.
+    model (checked here); a union of one member ranks as that member does.
     """
 
     def __init__(self, members: Sequence[ServedSite]) -> None:
@@ -268,73 +268,41 @@ class SiteUnion:
         ]
         return "; ".join(hints)
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        *,
-        mode: SearchMode = "hybrid",
-        fusion: Fusion = "rrf",
-        filters: Filters | None = None,
-        depth: int = 50,
-        query_vector: np.ndarray | None = None,
-    ) -> list[Hit]:
-        """Top *k* passages of all members; see the class for the fusion."""
-        options: dict[str, Any] = {
-            "mode": mode,
-            "fusion": fusion,
-            "filters": filters,
-            "depth": depth,
-            "query_vector": query_vector,
-        }
-        if len(self.members) == 1:
-            member = self.members[0]
-            return [
-                self._hit(member, 0, hit, hit.score)
-                for hit in member.site.search(query, k, **options)
-            ]
-        dense = any(m.site.has_dense for m in self.members)
-        if query_vector is None and mode != "bm25" and dense:
-            query_vector = self.embedder.embed([query])[0]
-            options["query_vector"] = query_vector
-        found: list[tuple[int, Hit]] = []
-        for at, member in enumerate(self.members):
-            found += [(at, h) for h in member.site.search(query, depth, **options)]
-        lexical = sorted(
-            (c for c in found if c[1].bm25 is not None and c[1].bm25 > 0),
-            key=lambda c: (-(c[1].bm25 or 0.0), c[0], c[1].row),
+    def candidates(self, request: SearchRequest) -> _UnionCandidates:
+        """Every member's candidates, merged (the query embedded once)."""
+        if request.query_vector is None and request.mode != "bm25" and self.has_dense:
+            vector = self.embedder.embed([request.query])[0]
+            request = replace(request, query_vector=vector)
+        parts = [m.site.candidates(request) for m in self.members]
+        merged = merge(parts, request.wanted)
+        return _UnionCandidates(
+            merged.lexical, merged.semantic, merged.bm25, merged.dense, parts
         )
-        semantic = sorted(
-            (c for c in found if c[1].dense is not None),
-            key=lambda c: (-(c[1].dense or 0.0), c[0], c[1].row),
-        )
-        if mode == "bm25":
-            ranked = [(c, c[1].bm25 or 0.0) for c in lexical[:k]]
-        elif mode == "dense":
-            ranked = [(c, c[1].dense or 0.0) for c in semantic[:k]]
-        else:
-            fused: dict[tuple[int, int], float] = {}
-            for ranking in (lexical[:depth], semantic[:depth]):
-                for rank, (at, hit) in enumerate(ranking, start=1):
-                    key = (at, hit.row)
-                    fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            hits = {(at, hit.row): (at, hit) for at, hit in found}
-            best = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
-            ranked = [(hits[key], score) for key, score in best]
-        return [
-            self._hit(self.members[at], self._starts[at], hit, score)
-            for (at, hit), score in ranked
-        ]
 
-    @staticmethod
-    def _hit(member: ServedSite, start: int, hit: Hit, score: float) -> Hit:
-        return Hit(
-            cast("PassageRecord", member.annotate(hit.passage)),
-            start + hit.row,
-            score,
-            hit.bm25,
-            hit.dense,
-        )
+    def hits(self, ranked: Sequence[Ranked], candidates: Candidates[Any]) -> list[Hit]:
+        """Each member's hits (in one call per member), annotated, in order."""
+        assert isinstance(candidates, _UnionCandidates)
+        found: dict[tuple[int, int], Hit] = {}
+        for at, member in enumerate(self.members):
+            mine = [r._replace(key=r.key[1]) for r in ranked if r.key[0] == at]
+            if mine:
+                hits = member.site.hits(mine, candidates.parts[at])
+                for hit in hits:
+                    found[at, hit.row] = Hit(
+                        cast("PassageRecord", member.annotate(hit.passage)),
+                        self._starts[at] + hit.row,
+                        hit.score,
+                        hit.bm25,
+                        hit.dense,
+                    )
+        return [found[r.key] for r in ranked]
+
+
+@dataclass
+class _UnionCandidates(Candidates[tuple[int, Any]]):
+    """Merged candidates, and each member's own (its ``hits`` reads them)."""
+
+    parts: list[Candidates[Any]] = field(default_factory=list)
 
 
 def _model_of(site: SearchableSite) -> tuple[str, int] | None:

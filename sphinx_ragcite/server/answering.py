@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from sphinx_ragcite.answer.llm import Cancel
 from sphinx_ragcite.contracts import Answer
-from sphinx_ragcite.retrieval.site import Filters
+from sphinx_ragcite.retrieval.searchable import Filters
 from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server.schemas import error_body
 

@@ -11,18 +11,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from contextlib import AsyncExitStack, asynccontextmanager
 from html import escape
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 
 from sphinx_ragcite import __version__
+from sphinx_ragcite.formats.manifest import INDEX_DIR
 from sphinx_ragcite.server.guards import ApiGuard, SecurityHeaders
 from sphinx_ragcite.server.openapi import install_openapi
 from sphinx_ragcite.server.responses import install_error_handlers
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
     from pathlib import Path
 
+    from starlette.requests import Request
     from starlette.responses import Response
     from starlette.types import Scope
 
@@ -42,6 +46,12 @@ if TYPE_CHECKING:
 
 #: Headers an MCP client in a browser sends and reads (CORS).
 MCP_HEADERS = ["Mcp-Session-Id", "Mcp-Protocol-Version"]
+#: ``_ragcite/NAME.<16 hex>.EXT`` and ``_ragcite/bm25.<16 hex>/FILE``: the
+#: name says the bytes, so they never change (formats/manifest.py)
+HASHED = re.compile(rf"^{INDEX_DIR}/[^/]+\.[0-9a-f]{{16}}(\.[^/]+|/[^/]+)$")
+IMMUTABLE = "public, max-age=31536000, immutable"
+#: pages, _static/ and the fixed-name aliases: revalidated on every use
+REVALIDATE = "no-cache"
 
 __all__ = ["State", "app_from_env", "create_app", "load_llm", "load_state"]
 
@@ -123,6 +133,9 @@ def mount_sites(app: FastAPI, settings: ServerSettings) -> None:
         include_in_schema=False,
     )
     for name, folder in specs:
+        # /NAME -> NAME/ here, not by the router's redirect, which names the
+        # host the Host header says
+        app.add_route(f"/{name}", _to_folder, ["GET", "HEAD"], include_in_schema=False)
         app.mount(f"/{name}", SiteFiles(directory=folder, html=True), name=name)
 
 
@@ -143,12 +156,36 @@ async def _load(settings: ServerSettings, llm: Generator | None) -> State:
 
 
 class SiteFiles(StaticFiles):
-    """The built site, without its dot-files (``.doctrees/``, ``.buildinfo``)."""
+    """The built site, without its dot-files (``.doctrees/``, ``.buildinfo``).
+
+    Content-addressed index files are cached for a year; the rest (pages,
+    ``_static/``, the fixed-name aliases ``search.js``, ``moved.js``,
+    ``manifest.json``) is revalidated on every use (ETag, Last-Modified).
+    """
 
     async def get_response(self, path: str, scope: Scope) -> Response:
         if any(part.startswith(".") for part in PurePosixPath(path).parts):
             raise StarletteHTTPException(404)
-        return await super().get_response(path, scope)
+        response = await super().get_response(path, scope)
+        if isinstance(response, RedirectResponse):  # a folder: /a/sub -> sub/
+            response = _folder_redirect(scope)
+        hashed = response.status_code in (200, 304) and HASHED.match(
+            path.replace(os.sep, "/")
+        )
+        response.headers["Cache-Control"] = IMMUTABLE if hashed else REVALIDATE
+        return response
+
+
+async def _to_folder(request: Request) -> Response:
+    return _folder_redirect(request.scope)
+
+
+def _folder_redirect(scope: Scope) -> RedirectResponse:
+    """``/a/sub?q`` -> ``./sub/?q``: relative, so it stays on the host asked
+    (an absolute one names the host the Host header says)."""
+    segment = str(scope["path"]).rsplit("/", 1)[-1]
+    query = bytes(scope.get("query_string", b"")).decode("latin-1")
+    return RedirectResponse(f"./{quote(segment)}/" + (f"?{query}" if query else ""))
 
 
 def app_from_env() -> FastAPI:

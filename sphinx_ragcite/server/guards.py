@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from sphinx_ragcite.server.responses import error
+from sphinx_ragcite.server.responses import error, jsonrpc_error
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
@@ -34,6 +34,8 @@ SITE_CSP = (
 DOCS_PATH = "/api/docs"
 #: The MCP server over streamable HTTP (``server/mcp.py``).
 MCP_PATH = "/mcp"
+#: JSON-RPC error code (server-defined range) of a rate-limited ``/mcp`` call.
+RATE_LIMITED = -32029
 
 
 def is_api(path: str) -> bool:
@@ -183,13 +185,15 @@ class ApiGuard:
             await self.app(scope, receive, send)
             return
         client = (scope.get("client") or ("unknown", 0))[0]
+        mcp = scope["path"] == MCP_PATH
         wait = state.limiter.check(client)
         if wait:
-            response = error(
-                429,
-                "rate_limited",
-                "Too many requests; slow down.",
-                headers={"Retry-After": max(1, round(wait))},
+            message = "Too many requests; slow down."
+            headers = {"Retry-After": max(1, round(wait))}
+            response = (
+                jsonrpc_error(429, message, code=RATE_LIMITED, headers=headers)
+                if mcp
+                else error(429, "rate_limited", message, headers=headers)
             )
             await response(scope, receive, send)
             return
@@ -198,7 +202,12 @@ class ApiGuard:
             body = await _read_body(receive, limit)
             if body is None:
                 message = f"The request body is larger than {limit} bytes."
-                await error(400, "body_too_large", message)(scope, receive, send)
+                response = (
+                    jsonrpc_error(413, message)  # the MCP client shows it
+                    if mcp
+                    else error(400, "body_too_large", message)
+                )
+                await response(scope, receive, send)
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)

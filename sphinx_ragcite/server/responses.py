@@ -1,4 +1,5 @@
-"""Every error the API sends is ``{"error": {"code", "message", "field"}}``."""
+"""Every error the API sends is ``{"error": {"code", "message", "field"}}``;
+``/mcp`` refuses with a JSON-RPC error instead (:func:`jsonrpc_error`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sphinx_ragcite.server.schemas import error_body
+from sphinx_ragcite.server.schemas import error_body, problem, problem_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,22 +32,43 @@ def error(
     )
 
 
+#: JSON-RPC's code for a request that is not a valid one.
+INVALID_REQUEST = -32600
+
+
+def jsonrpc_error(
+    status: int,
+    message: str,
+    *,
+    code: int = INVALID_REQUEST,
+    headers: Mapping[str, object] | None = None,
+) -> JSONResponse:
+    """A refusal on ``/mcp``: a JSON-RPC error an MCP client reads and shows.
+
+    Sent before the request was read, so its ``id`` is null; the SDK's
+    client gives it the id of the request it sent.
+    """
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}},
+        status,
+        headers={k: str(v) for k, v in (headers or {}).items()},
+    )
+
+
 async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
     """A 400 that names the field (never FastAPI's 422)."""
     assert isinstance(exc, RequestValidationError)
-    first = exc.errors()[0] if exc.errors() else {}
-    location = [str(p) for p in first.get("loc", ()) if p not in ("body", "query")]
-    kind = first.get("type", "")
-    message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
-    field = ".".join(location) or None
+    errors = exc.errors()
+    field, message = problem(errors, skip=("body", "query", "path"))
+    kind = errors[0].get("type", "") if errors else ""
     code = "invalid_request"
     if kind == "json_invalid":
         code, field = "invalid_json", None
         message = "The body is not valid JSON."
-    elif kind in ("model_attributes_type", "dict_type") and not location:
+    elif kind in ("model_attributes_type", "dict_type") and not field:
         code = "invalid_body"
         message = "The body must be a JSON object (Content-Type: application/json)."
-    return error(400, code, f"{field}: {message}" if field else message, field=field)
+    return error(400, code, problem_text(field, message), field=field)
 
 
 async def http_error(request: Request, exc: Exception) -> JSONResponse:

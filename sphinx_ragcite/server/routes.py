@@ -6,17 +6,18 @@ import asyncio
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from sphinx_ragcite import __version__
-from sphinx_ragcite.contracts import MAX_K, MAX_QUESTION, Answer
+from sphinx_ragcite.contracts import MAX_K, MAX_PASSAGE_ID, MAX_QUESTION, Answer
 from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server import answering
 from sphinx_ragcite.server.answering import AskFailure, EventStreamResponse, Job
 from sphinx_ragcite.server.guards import DOCS_PATH
 from sphinx_ragcite.server.openapi import docs
+from sphinx_ragcite.server.passages import PassageNotFound, find_passage
 from sphinx_ragcite.server.responses import error
 from sphinx_ragcite.server.schemas import (
     SCOPE_TEXT,
@@ -52,6 +53,9 @@ SITE_QUERY = Query(
     description="with several sites served: this one (a --site NAME); "
     "'*' or none: all of them",
 )
+PASSAGE_PATH = Path(
+    max_length=MAX_PASSAGE_ID, description="chC-secS-pP, e.g. ch3-sec2-p4"
+)
 VERSION_QUERY = Query(
     None,
     max_length=SCOPE_TEXT,
@@ -66,14 +70,28 @@ async def blocking(state: State, function: Callable[..., Any], *args: Any) -> An
     return await loop.run_in_executor(state.executor, partial(function, *args))
 
 
-@router.get("/health", response_model=Health, tags=["service"])
-async def health(state: Loaded) -> Health:
-    """Index and model loaded, and how full the model's queue is."""
+@router.get(
+    "/health",
+    response_model=Health,
+    responses={
+        503: {
+            "model": Health,
+            "description": "the Qdrant the passages are in cannot answer (reason)",
+        }
+    },
+    tags=["service"],
+)
+async def health(state: Loaded) -> Any:
+    """Index and model loaded, and how full the model's queue is; a 503 while
+    the Qdrant the passages are in cannot answer (looked at every few seconds)."""
     sites = state.sites
-    return Health(
-        status="ok",
+    store = state.store
+    problem = await asyncio.to_thread(store.problem) if store is not None else None
+    body = Health(
+        status="error" if problem else "ok",
+        reason=problem,
         version=__version__,
-        index_loaded=True,
+        index_loaded=problem is None,
         index_version=sites.version,
         passages=sites.passages,
         model_loaded=state.llm is not None,
@@ -83,6 +101,9 @@ async def health(state: Loaded) -> Health:
         queue_size=state.slots.size,
         sites=[SiteInfo(**m.info()) for m in sites] if sites.several else None,
     )
+    if problem:
+        return JSONResponse(body.model_dump(mode="json"), status_code=503)
+    return body
 
 
 @router.get(
@@ -118,7 +139,7 @@ async def search(
 )
 async def passage(
     state: Loaded,
-    passage_id: str,
+    passage_id: str = PASSAGE_PATH,
     site: str | None = SITE_QUERY,
     version: str | None = VERSION_QUERY,
 ) -> Any:
@@ -128,28 +149,11 @@ async def passage(
     ``version``); one found in more than one of them needs ``site``.
     """
     try:
-        members = state.scope(site, version).members
+        return find_passage(state, passage_id, site, version)
     except ScopeError as wrong:
         return error(400, "invalid_request", str(wrong), field=wrong.field)
-    found = [
-        m.annotate(record)
-        for m in members
-        if (record := m.site.passage(passage_id)) is not None
-    ]
-    if len(found) > 1:
-        names = ", ".join(r.get("site", "") for r in found)
-        message = f"Passage {passage_id!r} is in several sites ({names}): pass site."
-        return error(400, "invalid_request", message, field="site")
-    if not found:
-        hints = [
-            f"{m.name}: {hint}" if m.name else hint
-            for m in members
-            if (hint := m.site.moved_hint(passage_id))
-        ]
-        hint = "; ".join(hints)
-        message = f"No passage {passage_id!r} in this index"
-        return error(404, "not_found", f"{message}: {hint}." if hint else f"{message}.")
-    return found[0]
+    except PassageNotFound as missing:
+        return error(404, "not_found", str(missing))
 
 
 @router.post("/ask", response_model=Answer, responses=ERRORS, tags=["answers"])

@@ -12,6 +12,7 @@ from sphinx_ragcite.server.settings import ENV_SETTINGS, ServerSettings
 def serve(settings: ServerSettings, log_level: str = "info") -> int:
     import uvicorn
 
+    from sphinx_ragcite.retrieval.qdrant import is_server
     from sphinx_ragcite.server.app import create_app, load_state
 
     logging.basicConfig(
@@ -24,7 +25,7 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
                 "pass the HTML output of `python -m sphinx -b html SRC OUT`."
             )
     qdrant = settings.qdrant or ""
-    if qdrant and settings.workers > 1 and not qdrant.startswith(("http:", "https:")):
+    if qdrant and settings.workers > 1 and not is_server(qdrant):
         raise RagciteError(
             f"--qdrant {qdrant} is qdrant-client's local mode, which one process "
             "opens at a time: use --workers 1, or a Qdrant server (http://...)."

@@ -1,14 +1,27 @@
-"""Request and response bodies of the HTTP API (the answer itself is shared)."""
+"""Request and response bodies of the HTTP API (the answer itself is shared).
+
+The field types of a request (:data:`Question`, :data:`Integer`...) are
+shared with the MCP tools, and :func:`problem` words the first problem of
+either as ``field: message``: one set of rules, one wording, every door.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+)
 
 from sphinx_ragcite.contracts import (
     DEFAULT_K,
     MAX_K,
+    MAX_PASSAGE_ID,
     MAX_QUESTION,
     MAX_SELECTION,
     AnswerMode,
@@ -17,8 +30,13 @@ from sphinx_ragcite.contracts import (
     ServedRecord,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Container, Mapping, Sequence
+
 #: ``site``/``version`` of a request: a site name or a conf.py version.
 SCOPE_TEXT = 100
+#: Documents or chapters one filter lists.
+MAX_FILTER = 50
 
 
 def _valid_text(value: str) -> str:
@@ -30,24 +48,68 @@ def _valid_text(value: str) -> str:
     return value
 
 
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):  # JSON true is not the number 1
+        raise ValueError("must be an integer, not true/false")
+    return value
+
+
+def _question(value: str) -> str:
+    """Trimmed, then measured."""
+    value = _valid_text(value).strip()
+    if not value:
+        raise ValueError("must not be empty")
+    if len(value) > MAX_QUESTION:
+        raise ValueError(f"must be at most {MAX_QUESTION} characters")
+    return value
+
+
+def _selection(value: str) -> str | None:
+    """Trimmed before its length is checked, like the question."""
+    value = _valid_text(value).strip()
+    if len(value) > MAX_SELECTION:
+        raise ValueError(f"must be at most {MAX_SELECTION} characters")
+    return value or None
+
+
+def _scope(value: str) -> str | None:
+    return _valid_text(value).strip() or None
+
+
+#: A JSON number without a fraction: not true/false, not "3", not 3.0.
+Integer = Annotated[int, BeforeValidator(_not_bool), Strict()]
+Text = Annotated[str, AfterValidator(_valid_text)]
+Question = Annotated[str, Field(min_length=1), AfterValidator(_question)]
+Selection = Annotated[str, AfterValidator(_selection)]
+#: A site name or a version (None when blank).
+ScopeText = Annotated[str, Field(max_length=SCOPE_TEXT), AfterValidator(_scope)]
+Docnames = Annotated[list[Text], Field(max_length=MAX_FILTER)]
+Chapters = Annotated[list[Integer], Field(max_length=MAX_FILTER)]
+Count = Annotated[Integer, Field(ge=1, le=MAX_K)]
+#: A passage ID as a request sends it: measured before it is looked up.
+PassageIdText = Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_ID)]
+
+
+def problem(
+    errors: Sequence[Mapping[str, Any]], skip: Container[Any] = ()
+) -> tuple[str | None, str]:
+    """The field (dotted, *skip* left out) and message of the first problem."""
+    first = errors[0] if errors else {}
+    field = ".".join(str(p) for p in first.get("loc", ()) if p not in skip)
+    message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
+    return field or None, message
+
+
+def problem_text(field: str | None, message: str) -> str:
+    """``field: message``, what every door says of a request it refuses."""
+    return f"{field}: {message}" if field else message
+
+
 class AskFilters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    docnames: list[str] = Field(default_factory=list, max_length=50)
-
-    @field_validator("docnames")
-    @classmethod
-    def _docnames(cls, value: list[str]) -> list[str]:
-        return [_valid_text(v) for v in value]
-
-    chapters: list[int] = Field(default_factory=list, max_length=50)
-
-    @field_validator("chapters", mode="before")
-    @classmethod
-    def _chapters(cls, value: Any) -> Any:
-        if isinstance(value, list) and any(isinstance(v, bool) for v in value):
-            raise ValueError("must be a list of integers, not true/false")
-        return value
+    docnames: Docnames = Field(default_factory=list)
+    chapters: Chapters = Field(default_factory=list)
 
 
 class AskRequest(BaseModel):
@@ -55,63 +117,28 @@ class AskRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(
-        min_length=1, description=f"1 to {MAX_QUESTION} characters after trimming"
+    question: Question = Field(
+        description=f"1 to {MAX_QUESTION} characters after trimming"
     )
     mode: AnswerMode = "book"
-    selection: str | None = Field(
+    selection: Selection | None = Field(
         None, description=f"at most {MAX_SELECTION} characters after trimming"
     )
-    k: int = Field(DEFAULT_K, ge=1, le=MAX_K)
+    k: Count = DEFAULT_K
     filters: AskFilters | None = None
     style: CitationStyle | None = None
     generator: GeneratorName | None = Field(
         None, description="defaults to the server's --generator"
     )
-    site: str | None = Field(
+    site: ScopeText | None = Field(
         None,
-        max_length=SCOPE_TEXT,
         description="with several sites served: ask this one (a --site NAME); "
         "'*' or none: all of them",
     )
-    version: str | None = Field(
+    version: ScopeText | None = Field(
         None,
-        max_length=SCOPE_TEXT,
         description="ask only the sites whose conf.py version or release is this",
     )
-
-    @field_validator("site", "version")
-    @classmethod
-    def _scope(cls, value: str | None) -> str | None:
-        return _valid_text(value).strip() or None if value is not None else None
-
-    @field_validator("question")
-    @classmethod
-    def _question_length(cls, value: str) -> str:
-        value = _valid_text(value).strip()
-        if not value:
-            raise ValueError("must not be empty")
-        if len(value) > MAX_QUESTION:
-            raise ValueError(f"must be at most {MAX_QUESTION} characters")
-        return value
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _k(cls, value: Any) -> Any:
-        if isinstance(value, bool):  # JSON true is not the number 1
-            raise ValueError("must be an integer, not true/false")
-        return value
-
-    @field_validator("selection")
-    @classmethod
-    def _selection(cls, value: str | None) -> str | None:
-        """Trimmed before its length is checked, like the question."""
-        if value is None:
-            return None
-        value = _valid_text(value).strip()
-        if len(value) > MAX_SELECTION:
-            raise ValueError(f"must be at most {MAX_SELECTION} characters")
-        return value or None
 
 
 class ErrorDetail(BaseModel):
@@ -155,8 +182,10 @@ class SiteInfo(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    #: "error" (with a 503) when the passages' store cannot answer
+    status: Literal["ok", "error"]
     version: str
+    #: false while the Qdrant the passages are in cannot answer for them
     index_loaded: bool
     index_version: str
     passages: int
@@ -167,6 +196,9 @@ class Health(BaseModel):
     queue_size: int
     sites: list[SiteInfo] | None = Field(
         None, description="the sites served, when several are (else null)"
+    )
+    reason: str | None = Field(
+        None, description="why the status is error, and the fix (else null)"
     )
 
 

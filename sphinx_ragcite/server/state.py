@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.answer.evidence import SentenceVectors
-from sphinx_ragcite.retrieval.site import SearchableSite, Site
+from sphinx_ragcite.errors import RagciteError
+from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.retrieval.sites import ServedSite, Sites
 from sphinx_ragcite.server.guards import AnswerCache, GenerationSlots, RateLimiter
 
@@ -21,12 +22,16 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.answer.llm import Cancel, Generator
     from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.retrieval.qdrant import QdrantSite
+    from sphinx_ragcite.retrieval.searchable import SearchableSite
     from sphinx_ragcite.server.settings import ServerSettings
 
 logger = logging.getLogger("sphinx_ragcite.server")
 
 #: Threads beside the model's queue, for searches and extractive answers.
 SPARE_THREADS = 4
+#: How long ``/api/health`` reuses its last look at Qdrant (``--qdrant``).
+STORE_CHECK_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ class State:
     #: the one pool every blocking call runs in (search, answers, streams)
     executor: ThreadPoolExecutor
     sites: Sites
+    #: the Qdrant the passages are in (``--qdrant``), else None
+    store: QdrantStore | None = None
     #: answers running now, stopped at shutdown
     jobs: set[Cancel] = field(default_factory=set)
     _scopes: dict[tuple[Any, ...], SiteScope] = field(default_factory=dict, repr=False)
@@ -108,6 +115,8 @@ class State:
         for cancel in list(self.jobs):
             cancel.abandon("the server is stopping")
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.store is not None:
+            self.store.close()
 
 
 def load_llm(settings: ServerSettings) -> Generator | None:
@@ -122,32 +131,94 @@ def load_llm(settings: ServerSettings) -> Generator | None:
     )
 
 
-def site_loader(settings: ServerSettings) -> Callable[[Path], SearchableSite]:
-    """How each build folder is read: its index in memory, or its passages
-    pushed to Qdrant through one client for all sites (local mode lets one
-    client at a time open a folder)."""
-    if not settings.qdrant:
-        return lambda folder: Site.load(folder, model_dir=settings.embedding_model)
-    from sphinx_ragcite.retrieval.qdrant import QdrantSite, connect
+class QdrantStore:
+    """The Qdrant the sites' passages are in (``--qdrant``): one client for
+    every site (local mode lets one client at a time open a folder), and a
+    look, cached for :data:`STORE_CHECK_SECONDS`, at whether it can still
+    answer for them (``/api/health``)."""
 
-    location = settings.qdrant
-    client = connect(location)
-    return lambda folder: QdrantSite.for_build(
-        location,
-        folder,
-        settings.qdrant_collection,
-        model_dir=settings.embedding_model,
-        client=client,
-    )
+    def __init__(self, settings: ServerSettings) -> None:
+        from sphinx_ragcite.retrieval.qdrant import connect
+
+        self.location = settings.qdrant or ""
+        self.collection = settings.qdrant_collection
+        self.model_dir = settings.embedding_model
+        self.client = connect(self.location)
+        #: (BUILD_DIR, its site) of every site loaded
+        self.sites: list[tuple[Path, QdrantSite]] = []
+        self._lock = threading.Lock()
+        self._seen: tuple[float, str | None] | None = None
+
+    def load(self, folder: Path) -> QdrantSite:
+        """*folder*'s pushed passages; refuses a store that cannot answer."""
+        from sphinx_ragcite.retrieval.qdrant import QdrantSite
+
+        site = QdrantSite.for_build(
+            self.location,
+            folder,
+            self.collection,
+            model_dir=self.model_dir,
+            client=self.client,
+        )
+        self.sites.append((folder, site))
+        return site
+
+    def problem(self) -> str | None:
+        """Why the store cannot answer now (with the fix), or None."""
+        with self._lock:  # one look at a time; the others wait for it
+            seen = self._seen
+            if seen is not None and time.monotonic() - seen[0] < STORE_CHECK_SECONDS:
+                return seen[1]
+            problem = self._look()
+            self._seen = (time.monotonic(), problem)
+            return problem
+
+    def _look(self) -> str | None:
+        for folder, site in self.sites:
+            try:
+                problem = site.problem(folder, exact=False)
+            except RagciteError as error:  # Qdrant unreachable, or failing
+                problem = str(error)
+            except Exception as error:  # health reports it, never fails
+                logger.warning("cannot check %s: %r", site.where, error)
+                problem = f"cannot check {site.where}: {error!r}"
+            if problem:
+                return problem
+        return None
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def site_loader(
+    settings: ServerSettings, store: QdrantStore | None = None
+) -> Callable[[Path], SearchableSite]:
+    """How each build folder is read: its index in memory, or its passages
+    pushed to Qdrant (*store*)."""
+    if store is None:
+        return lambda folder: Site.load(folder, model_dir=settings.embedding_model)
+    return store.load
 
 
 def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
     """Load indexes, embedder and model once; raises RagciteError with a fix."""
+    store = QdrantStore(settings) if settings.qdrant else None
+    try:
+        return _load_state(settings, llm, store)
+    except BaseException:
+        if store is not None:
+            store.close()  # local mode: free the folder for the next client
+        raise
+
+
+def _load_state(
+    settings: ServerSettings, llm: Generator | None, store: QdrantStore | None
+) -> State:
     started = time.perf_counter()
     sites = Sites.load(
         settings.site_specs(),
         model_dir=settings.embedding_model,
-        load=site_loader(settings),
+        load=site_loader(settings, store),
     )
     warmed: set[int] = set()
     for member in sites:
@@ -181,6 +252,7 @@ def load_state(settings: ServerSettings, llm: Generator | None = None) -> State:
             thread_name_prefix="ragcite",
         ),
         sites=sites,
+        store=store,
     )
     if sites.several:  # the first site's engine names its site, as its scope's does
         state = replace(state, engine=state.scope(first.name).engine)

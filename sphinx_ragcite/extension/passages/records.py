@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
+from sphinx.builders.dirhtml import DirectoryHTMLBuilder
 from sphinx.builders.singlehtml import SingleFileHTMLBuilder
 
 from sphinx_ragcite.contracts import PassageRecord, make_snippet
@@ -29,9 +31,17 @@ def content_hash(text: str) -> str:
 
 
 def page_url(builder: Builder, docname: str) -> str:
-    """URL of the page that shows *docname*, relative to the site root."""
+    """URL of the page that shows *docname*, relative to the site root.
+
+    Percent-encoded exactly once, as the ``html`` builder's own links are
+    (``uni%20page.html`` for the file ``uni page.html``); ``dirhtml`` and the
+    single page name theirs unencoded, so they are quoted here. ASCII names of
+    letters, digits and ``/_.-~`` are the same either way.
+    """
     if isinstance(builder, SingleFileHTMLBuilder):
-        return f"{builder.config.root_doc}{builder.out_suffix}"
+        return quote(builder.config.root_doc) + builder.out_suffix
+    if isinstance(builder, DirectoryHTMLBuilder):
+        return quote(builder.get_target_uri(docname))
     return str(builder.get_target_uri(docname))
 
 

@@ -1,6 +1,7 @@
 """Train the answer ranker (``sphinx_ragcite/answer/ranker.json``) on the dev sets.
 
-For every question of every dev set (``answer_quality.py``'s: the example book,
+For every question of every dev set (``benchmarks/answer_quality.py``'s: the
+example book,
 click, requests, the Python Packaging User Guide, Flask, attrs and a SQuAD dev
 sample) the engine retrieves and splits the evidence into answer units exactly
 as at query time; each unit's signals
@@ -15,8 +16,10 @@ Leave-one-set-out: for each set, weights and threshold come from the other
 sets only and are judged on it, so no figure printed here is tuned on the set
 it describes. The shipped weights are then fitted on all sets.
 
-    python benchmarks/train_answer_ranker.py            # cross-validate, write
-    python benchmarks/train_answer_ranker.py --no-write # cross-validate only
+    python tools/train_answer_ranker.py            # cross-validate, write
+    python tools/train_answer_ranker.py --no-write # cross-validate only
+
+The figures go to ``benchmarks/results/train_answer_ranker.json`` (``--out``).
 """
 
 from __future__ import annotations
@@ -32,16 +35,17 @@ from typing import Any
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from sphinx_ragcite.answer.evidence import build_evidence
+from sphinx_ragcite.answer.ranker import unit_rows
+from sphinx_ragcite.answer.units import FEATURES, GATE_FEATURES
 
+REPO = Path(__file__).resolve().parents[1]
+# The dev sets and the harness are the benchmarks': import them from there.
+sys.path.insert(0, str(REPO / "benchmarks"))
 import answer_quality as aq  # noqa: E402
+from _harness import RESULTS, envelope, table, write_result  # noqa: E402
 
-from sphinx_ragcite.answer.evidence import build_evidence  # noqa: E402
-from sphinx_ragcite.answer.ranker import unit_rows  # noqa: E402
-from sphinx_ragcite.answer.units import FEATURES, GATE_FEATURES  # noqa: E402
-
-OUT = HERE.parent / "sphinx_ragcite" / "answer" / "ranker.json"
+OUT = REPO / "sphinx_ragcite" / "answer" / "ranker.json"
 CACHE = aq.CACHE / "ranker_features"
 L2 = 1.0
 #: A second passage is cited only when its best unit is this close to the
@@ -279,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--refresh", action="store_true", help="recompute features")
     parser.add_argument(
-        "--out", type=Path, default=HERE / "results" / "train_answer_ranker.json"
+        "--out", type=Path, default=RESULTS / "train_answer_ranker.json"
     )
     args = parser.parse_args(argv)
     sets = load_all(args.rebuild, args.refresh)
@@ -303,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
         )
     print(
-        aq.table(
+        table(
             [
                 "held-out set",
                 "precision",
@@ -330,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "threshold": round(threshold, 4),
         "second": SECOND,
         "trained_on": {n: len(qs) for n, qs in sets.items()},
-        "trained_by": "benchmarks/train_answer_ranker.py",
+        "trained_by": "tools/train_answer_ranker.py",
     }
     report["shipped"] = shipped
     report["shipped_in_sample"] = {
@@ -338,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print("weights:", dict(zip(FEATURES, shipped["weights"], strict=True)))
     print("threshold:", shipped["threshold"])
-    args.out.write_text(json.dumps(report, indent=2, default=float) + "\n", "utf-8")
+    write_result(args.out, {**envelope("train_answer_ranker"), **report})
     if not args.no_write:
         OUT.write_text(json.dumps(shipped, indent=1) + "\n", "utf-8")
         print(f"wrote {OUT}")

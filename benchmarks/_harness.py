@@ -1,0 +1,463 @@
+"""What every benchmark shares: its sites, its server, its result file, its figures.
+
+A benchmark runs as ``python benchmarks/NAME.py`` (``benchmarks/`` is then on
+``sys.path``) and imports what it needs from here::
+
+    from _harness import RESULTS, envelope, example_site, table, write_result
+
+Sites (built with the extension, reused while nothing they depend on changed):
+
+- ``example_site(site=None)``: the example book's HTML build, in
+  ``results/.sites/example_book/html``; *site*, when given, is returned
+  instead, once ``checked_site(site)`` found it a build (``--site`` options).
+  ``example_build()`` also says how long the build took (None: reused).
+- ``corpus_site(name)``: a third-party corpus of ``_corpora.py`` the same way
+  (with the build's seconds too).
+- ``cached_build(name, key, prepare)``: any other source: ``prepare(workdir)``
+  makes a buildable copy and returns its source folder; the build in
+  ``results/.sites/<name>/html`` is reused while *key* is unchanged. Keys
+  start with ``build_code_key()`` (the package's build side) and hash the
+  inputs with ``tree_key(folder)`` or ``digest(parts)``.
+- ``sphinx_build(srcdir, outdir, *options)``: one ``python -m sphinx -b html``
+  in a child process: seconds, exit code, output and the child's peak RSS.
+- ``read_manifest(site)``, ``read_passages(site)``: a build's index files;
+  ``read_jsonl(path)`` any JSON Lines file.
+
+The server: ``Server(settings, log_dir)`` runs ``uvicorn --factory
+sphinx_ragcite.server.app:app_from_env`` with *settings* on 127.0.0.1 and a
+``free_port()`` in a child process (a context manager; ``.url``, ``.health``,
+``.memory_mib()``, ``.log_tail()``).
+
+Results: ``envelope(name, **more)`` is the head of every result file (what
+ran, on which machine, the load average when the benchmark started and now);
+``write_result(path, payload)`` writes it as JSON and prints the load and the
+path.
+
+Figures: ``percentile(values, q)`` (q from 0 to 100, interpolated like
+numpy's default), ``latency_ms(seconds)`` (p50/p99 in ms, as benchmarks
+report latencies) and ``table(head, body)`` (the plain-text tables printed).
+
+Nothing here imports ``sphinx_ragcite`` at import time: ``scale.py`` runs
+children against an older checkout of the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import _corpora
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO / "benchmarks"
+RESULTS = BENCHMARKS / "results"
+SITES = RESULTS / ".sites"
+EXAMPLE_BOOK = _corpora.EXAMPLE_BOOK
+EXAMPLE_QA = EXAMPLE_BOOK / "qa.jsonl"
+#: Parts of the package that only run at query time: editing them needs no
+#: rebuild (``retrieval/`` stays in: the build embeds with ``retrieval/embed``).
+QUERY_ONLY = ("answer", "server", "cite", "cli", "evaluate.py", "__main__.py")
+_MANIFEST = Path("_ragcite", "manifest.json")
+
+
+def _loadavg() -> list[float] | None:
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+
+
+#: The load average when the benchmark started (when it imported this module):
+#: other processes on the machine skew every timing.
+LOADAVG_AT_START = _loadavg()
+
+
+# -- sites -----------------------------------------------------------------------
+
+
+class BuildFailed(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Build:
+    """One ``python -m sphinx`` run."""
+
+    command: list[str]
+    returncode: int
+    seconds: float
+    stdout: str
+    stderr: str
+    #: the Sphinx process's own peak RSS (None where there is no ``wait4``)
+    peak_rss_mib: float | None
+
+
+def sphinx_build(
+    srcdir: Path,
+    outdir: Path,
+    *options: str,
+    doctrees: Path | None = None,
+    quiet: bool = True,
+    check: bool = True,
+) -> Build:
+    """``python -m sphinx -b html [-q] OPTIONS [-d DOCTREES] SRCDIR OUTDIR``.
+
+    Runs in the source's parent folder, which is on ``PYTHONPATH`` too (a
+    project's local extensions import from there); raises
+    :class:`BuildFailed` on a non-zero exit unless *check* is false.
+    """
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html"]
+    if quiet:
+        cmd.append("-q")
+    cmd += options
+    if doctrees is not None:
+        cmd += ["-d", str(doctrees)]
+    cmd += [str(srcdir), str(outdir)]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd,
+            cwd=srcdir.parent,
+            env=_corpora.build_env(srcdir),
+            stdout=out,
+            stderr=err,
+        )
+        code, rss = _wait(proc)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+    if check and code != 0:
+        raise BuildFailed(f"{' '.join(cmd)} exited {code}:\n{stderr[-3000:]}")
+    return Build(cmd, code, seconds, stdout, stderr, rss)
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, float | None]:
+    """Wait for *proc*; its exit code and its own peak RSS in MiB."""
+    if not hasattr(os, "wait4"):  # Windows: no per-child rusage
+        return proc.wait(), None
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    # ru_maxrss is KiB on Linux, bytes on macOS.
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
+    return code, round(usage.ru_maxrss / scale, 1)
+
+
+def digest(parts: Iterable[bytes]) -> str:
+    """A short hash of *parts*, in order."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()[:16]
+
+
+def tree_key(root: Path) -> str:
+    """Hash of a source tree's file names and contents."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return digest(str(p.relative_to(root)).encode() + p.read_bytes() for p in files)
+
+
+def build_code_key() -> str:
+    """Hash of the package's build-side files: a change there means rebuild."""
+    package = REPO / "sphinx_ragcite"
+    files = sorted(
+        p
+        for p in package.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.relative_to(package).parts[0] not in QUERY_ONLY
+    )
+    return digest(
+        str(p.relative_to(package)).encode() + b"\0" + p.read_bytes() for p in files
+    )
+
+
+def cached_build(
+    name: str,
+    key: str,
+    prepare: Callable[[Path], Path],
+    *,
+    options: Sequence[str] = (),
+    rebuild: bool = False,
+) -> tuple[Path, float | None]:
+    """``results/.sites/<name>/html``, built anew when *key* changed.
+
+    *prepare(workdir)* makes a buildable copy in *workdir* and returns its
+    source folder, which is built with *options*. Returns
+    the output folder and the build's seconds (None when reused); the key and
+    the seconds are kept in ``stamp.json`` beside it.
+    """
+    root = SITES / name
+    outdir = root / "html"
+    stamp = root / "stamp.json"
+    fresh = not rebuild and stamp.is_file() and (outdir / _MANIFEST).is_file()
+    if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
+        return outdir, None
+    if root.exists():
+        shutil.rmtree(root)
+    work = root / "src"
+    work.mkdir(parents=True)
+    srcdir = prepare(work)
+    print(f"building {name} ...", file=sys.stderr, flush=True)
+    build = sphinx_build(srcdir, outdir, "-N", *options, doctrees=root / "doctrees")
+    if not (outdir / _MANIFEST).is_file():
+        raise BuildFailed(f"{' '.join(build.command)} wrote no {_MANIFEST}")
+    stamp.write_text(json.dumps({"key": key, "seconds": build.seconds}) + "\n")
+    return outdir, build.seconds
+
+
+def checked_site(site: Path) -> Path:
+    """*site*, when it is a build with the extension (else exit saying so)."""
+    if not (site / _MANIFEST).is_file():
+        raise SystemExit(f"{site} has no {_MANIFEST}: not a build")
+    return site
+
+
+def example_site(site: Path | None = None, *, rebuild: bool = False) -> Path:
+    """*site* if given (checked), else the example book's build."""
+    if site is not None:
+        return checked_site(site)
+    return example_build(rebuild=rebuild)[0]
+
+
+def example_build(*, rebuild: bool = False) -> tuple[Path, float | None]:
+    """The example book built with the extension: (html, seconds or None)."""
+    return cached_build(
+        "example_book",
+        build_code_key() + tree_key(EXAMPLE_BOOK),
+        lambda work: _corpora.prepare_example_book(work, with_ragcite=True),
+        rebuild=rebuild,
+    )
+
+
+def corpus_site(name: str, *, rebuild: bool = False) -> tuple[Path, float | None]:
+    """Corpus *name* of ``_corpora.py`` built with the extension: (html, seconds).
+
+    Raises FileNotFoundError when the corpus or a module its build needs is
+    missing.
+    """
+    path = _corpora.corpus_path(name)
+    missing = _corpora.missing_deps(name)
+    if path is None:
+        raise FileNotFoundError(f"{name} not found: set {_corpora.ENV_VAR}")
+    if missing:
+        raise FileNotFoundError(f'{name} needs {missing}: pip install -e ".[corpora]"')
+    key = build_code_key() + tree_key(path) + _corpora.autodoc_versions(name)
+    return cached_build(
+        name,
+        key,
+        lambda work: _corpora.prepare_corpus(name, work, with_ragcite=True),
+        rebuild=rebuild,
+    )
+
+
+def read_manifest(site: Path) -> dict[str, Any]:
+    return json.loads((site / _MANIFEST).read_text("utf-8"))
+
+
+def read_passages(site: Path) -> list[dict[str, Any]]:
+    """The built passages, found through the manifest as the server finds them."""
+    return read_jsonl(site / "_ragcite" / read_manifest(site)["files"]["passages"])
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    lines = path.read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+# -- the server ------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    """``uvicorn --factory ...app_from_env`` on 127.0.0.1 in a child process."""
+
+    HOST = "127.0.0.1"  # loopback only, always
+
+    def __init__(self, settings: dict[str, Any], log_dir: Path) -> None:
+        self.settings = settings
+        self.port = free_port()
+        self.url = f"http://{self.HOST}:{self.port}"
+        self.log_path = log_dir / f"server-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.health: dict[str, Any] = {}
+        self.startup_s = 0.0
+
+    def start(self, timeout: float = 180.0) -> None:
+        import httpx
+
+        env = {**os.environ, "RAGCITE_SERVER_SETTINGS": json.dumps(self.settings)}
+        cmd = [sys.executable, "-m", "uvicorn", "--factory"]
+        cmd += ["sphinx_ragcite.server.app:app_from_env", "--host", self.HOST]
+        cmd += ["--port", str(self.port), "--log-level", "warning"]
+        started = time.perf_counter()
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = started + timeout
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"the server exited {self.proc.returncode}:\n{self.log_tail()}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                response = httpx.get(f"{self.url}/api/health", timeout=2.0)
+                if response.status_code == 200:
+                    self.health = response.json()
+                    self.startup_s = time.perf_counter() - started
+                    return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"no /api/health after {timeout:.0f} s:\n{self.log_tail()}")
+
+    def memory_mib(self) -> dict[str, float]:
+        """``VmRSS`` and ``VmHWM`` (peak RSS) of the server process, in MiB."""
+        assert self.proc is not None
+        values = {}
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        for line in status.splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = round(int(rest.split()[0]) / 1024, 1)
+        return values
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def tracebacks(self) -> int:
+        return self.log_text().count("Traceback (most recent call last)")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=15)
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- results ---------------------------------------------------------------------
+
+
+def envelope(benchmark: str, **more: Any) -> dict[str, Any]:
+    """The head of a result file: what ran, on what, under how much load.
+
+    *more* (versions such as ``sphinx=...``, options) follows the machine.
+    """
+    return {
+        "benchmark": benchmark,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "loadavg_at_start": LOADAVG_AT_START,
+        "loadavg_at_end": _loadavg(),
+        **more,
+    }
+
+
+def write_result(path: Path, payload: Mapping[str, Any]) -> None:
+    """*payload* as JSON (UTF-8, indented) at *path*; print the load and where."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(payload, indent=2, ensure_ascii=False, default=_plain)
+    path.write_text(text + "\n", "utf-8")
+    start, end = payload.get("loadavg_at_start"), payload.get("loadavg_at_end")
+    if start and end:
+        print(
+            f"\nload average (1 min) at start {start[0]:.2f}, at end {end[0]:.2f}, "
+            f"on {os.cpu_count()} cores (other processes running at the same "
+            "time skew the timings)"
+        )
+    shown = path.resolve()
+    print(f"\nwrote {shown.relative_to(REPO) if shown.is_relative_to(REPO) else path}")
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays as plain numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+# -- figures ---------------------------------------------------------------------
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The *q*-th percentile (0-100), interpolated between the nearest ranks
+    as numpy's default does; None when there are no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def latency_ms(
+    seconds: Sequence[float],
+    quantiles: Sequence[int] = (50, 99),
+    *,
+    mean: bool = False,
+    digits: int = 3,
+) -> dict[str, float | None]:
+    """``{"p50_ms": ..., "p99_ms": ...}`` (and ``mean_ms``) of timings in seconds."""
+    ms = [1000 * s for s in seconds]
+    out: dict[str, float | None] = {}
+    for q in quantiles:
+        value = percentile(ms, q)
+        out[f"p{q}_ms"] = None if value is None else round(value, digits)
+    if mean:
+        out["mean_ms"] = round(statistics.fmean(ms), digits) if ms else None
+    return out
+
+
+def table(head: list[str], body: list[list[str]]) -> str:
+    """Columns padded to fit; the first left-aligned, the rest right-aligned."""
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+
+    def fmt(row: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+
+    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
