@@ -543,3 +543,14 @@ def test_loopback_accepts_origins_without_a_port(example_site: Path) -> None:
             "/mcp", json=body, headers={**headers, "Origin": "http://localhost.evil"}
         )
         assert evil.status_code == 403
+
+
+def test_mcp_ask_with_a_filter_that_keeps_nothing_is_not_found(api: TestClient) -> None:
+    result = call(
+        api,
+        "ask",
+        {"question": "How long should the bloom take?", "docnames": ["nonexistent"]},
+    )
+    assert not result.is_error, error_text(result)
+    answer = structured(result)
+    assert answer["citations"] == [] and answer["grounded"] is False

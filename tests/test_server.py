@@ -480,3 +480,18 @@ def test_a_folder_redirect_stays_on_this_host(
                 assert not location.startswith(("/", "http:", "https:"))
                 assert urljoin(asked, location) == f"http://testserver{folder}/?x=1"
             assert client.get(f"{folders[0]}").text == "<p>sub</p>"
+
+
+@pytest.mark.parametrize("filters", [{"docnames": ["nonexistent"]}, {"chapters": [42]}])
+def test_a_filter_that_keeps_nothing_is_not_found_not_a_500(
+    client: TestClient, filters: dict
+) -> None:
+    body = {"question": "How long should the bloom take?", "filters": filters}
+    answer = client.post("/api/ask", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["citations"] == []
+    assert answer.json()["grounded"] is False
+    stream = client.post("/api/ask/stream", json=body)
+    events = sse_events(stream.text)
+    assert [name for name, _ in events][-1] == "final", events
+    assert events[-1][1]["citations"] == []
