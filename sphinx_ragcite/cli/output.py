@@ -86,7 +86,11 @@ def render(answer: Answer, fmt: str, book: Book, options: Options) -> str:
     return renderers[fmt](answer, book, options)
 
 
-def _text(answer: Answer, book: Book, options: Options) -> str:
+def _opening(
+    answer: Answer, book: Book, options: Options
+) -> str | tuple[Paint, str, list[Reference]]:
+    """The painted answer and its references; or the whole output, when the
+    answer abstained or the references are exported."""
     paint = Paint(options.color)
     body = _paint_markers(answer.answer, paint)
     if not answer.grounded:
@@ -94,6 +98,14 @@ def _text(answer: Answer, book: Book, options: Options) -> str:
     refs = references(answer, book, options.today)
     if options.export:
         return _with_export(body, refs, options.export)
+    return paint, body, refs
+
+
+def _text(answer: Answer, book: Book, options: Options) -> str:
+    opening = _opening(answer, book, options)
+    if isinstance(opening, str):
+        return opening
+    paint, body, refs = opening
     lines = [body, "", paint("Sources:", "bold")]
     for ref in refs:
         lines.append(_source_line(ref, options, paint))
@@ -101,13 +113,10 @@ def _text(answer: Answer, book: Book, options: Options) -> str:
 
 
 def _quotes(answer: Answer, book: Book, options: Options) -> str:
-    paint = Paint(options.color)
-    body = _paint_markers(answer.answer, paint)
-    if not answer.grounded:
-        return _abstained(answer, book, options, body)
-    refs = references(answer, book, options.today)
-    if options.export:
-        return _with_export(body, refs, options.export)
+    opening = _opening(answer, book, options)
+    if isinstance(opening, str):
+        return opening
+    paint, body, refs = opening
     lines = [body]
     limit = options.settings.max_quote_length
     for citation, ref in zip(answer.citations, refs, strict=True):
