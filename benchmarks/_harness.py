@@ -37,6 +37,11 @@ Figures: ``percentile(values, q)`` (q from 0 to 100, interpolated like
 numpy's default), ``latency_ms(seconds)`` (p50/p99 in ms, as benchmarks
 report latencies) and ``table(head, body)`` (the plain-text tables printed).
 
+Plots: ``svg_plot(path, title, xlabel, ylabel, series)`` writes a line and
+point plot of ``Series`` (points, colour, dashes, markers, a note beside each
+point) as a standalone SVG: axes, ticks, grid, labels, title and legend, no
+plotting library, the same bytes for the same data.
+
 Nothing here imports ``sphinx_ragcite`` at import time: ``scale.py`` runs
 children against an older checkout of the package.
 """
@@ -45,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import html
 import json
 import math
 import os
@@ -55,7 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -461,3 +467,210 @@ def table(head: list[str], body: list[list[str]]) -> str:
         )
 
     return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
+
+
+# -- plots -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Series:
+    """One thing a plot draws: its points joined by a line and/or marked."""
+
+    label: str
+    points: Sequence[tuple[float, float]]
+    color: str = "#1f77b4"
+    line: bool = True
+    dashed: bool = False
+    #: marker radius in pixels (0: none)
+    marker: float = 0.0
+    #: text written beside each point (same length as *points*, or empty)
+    notes: Sequence[str] = field(default_factory=tuple)
+    #: where the notes go, in pixels from the point
+    note_offset: tuple[float, float] = (6.0, -6.0)
+    #: "start": notes begin at the offset; "end": they end there
+    note_anchor: str = "start"
+
+
+def _num(value: float) -> str:
+    """A coordinate: one decimal, no negative zero (deterministic output)."""
+    text = f"{value:.1f}"
+    return "0.0" if text == "-0.0" else text
+
+
+def _tick(value: float, step: float) -> str:
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step < 1 else 0
+    return f"{value:.{decimals}f}"
+
+
+def svg_plot(
+    path: Path,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    series: Sequence[Series],
+    *,
+    xlim: tuple[float, float] = (0.0, 1.0),
+    ylim: tuple[float, float] = (0.0, 1.0),
+    xstep: float = 0.2,
+    ystep: float = 0.2,
+    size: tuple[int, int] = (560, 440),
+    legend: str = "upper left",
+    subtitle: str = "",
+) -> None:
+    """A line/point plot of *series* written to *path* as a standalone SVG.
+
+    Axes span *xlim* x *ylim* with ticks every *xstep*/*ystep* and a light
+    grid; points outside are clipped. *legend* is ``"upper left"``,
+    ``"upper right"``, ``"lower right"`` or ``"none"``. Coordinates are
+    rounded to 0.1 px, so equal data give equal files.
+    """
+    width, height = size
+    left, right, top, bottom = 62.0, 18.0, 48.0 if subtitle else 36.0, 50.0
+    pw, ph = width - left - right, height - top - bottom
+    (x0, x1), (y0, y1) = xlim, ylim
+    inset = 8.0  # the data range lies this far inside the frame: edge points show
+
+    def sx(x: float) -> float:
+        return left + inset + (x - x0) / (x1 - x0) * (pw - 2 * inset)
+
+    def sy(y: float) -> float:
+        return top + ph - inset - (y - y0) / (y1 - y0) * (ph - 2 * inset)
+
+    esc = html.escape
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Arial, '
+        f'sans-serif" font-size="11">',
+        f"<title>{esc(title)}</title>",
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<defs><clipPath id="plot"><rect x="{_num(left)}" y="{_num(top)}" '
+        f'width="{_num(pw)}" height="{_num(ph)}"/></clipPath></defs>',
+        f'<text x="{_num(width / 2)}" y="20" text-anchor="middle" '
+        f'font-size="14" font-weight="bold">{esc(title)}</text>',
+    ]
+    if subtitle:
+        out.append(
+            f'<text x="{_num(width / 2)}" y="36" text-anchor="middle" '
+            f'fill="#555">{esc(subtitle)}</text>'
+        )
+    # grid, ticks and tick labels
+    for axis, (lo, hi), step in (("x", xlim, xstep), ("y", ylim, ystep)):
+        count = round((hi - lo) / step)
+        for i in range(count + 1):
+            value = lo + i * step
+            label = esc(_tick(value, step))
+            if axis == "x":
+                x = _num(sx(value))
+                out.append(
+                    f'<line x1="{x}" y1="{_num(top)}" x2="{x}" y2="{_num(top + ph)}" '
+                    'stroke="#e5e5e5"/>'
+                )
+                out.append(
+                    f'<line x1="{x}" y1="{_num(top + ph)}" x2="{x}" '
+                    f'y2="{_num(top + ph + 5)}" stroke="#333"/>'
+                )
+                out.append(
+                    f'<text x="{x}" y="{_num(top + ph + 18)}" '
+                    f'text-anchor="middle">{label}</text>'
+                )
+            else:
+                y = _num(sy(value))
+                out.append(
+                    f'<line x1="{_num(left)}" y1="{y}" x2="{_num(left + pw)}" y2="{y}" '
+                    'stroke="#e5e5e5"/>'
+                )
+                out.append(
+                    f'<line x1="{_num(left - 5)}" y1="{y}" x2="{_num(left)}" y2="{y}" '
+                    'stroke="#333"/>'
+                )
+                out.append(
+                    f'<text x="{_num(left - 8)}" y="{_num(sy(value) + 4)}" '
+                    f'text-anchor="end">{label}</text>'
+                )
+    out.append(
+        f'<rect x="{_num(left)}" y="{_num(top)}" width="{_num(pw)}" '
+        f'height="{_num(ph)}" fill="none" stroke="#333"/>'
+    )
+    out.append(
+        f'<text x="{_num(left + pw / 2)}" y="{_num(height - 12)}" '
+        f'text-anchor="middle" font-size="12">{esc(xlabel)}</text>'
+    )
+    cy = top + ph / 2
+    out.append(
+        f'<text x="16" y="{_num(cy)}" text-anchor="middle" font-size="12" '
+        f'transform="rotate(-90 16 {_num(cy)})">{esc(ylabel)}</text>'
+    )
+    # the series, clipped to the plot area
+    out.append('<g clip-path="url(#plot)">')
+    for s in series:
+        coords = [(sx(x), sy(y)) for x, y in s.points]
+        dash = ' stroke-dasharray="6 4"' if s.dashed else ""
+        if s.line and len(coords) > 1:
+            d = " ".join(
+                f"{'M' if i == 0 else 'L'}{_num(x)},{_num(y)}"
+                for i, (x, y) in enumerate(coords)
+            )
+            out.append(
+                f'<path d="{d}" fill="none" stroke="{s.color}" '
+                f'stroke-width="1.8" stroke-linejoin="round"{dash}/>'
+            )
+        if s.marker:
+            for x, y in coords:
+                out.append(
+                    f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(s.marker)}" '
+                    f'fill="{s.color}" stroke="white" stroke-width="1"/>'
+                )
+    out.append("</g>")
+    for s in series:
+        dx, dy = s.note_offset
+        for (x, y), note in zip(s.points, s.notes, strict=False):
+            if not note or not (x0 <= x <= x1 and y0 <= y <= y1):
+                continue
+            # kept inside the frame: to the other side of the point near
+            # the left or right edge, above it near the bottom, below it
+            # near the top
+            nx, ny, anchor = sx(x) + dx, sy(y) + dy, s.note_anchor
+            if anchor == "start" and nx + 6.0 * len(note) > left + pw:
+                nx, anchor = sx(x) - dx, "end"
+            elif anchor == "end" and nx - 6.0 * len(note) < left:
+                nx, anchor = sx(x) - dx, "start"
+            if ny > top + ph - 3:
+                ny = sy(y) - abs(dy)
+            elif ny - 10 < top:
+                ny = sy(y) + abs(dy) + 4
+            out.append(
+                f'<text x="{_num(nx)}" y="{_num(ny)}" text-anchor="{anchor}" '
+                f'font-size="10" fill="{s.color}">{esc(note)}</text>'
+            )
+    # the legend
+    shown = [s for s in series if s.label]
+    if legend != "none" and shown:
+        line_h = 16.0
+        box_w = 24 + 6.2 * max(len(s.label) for s in shown) + 12
+        box_h = line_h * len(shown) + 8
+        lx = left + 8 if legend.endswith("left") else left + pw - box_w - 8
+        ly = top + 8 if legend.startswith("upper") else top + ph - box_h - 8
+        out.append(
+            f'<rect x="{_num(lx)}" y="{_num(ly)}" width="{_num(box_w)}" '
+            f'height="{_num(box_h)}" fill="white" fill-opacity="0.9" '
+            'stroke="#bbb"/>'
+        )
+        for i, s in enumerate(shown):
+            y = ly + 4 + line_h * i + line_h / 2
+            dash = ' stroke-dasharray="6 4"' if s.dashed else ""
+            if s.line:
+                out.append(
+                    f'<line x1="{_num(lx + 6)}" y1="{_num(y)}" x2="{_num(lx + 26)}" '
+                    f'y2="{_num(y)}" stroke="{s.color}" stroke-width="1.8"{dash}/>'
+                )
+            if s.marker:
+                out.append(
+                    f'<circle cx="{_num(lx + 16)}" cy="{_num(y)}" '
+                    f'r="{_num(min(s.marker, 5.0))}" fill="{s.color}"/>'
+                )
+            out.append(
+                f'<text x="{_num(lx + 32)}" y="{_num(y + 4)}">{esc(s.label)}</text>'
+            )
+    out.append("</svg>")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out) + "\n", "utf-8")

@@ -1,4 +1,4 @@
-"""Answer quality on every dev set with every generator, against issue 13's targets.
+"""Answer quality on every dev set with every generator, against issues 25 and 13.
 
 Why: the answer engine was tuned on the example book, written together with its
 questions; on third-party documentation and prose it is much weaker. This
@@ -31,6 +31,33 @@ it has no citation):
   model is loaded before timing, no passage is): the first question to reach
   a passage pays for its sentence vectors, as a reader's would.
 
+Outcomes and calibration (issue 25; ``Answer.outcome`` is ``answer``,
+``passages`` or ``not_found``; a passage is *right* as for citation precision):
+
+- precision of answers: share of the ``answer`` outcomes (on A and U) whose
+  cited passages include a right one; an answered unanswerable question is
+  wrong. Coverage: share of A given ``answer``.
+- gold in a shown passage: share of A whose cited passages (``answer``) or
+  shown ``passages`` (``passages``) include a right one.
+- unanswerable answered: share of U given ``answer``; near-topic: the same
+  over each set's near-topic folds (``near_topic.py``: the book rebuilt
+  without the gold pages of some of its questions, which become unanswerable;
+  ``--no-near-topic`` skips them).
+- ECE: over the ``answer`` outcomes, |mean ``confidence`` - share right| in
+  10 equal-width bins, weighted by count (the same with the near-topic
+  questions added is reported apart).
+- risk-coverage: every question (A and U) by ``confidence`` descending;
+  answering the first k, coverage k/N and risk the share wrong, where an
+  ``answer`` is right as above, a ``passages`` outcome when its first passage
+  is right, ``not_found`` and U never; AURC is the mean risk. The engine's
+  own operating point is its ``answer`` outcomes.
+
+Per set and generator, a reliability diagram and a risk-coverage curve (the
+set's own questions; dashed, with its near-topic questions) are drawn as
+SVG into the folder named like the JSON without ``.json``
+(``results/answer_quality/<set>.reliability.svg``,
+``<set>.risk_coverage.svg``; ``<set>.llm.*.svg`` for the llm).
+
 Failure kinds (each failing question has exactly one): ``false_abstention``;
 ``wrong_passage`` (no cited passage is gold or holds a gold answer);
 ``right_passage_wrong_sentence`` (a cited passage holds a gold answer, the
@@ -51,10 +78,14 @@ with the extension into ``benchmarks/results/.sites/<name>/`` (``_harness``)
 and reused while the build-side code and the inputs are unchanged
 (``--rebuild`` forces it).
 
-Per question, the answer JSON, the judgement and (``--signals``) the answer
-ranker's units with their probabilities go to
-``benchmarks/results/.answer_quality/answers/<set>.<generator>.jsonl`` so that
-calibration scripts (leave-one-set-out) can reuse them without re-answering.
+Per question, the answer JSON, the judgement, ``outcome``, ``confidence``,
+``right`` (the calibration label) and ``right_if_answered`` (the
+risk-coverage label), and (``--signals``) the answer ranker's units with
+their probabilities go to
+``benchmarks/results/.answer_quality/answers/<set>.<generator>.jsonl`` (the
+near-topic questions to ``<set>.<generator>.near.jsonl``, each record naming
+its fold in ``near_topic`` and its set in ``group``) so that calibration
+scripts (leave-one-set-out) can reuse them without re-answering.
 
 Run from the repository root::
 
@@ -62,7 +93,8 @@ Run from the repository root::
     .venv/bin/python benchmarks/answer_quality.py --sets click squad \\
         --generators extractive --limit 40
 
-Results go to ``benchmarks/results/answer_quality.json`` unless ``--out``.
+Results go to ``benchmarks/results/answer_quality.json`` unless ``--out``;
+the targets of issue 25 are printed first, then issue 13's.
 Exit code 2 when a requested set cannot be built (corpus or tool missing).
 """
 
@@ -90,6 +122,7 @@ from _harness import (
     REPO,
     RESULTS,
     SITES,
+    Series,
     build_code_key,
     cached_build,
     corpus_site,
@@ -99,6 +132,7 @@ from _harness import (
     percentile,
     read_jsonl,
     read_passages,
+    svg_plot,
     table,
     write_result,
 )
@@ -388,6 +422,8 @@ def limited(items: list[Item], limit: int | None) -> list[Item]:
 def judge(item: Item, answer: Any, texts: dict[str, str]) -> dict[str, Any]:
     """What is right and wrong about one answer; *texts* maps cited IDs to text."""
     cited = [c.passage_id for c in answer.citations]
+    outcome = getattr(answer, "outcome", "answer" if answer.citations else "not_found")
+    shown = [p.passage_id for p in getattr(answer, "passages", ())]
     numbers = {c.n for c in answer.citations}
     retrieved = set(answer.metadata.get("retrieved", []))
     markers = {
@@ -396,13 +432,20 @@ def judge(item: Item, answer: Any, texts: dict[str, str]) -> dict[str, Any]:
     abstained = not answer.citations
     valid = abstained or (all(pid in retrieved for pid in cited) and markers <= numbers)
     golds = [norm(a) for a in item.answers]
-    good = [
-        pid in item.gold_ids or any(g in norm(texts.get(pid, "")) for g in golds)
-        for pid in cited
-    ]
+
+    def right(pid: str) -> bool:
+        return pid in item.gold_ids or any(g in norm(texts.get(pid, "")) for g in golds)
+
+    good = [right(pid) for pid in cited]
+    shown_good = [right(pid) for pid in shown]
     plain = norm(_MARKER.sub(" ", answer.answer))
     gold_in_answer = any(g in plain for g in golds)
     supported = item.answerable and any(good)
+    answered = outcome == "answer"
+    if answered:
+        right_if_answered = supported
+    else:  # what answering would have cited: the first passage shown, if any
+        right_if_answered = item.answerable and bool(shown_good) and shown_good[0]
     if not item.answerable:
         kind = None if abstained else "answered_unanswerable"
     elif abstained:
@@ -428,6 +471,16 @@ def judge(item: Item, answer: Any, texts: dict[str, str]) -> dict[str, Any]:
         "band": answer.confidence_level,
         "generator_used": answer.metadata.get("generator"),
         "failure": kind,
+        "outcome": outcome,
+        "shown": shown,
+        "shown_good": shown_good,
+        # the calibration label: an "answer" whose cited passage is right
+        # (an unanswerable question answered is wrong)
+        "right": answered and supported,
+        # the label of the risk-coverage curve, for every outcome
+        "right_if_answered": right_if_answered,
+        "gold_shown": item.answerable
+        and any(good if answered else shown_good if outcome == "passages" else ()),
     }
 
 
@@ -497,12 +550,56 @@ def run(
     dump: Path,
     with_signals: bool,
     lazy: bool = False,
-) -> dict[str, Any]:
-    """Answer every item with a fresh engine; metrics, failures and a JSONL dump.
+) -> tuple[dict[str, Any], list[tuple[Item, dict[str, Any]]]]:
+    """Answer every item with a fresh engine: metrics and failures, the
+    judgements, and a JSONL dump.
 
     *lazy* ignores the build's sentence vectors: every passage's sentences are
     embedded when first retrieved (the baseline for the latency they save).
     """
+    started = time.perf_counter()
+    dump.parent.mkdir(parents=True, exist_ok=True)
+    with dump.open("w", encoding="utf-8") as out:
+        judged, latencies = answer_items(
+            devset, items, generator, llm, out, with_signals, lazy
+        )
+    result = metrics(judged, latencies)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result, judged
+
+
+def run_near_topic(
+    folds: list[Any],
+    generator: str,
+    llm: Any,
+    dump: Path,
+    limit: int | None,
+) -> list[tuple[Item, dict[str, Any]]]:
+    """Every near-topic fold's (unanswerable) questions answered, each fold
+    with a fresh engine on its build; judgements, and a JSONL dump whose
+    records name their fold (``near_topic``) and set (``group``)."""
+    judged: list[tuple[Item, dict[str, Any]]] = []
+    dump.parent.mkdir(parents=True, exist_ok=True)
+    with dump.open("w", encoding="utf-8") as out:
+        for nts in folds:
+            items = limited(nts.items, limit)
+            extra = {"near_topic": nts.name, "group": nts.group}
+            judged += answer_items(nts, items, generator, llm, out, extra=extra)[0]
+    return judged
+
+
+def answer_items(
+    devset: Any,
+    items: list[Item],
+    generator: str,
+    llm: Any,
+    out: Any,
+    with_signals: bool = False,
+    lazy: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> tuple[list[tuple[Item, dict[str, Any]]], list[float]]:
+    """*items* answered on *devset*'s build by a fresh engine, judged, and
+    written to *out* one JSON line each; the judgements and the latencies."""
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.retrieval.site import Site
 
@@ -511,41 +608,40 @@ def run(
         site.sentences = None
     site.embedder  # noqa: B018  load the model before timing; no passage is embedded
     engine = AnswerEngine(site, llm=llm)
-    started = time.perf_counter()
     judged: list[tuple[Item, dict[str, Any]]] = []
     latencies: list[float] = []
-    dump.parent.mkdir(parents=True, exist_ok=True)
-    with dump.open("w", encoding="utf-8") as out:
-        for item in items:
-            t0 = time.perf_counter()
-            answer = engine.answer(item.question, generator=generator)
-            ms = 1000 * (time.perf_counter() - t0)
-            latencies.append(ms)
-            texts = {
-                c.passage_id: (site.passage(c.passage_id) or {}).get("text", "")
-                for c in answer.citations
-            }
-            verdict = judge(item, answer, texts)
-            judged.append((item, verdict))
-            record = {
-                "set": devset.name,
-                "kind": devset.kind,
-                "generator": generator,
-                "id": item.id,
-                "question": item.question,
-                "answerable": item.answerable,
-                "gold_ids": sorted(item.gold_ids),
-                "gold_answers": list(item.answers),
-                "latency_ms": round(ms, 2),
-                "judgement": verdict,
-                "answer": answer.model_dump(mode="json"),
-            }
-            if with_signals:
-                record["signals"] = signals(engine, item)
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    result = metrics(judged, latencies)
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    return result
+    for item in items:
+        t0 = time.perf_counter()
+        answer = engine.answer(item.question, generator=generator)
+        ms = 1000 * (time.perf_counter() - t0)
+        latencies.append(ms)
+        ids = [c.passage_id for c in answer.citations]
+        ids += [p.passage_id for p in answer.passages]
+        texts = {pid: (site.passage(pid) or {}).get("text", "") for pid in ids}
+        verdict = judge(item, answer, texts)
+        judged.append((item, verdict))
+        record = {
+            "set": devset.name,
+            "kind": devset.kind,
+            "generator": generator,
+            **(extra or {}),
+            "id": item.id,
+            "question": item.question,
+            "answerable": item.answerable,
+            "gold_ids": sorted(item.gold_ids),
+            "gold_answers": list(item.answers),
+            "outcome": verdict["outcome"],
+            "confidence": verdict["confidence"],
+            "right": verdict["right"],
+            "right_if_answered": verdict["right_if_answered"],
+            "latency_ms": round(ms, 2),
+            "judgement": verdict,
+            "answer": answer.model_dump(mode="json"),
+        }
+        if with_signals:
+            record["signals"] = signals(engine, item)
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return judged, latencies
 
 
 def metrics(
@@ -554,6 +650,8 @@ def metrics(
     answerable = [v for i, v in judged if i.answerable]
     unanswerable = [v for i, v in judged if not i.answerable]
     answered = [v for _, v in judged if not v["abstained"]]
+    answers = [v for _, v in judged if v["outcome"] == "answer"]
+    answers_a = [v for v in answerable if v["outcome"] == "answer"]
     citations = [g for v in answerable for g in v["good"]]
     bands: dict[str, dict[str, Any]] = {}
     for band in ("high", "medium", "low"):
@@ -605,7 +703,112 @@ def metrics(
         "latency_p90_ms": rounded(percentile(latencies, 90)),
         "latency_max_ms": rounded(max(latencies, default=0.0)),
         "failures": failures,
+        # issue 25: outcomes and calibration
+        "answer_precision": share(sum(v["right"] for v in answers), len(answers)),
+        "answer_precision_answerable": share(
+            sum(v["right"] for v in answers_a), len(answers_a)
+        ),
+        "coverage": share(len(answers_a), len(answerable)),
+        "gold_shown": share(sum(v["gold_shown"] for v in answerable), len(answerable)),
+        "unanswerable_answered": share(
+            sum(v["outcome"] == "answer" for v in unanswerable), len(unanswerable)
+        ),
+        "ece": ece(answers),
+        "aurc": aurc([v for _, v in judged]),
+        "outcomes": {
+            "answerable": outcome_shares(answerable),
+            "unanswerable": outcome_shares(unanswerable),
+        },
+        "reliability": reliability_bins(answers),
     }
+
+
+def near_topic_metrics(
+    judged: list[tuple[Item, dict[str, Any]]],
+    near: list[tuple[Item, dict[str, Any]]],
+    folds: int,
+) -> dict[str, Any]:
+    """The near-topic questions' figures, and the set's calibration figures
+    with them added to its own questions."""
+    mine = [v for _, v in near]
+    both = [v for _, v in judged] + mine
+    answers = [v for v in both if v["outcome"] == "answer"]
+    return {
+        "folds": folds,
+        "questions": len(mine),
+        "answered": share(sum(v["outcome"] == "answer" for v in mine), len(mine)),
+        "outcomes": outcome_shares(mine),
+        "with_set": {
+            "answer_precision": share(sum(v["right"] for v in answers), len(answers)),
+            "ece": ece(answers),
+            "aurc": aurc(both),
+            "reliability": reliability_bins(answers),
+        },
+    }
+
+
+OUTCOMES = ("answer", "passages", "not_found")
+#: Equal-width confidence bins of the reliability diagram and the ECE.
+BINS = 10
+
+
+def outcome_shares(verdicts: list[dict[str, Any]]) -> dict[str, float | None]:
+    return {
+        o: share(sum(v["outcome"] == o for v in verdicts), len(verdicts))
+        for o in OUTCOMES
+    }
+
+
+def reliability_bins(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answers in :data:`BINS` equal-width bins of ``confidence`` (1.0 in
+    the last): each non-empty bin's bounds, count, mean confidence and share
+    right."""
+    bins: dict[int, list[dict[str, Any]]] = {}
+    for v in answers:
+        bins.setdefault(min(int(v["confidence"] * BINS), BINS - 1), []).append(v)
+    return [
+        {
+            "low": b / BINS,
+            "high": (b + 1) / BINS,
+            "n": len(inside),
+            "confidence": round(sum(v["confidence"] for v in inside) / len(inside), 4),
+            "right": round(sum(v["right"] for v in inside) / len(inside), 4),
+        }
+        for b, inside in sorted(bins.items())
+    ]
+
+
+def ece(answers: list[dict[str, Any]]) -> float | None:
+    """Expected calibration error of the answers' confidence: over
+    :data:`BINS` equal-width bins, |mean confidence - share right| weighted
+    by the bin's count."""
+    if not answers:
+        return None
+    total = sum(
+        b["n"] * abs(b["confidence"] - b["right"]) for b in reliability_bins(answers)
+    )
+    return round(total / len(answers), 4)
+
+
+def risk_coverage(verdicts: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """Every question, by confidence descending (ties in order asked), as if
+    the engine answered all down to it: (coverage, risk) after each, coverage
+    the share of questions answered and risk the share of those wrong. Wrong:
+    ``right_if_answered`` false (an "answer" with no right cited passage, a
+    "passages" outcome whose first passage is not right, "not_found", every
+    unanswerable question)."""
+    order = sorted(range(len(verdicts)), key=lambda i: (-verdicts[i]["confidence"], i))
+    points, wrong = [], 0
+    for k, i in enumerate(order, start=1):
+        wrong += not verdicts[i]["right_if_answered"]
+        points.append((k / len(order), wrong / k))
+    return points
+
+
+def aurc(verdicts: list[dict[str, Any]]) -> float | None:
+    """Area under the risk-coverage curve (the mean risk over its points)."""
+    points = risk_coverage(verdicts)
+    return round(sum(r for _, r in points) / len(points), 4) if points else None
 
 
 def share(part: float, whole: int) -> float | None:
@@ -617,11 +820,37 @@ def rounded(value: float | None) -> float | None:
 
 
 # --------------------------------------------------------------------------
-# Targets of issue 13
+# Targets of issues 25 and 13
+
+
+def targets_25(kind: str, generator: str) -> list[tuple[str, str, str, float]]:
+    """Issue 25's (metric key, label, comparison, goal) for a set kind and
+    generator: outcomes and calibration."""
+    rows = [
+        ("answer_precision", "precision of answers", ">=", 0.95),
+        (
+            "coverage",
+            "coverage (answerable answered)",
+            ">=",
+            0.75 if kind == "prose" else 0.60,
+        ),
+        ("gold_shown", "gold in a shown passage", ">=", 0.95),
+        ("unanswerable_answered", "unanswerable answered", "<=", 0.05),
+        ("near_topic_answered", "near-topic unanswerable answered", "<=", 0.05),
+        ("ece", "ECE of confidence on answers", "<=", 0.05),
+        ("citation_validity", "citation validity", ">=", 1.0),
+    ]
+    if generator == "extractive":
+        rows += [
+            ("latency_p50_ms", "p50 latency (ms)", "<=", 50.0),
+            ("latency_p90_ms", "p90 latency (ms)", "<=", 100.0),
+        ]
+    return rows
 
 
 def targets(kind: str, generator: str) -> list[tuple[str, str, str, float]]:
-    """(metric key, label, comparison, goal) for a set kind and generator."""
+    """Issue 13's (metric key, label, comparison, goal) for a set kind and
+    generator."""
     prose = kind == "prose"
     rows = [
         ("citation_validity", "citation validity", ">=", 1.0),
@@ -649,13 +878,16 @@ def target_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         for generator, result in entry["generators"].items():
             if "skipped" in result:
                 continue
-            for key, label, op, goal in targets(entry["kind"], generator):
-                value = result[key]
+            goals = [(25, t) for t in targets_25(entry["kind"], generator)]
+            goals += [(13, t) for t in targets(entry["kind"], generator)]
+            for issue, (key, label, op, goal) in goals:
+                value = result.get(key)
                 met = None
                 if value is not None:
                     met = value >= goal if op == ">=" else value <= goal
                 rows.append(
                     {
+                        "issue": issue,
                         "set": name,
                         "generator": generator,
                         "metric": key,
@@ -668,6 +900,43 @@ def target_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def outcome_table(results: dict[str, Any]) -> str:
+    """Per set and generator: outcome shares of answerable, unanswerable and
+    near-topic questions; precision on answerable questions only; ECE,
+    precision and area under the risk-coverage curve with the near-topic
+    questions added."""
+
+    def shares(o: dict[str, float | None]) -> str:
+        return "/".join("-" if o[k] is None else f"{100 * o[k]:.0f}" for k in OUTCOMES)
+
+    body = []
+    for name, entry in results.items():
+        for generator, r in entry["generators"].items():
+            if "skipped" in r:
+                continue
+            near = r.get("near_topic")
+            with_near = near["with_set"] if near else {}
+            body.append(
+                [
+                    name,
+                    generator,
+                    f"{r['answerable']}+{r['unanswerable']}"
+                    + (f"+{near['questions']}" if near else ""),
+                    shares(r["outcomes"]["answerable"]),
+                    shares(r["outcomes"]["unanswerable"]),
+                    shares(near["outcomes"]) if near else "-",
+                    fmt(r["answer_precision_answerable"], ""),
+                    fmt(r["aurc"], ""),
+                    fmt(with_near.get("answer_precision"), ""),
+                    fmt(with_near.get("ece"), ""),
+                    fmt(with_near.get("aurc"), ""),
+                ]
+            )
+    head = ["set", "generator", "A+U+near", "A % a/p/n", "U % a/p/n", "near % a/p/n"]
+    head += ["prec. on A", "AURC", "+near: prec.", "ECE", "AURC"]
+    return table(head, body)
+
+
 def fmt(value: float | None, key: str) -> str:
     if value is None:
         return "-"
@@ -676,22 +945,27 @@ def fmt(value: float | None, key: str) -> str:
 
 def report(results: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     out = []
-    out.append(
-        table(
-            ["set", "generator", "target", "figure", "goal", "met"],
-            [
+    for issue in (25, 13):
+        out.append(("\n" if out else "") + f"Targets of issue {issue}:")
+        out.append(
+            table(
+                ["set", "generator", "target", "figure", "goal", "met"],
                 [
-                    r["set"],
-                    r["generator"],
-                    r["label"],
-                    fmt(r["value"], r["metric"]),
-                    r["goal"],
-                    {True: "yes", False: "NO", None: "-"}[r["met"]],
-                ]
-                for r in rows
-            ],
+                    [
+                        r["set"],
+                        r["generator"],
+                        r["label"],
+                        fmt(r["value"], r["metric"]),
+                        r["goal"],
+                        {True: "yes", False: "NO", None: "-"}[r["met"]],
+                    ]
+                    for r in rows
+                    if r["issue"] == issue
+                ],
+            )
         )
-    )
+    out.append("\nOutcomes (answer/passages/not_found) and calibration:")
+    out.append(outcome_table(results))
     extra = []
     for name, entry in results.items():
         for generator, r in entry["generators"].items():
@@ -793,6 +1067,111 @@ def report(results: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 # --------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------
+# Calibration plots
+
+OWN_COLOR, NEAR_COLOR, GUIDE_COLOR = "#1f77b4", "#d95f02", "#888888"
+
+
+def plot_calibration(
+    outdir: Path,
+    name: str,
+    generator: str,
+    judged: list[tuple[Item, dict[str, Any]]],
+    near: list[tuple[Item, dict[str, Any]]],
+) -> list[Path]:
+    """The set's reliability diagram and risk-coverage curve (its own
+    questions; dashed, with its near-topic questions added) as
+    ``<set>[.<generator>].reliability.svg`` and ``.risk_coverage.svg``."""
+    stem = name if generator == "extractive" else f"{name}.{generator}"
+    own = [v for _, v in judged]
+    both = own + [v for _, v in near]
+    groups = [("dev questions", own, OWN_COLOR, False)]
+    if near:
+        groups.append(("with near-topic", both, NEAR_COLOR, True))
+
+    diagonal = Series("perfectly calibrated", [(0.0, 0.0), (1.0, 1.0)], GUIDE_COLOR)
+    series, facts = [diagonal], []
+    for label, verdicts, color, dashed in groups:
+        answers = [v for v in verdicts if v["outcome"] == "answer"]
+        bins = reliability_bins(answers)
+        series.append(
+            Series(
+                f"{label} ({len(answers)} answers)",
+                [(b["confidence"], b["right"]) for b in bins],
+                color,
+                dashed=dashed,
+                marker=4.0,
+                notes=[str(b["n"]) for b in bins],
+                note_offset=(6.0, 14.0) if dashed else (6.0, -7.0),
+            )
+        )
+        facts.append(f"{label}: ECE {fmt(ece(answers), '')}")
+    reliability = outdir / f"{stem}.reliability.svg"
+    svg_plot(
+        reliability,
+        f"{name} ({generator}): reliability of answer confidence",
+        f"mean confidence in bin ({BINS} equal-width bins; numbers: answers in bin)",
+        "fraction right (cited passage answers)",
+        series,
+        subtitle="; ".join(facts),
+    )
+
+    series, facts, highest = [], [], 0.2
+    for label, verdicts, color, dashed in groups:
+        points = risk_coverage(verdicts)
+        answers = [v for v in verdicts if v["outcome"] == "answer"]
+        wrong = sum(not v["right"] for v in answers)
+        at = (len(answers) / len(verdicts), wrong / len(answers) if answers else 0.0)
+        series.append(Series(label, points, color, dashed=dashed))
+        series.append(
+            Series(
+                "",
+                [at],
+                color,
+                line=False,
+                marker=5.5,
+                # above left: clear of a curve that rises to the right
+                notes=[f"engine: {at[0]:.2f}, {at[1]:.3f}"],
+                note_offset=(-8.0, -8.0),
+                note_anchor="end",
+            )
+        )
+        highest = max(highest, at[1], *(r for c, r in points if c >= 0.1))
+        facts.append(f"{label}: AURC {fmt(aurc(verdicts), '')}")
+    step = 0.05 if highest <= 0.3 else 0.1 if highest <= 0.6 else 0.2
+    top = min(1.0, math.ceil(highest / step - 1e-9) * step)
+    series.insert(
+        0,
+        Series(
+            "risk 0.05 (precision 0.95)",
+            [(0.0, 0.05), (1.0, 0.05)],
+            GUIDE_COLOR,
+            dashed=True,
+        ),
+    )
+    curve = outdir / f"{stem}.risk_coverage.svg"
+    svg_plot(
+        curve,
+        f"{name} ({generator}): risk vs coverage",
+        "coverage (share of all questions answered, most confident first)",
+        "risk (share of those answers wrong)",
+        series,
+        ylim=(0.0, top),
+        ystep=step,
+        subtitle="; ".join(facts) + "; dot: the engine's own answers",
+    )
+    return [reliability, curve]
+
+
+def near_topic_folds(devset: DevSet, rebuild: bool) -> list[Any]:
+    """*devset*'s near-topic folds (``near_topic.py``), built or reused."""
+    import near_topic
+
+    folds = near_topic.FOLDS_BY_SET.get(devset.name, near_topic.FOLDS)
+    return near_topic.near_topic_sets(devset, folds, rebuild=rebuild)  # type: ignore[arg-type]
+
+
 def load_llm() -> tuple[Any, str | None]:
     """The in-process SmolLM2 generator, or None and why not."""
     try:
@@ -826,9 +1205,22 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also answer without the build's sentence vectors (latency baseline)",
     )
+    parser.add_argument(
+        "--near-topic",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also answer each set's near-topic unanswerable questions "
+        "(near_topic.py; folds built on first use)",
+    )
     parser.add_argument("--dump-dir", type=Path, default=CACHE / "answers")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="the JSON; the plots go to the folder of its name without .json",
+    )
     args = parser.parse_args(argv)
+    plots = args.out.with_suffix("")
 
     began = time.perf_counter()
     devsets = {}
@@ -862,6 +1254,17 @@ def main(argv: list[str] | None = None) -> int:
             "notes": devset.notes,
             "generators": {},
         }
+        folds = None
+        if args.near_topic:
+            try:
+                folds = near_topic_folds(devset, args.rebuild)
+            except (
+                FileNotFoundError,
+                RuntimeError,
+                subprocess.CalledProcessError,
+            ) as e:
+                print(f"WARNING {name}: no near-topic folds: {e}", file=sys.stderr)
+                entry["notes"].append(f"no near-topic folds: {e}")
         for generator in args.generators:
             if generator == "llm" and llm is None:
                 entry["generators"][generator] = {"skipped": str(llm_error)}
@@ -870,13 +1273,29 @@ def main(argv: list[str] | None = None) -> int:
             items = limited(devset.items, args.limit if limit is None else limit)
             print(f"{name} / {generator}: {len(items)} questions ...", flush=True)
             dump = args.dump_dir / f"{name}.{generator}.jsonl"
-            entry["generators"][generator] = run(
-                devset, items, generator, llm, dump, args.signals
-            )
+            result, judged = run(devset, items, generator, llm, dump, args.signals)
+            near: list[tuple[Item, dict[str, Any]]] = []
+            if folds is not None:
+                print(f"{name} / {generator}: near-topic questions ...", flush=True)
+                near = run_near_topic(
+                    folds,
+                    generator,
+                    llm,
+                    dump.with_name(f"{name}.{generator}.near.jsonl"),
+                    args.limit if limit is None else limit,
+                )
+                result["near_topic"] = near_topic_metrics(judged, near, len(folds))
+                result["near_topic_answered"] = result["near_topic"]["answered"]
+            drawn = plot_calibration(plots, name, generator, judged, near)
+            result["plots"] = [
+                str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+                for path in drawn
+            ]
+            entry["generators"][generator] = result
             if generator == "llm" and len(items) < len(devset.items):
                 # the llm ran on a subset: extractive on the same questions
                 # is what "never worse than extractive" compares with
-                same = run(
+                same, _ = run(
                     devset,
                     items,
                     "extractive",
@@ -890,7 +1309,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.lazy_baseline and generator == "extractive":
                 print(f"{name} / {generator}, sentences embedded lazily ...")
                 lazy_dump = dump.with_name(f"{name}.{generator}.lazy.jsonl")
-                lazy = run(devset, items, generator, llm, lazy_dump, False, lazy=True)
+                lazy, _ = run(
+                    devset, items, generator, llm, lazy_dump, False, lazy=True
+                )
                 entry["generators"][generator]["lazy_sentences"] = {
                     k: lazy[k] for k in ("latency_p50_ms", "latency_p90_ms")
                 }
@@ -911,6 +1332,7 @@ def main(argv: list[str] | None = None) -> int:
             "generators": args.generators,
             "limit": args.limit,
             "llm_limit": args.llm_limit,
+            "near_topic": args.near_topic,
         },
         total_seconds=round(total, 1),
         sets=results,

@@ -1,10 +1,11 @@
 // @ts-check
 /**
- * Pure helpers of the reader widget: answer text -> segments, citations ->
- * source-list models, and the one gate every link goes through.
+ * Pure helpers of the reader widget: the outcome of an answer, answer text ->
+ * segments, citations -> source-list models, shown passages -> models, and
+ * the one gate every link goes through.
  *
  * Nothing here touches the DOM. Links are built only from index data (a
- * citation's `url`, a see-also entry's or a static hit's `url`), resolved
+ * citation's, a shown passage's, a see-also entry's or a static hit's `url`), resolved
  * against the site root and kept only when they stay on the site's origin;
  * the answer text never produces a link.
  *
@@ -15,7 +16,9 @@
 /** @typedef {import("./types").Answer} Answer */
 /** @typedef {import("./types").Citation} Citation */
 /** @typedef {import("./types").SeeAlso} SeeAlso */
+/** @typedef {import("./types").ShownPassage} ShownPassage */
 /** @typedef {import("./types").ConfidenceLevel} ConfidenceLevel */
+/** @typedef {import("./types").Outcome} Outcome */
 
 /**
  * A piece of answer text: plain text, or the marker of citation `n`.
@@ -50,6 +53,23 @@
  * @property {string} snippet
  */
 
+/**
+ * A passage the `passages` outcome points to: where the answer may be.
+ * @typedef {object} ShownModel
+ * @property {number} rank 1 for the most likely
+ * @property {string} passageId
+ * @property {string | null} href absolute, same-origin URL; null: no link
+ * @property {string} chapter
+ * @property {string} section
+ * @property {string} quote its best sentence (the snippet when it has none)
+ * @property {{text: string, spans: [number, number][]} | null} marked what to
+ *   mark in the page when the link is followed: the best sentence
+ * @property {{before: string, quote: string, after: string}} context the best
+ *   sentence with the snippet's words around it, when the snippet holds it
+ * @property {number | null} confidence 0-1: how likely it holds the answer
+ * @property {ConfidenceLevel | null} level
+ */
+
 (function () {
   "use strict";
 
@@ -68,16 +88,108 @@
   // eslint-disable-next-line no-control-regex
   const URL_JUNK = /[\u0000-\u0020\u007f-\u009f\u00ad\u200b-\u200f\u2028\u2029\ufeff]/g;
 
+  /** The outcomes of the answer JSON (`contracts.Outcome`). */
+  const OUTCOMES = new Set(["answer", "passages", "not_found"]);
+
   /**
-   * `high` at 0.7 or more, `medium` from 0.4, else `low` (seed 003's bands).
+   * `high` at 0.9 or more, `medium` from 0.7, else `low`: the bands of a
+   * calibrated probability (`contracts.confidence_level`).
    * @param {unknown} score
    * @returns {ConfidenceLevel | null}
    */
   function confidenceLevel(score) {
     if (typeof score !== "number" || !Number.isFinite(score)) return null;
-    if (score >= 0.7) return "high";
-    if (score >= 0.4) return "medium";
+    if (score >= 0.9) return "high";
+    if (score >= 0.7) return "medium";
     return "low";
+  }
+
+  /**
+   * What the reader gets from an answer JSON: its `outcome`; from a server
+   * older than `outcome`, "answer" when grounded, else "not_found". An
+   * ungrounded "answer", and "passages" without a passage to show, are
+   * "not_found" too: nothing unchecked is ever shown as an answer.
+   * @param {Partial<Answer> | null | undefined} answer
+   * @returns {Outcome}
+   */
+  function outcomeOf(answer) {
+    if (!answer || typeof answer !== "object") return "not_found";
+    const said = typeof answer.outcome === "string" && OUTCOMES.has(answer.outcome) ? answer.outcome : null;
+    if (said === "passages") {
+      return Array.isArray(answer.passages) && answer.passages.length ? "passages" : "not_found";
+    }
+    if (said === "not_found") return "not_found";
+    return answer.grounded === true ? "answer" : "not_found";
+  }
+
+  /**
+   * The best sentence with the snippet's words around it: the snippet split
+   * at the sentence when it holds it (the passage's opening words), else the
+   * sentence alone. Each side is cut to `max` characters at a word, and "…"
+   * ends words after it that stop mid-sentence.
+   * @param {unknown} snippet
+   * @param {unknown} quote
+   * @param {number} [max]
+   * @returns {{before: string, quote: string, after: string}}
+   */
+  function quoteContext(snippet, quote, max = 120) {
+    const norm = (/** @type {unknown} */ t) => str(t).replace(/\s+/g, " ").trim();
+    const s = norm(snippet);
+    const q = norm(quote);
+    if (!q) return { before: "", quote: s, after: "" };
+    const at = s.indexOf(q);
+    if (at < 0) return { before: "", quote: q, after: "" };
+    const before = s.slice(0, at);
+    const after = s.slice(at + q.length);
+    const cutBefore = before.length > max ? `…${clipStart(before, max)}` : before;
+    let cutAfter = after.trim() ? `${/^\s/.test(after) ? " " : ""}${clip(after, max)}` : "";
+    // a snippet stops at a word, maybe mid-sentence: say that the text goes on
+    if (cutAfter && !/[.!?…:;)"'»”。！？]$/.test(cutAfter)) cutAfter += "…";
+    return { before: cutBefore, quote: q, after: cutAfter };
+  }
+
+  /**
+   * The end of `text`, at most `max` characters, from a word start.
+   * @param {string} text
+   * @param {number} max
+   */
+  function clipStart(text, max) {
+    const tail = text.slice(text.length - max);
+    const space = tail.indexOf(" ");
+    return space >= 0 && space < max * 0.5 ? tail.slice(space + 1) : tail;
+  }
+
+  /**
+   * The passages of a `passages` outcome, most likely first; each href comes
+   * from the passage's `url` through {@link resolveUrl}, and following it
+   * marks the passage's best sentence (`quote`, `quote_spans`).
+   * @param {Partial<Answer> | null | undefined} answer
+   * @param {string | URL | Place} root
+   * @returns {ShownModel[]}
+   */
+  function buildShown(answer, root) {
+    const list = answer && Array.isArray(answer.passages) ? answer.passages : [];
+    /** @type {ShownModel[]} */
+    const out = [];
+    for (const item of list) {
+      if (!item || typeof item !== "object") continue;
+      const p = /** @type {Partial<ShownPassage>} */ (item);
+      const score = typeof p.confidence === "number" && Number.isFinite(p.confidence) ? p.confidence : null;
+      const quote = str(p.quote);
+      out.push({
+        rank: out.length + 1,
+        passageId: str(p.passage_id),
+        href: itemHref(p, root),
+        chapter: str(p.chapter),
+        section: str(p.section),
+        quote: quote || str(p.snippet),
+        marked: quote ? { text: quote, spans: quoteSpans(p.quote_spans) } : null,
+        context: quoteContext(p.snippet, quote || p.snippet),
+        confidence: score,
+        level: confidenceLevel(score),
+      });
+    }
+    return out;
   }
 
   /**
@@ -367,11 +479,14 @@
     bidiPieces,
     buildLinks,
     buildSeeAlso,
+    buildShown,
     buildSources,
     clip,
     confidenceLevel,
     isPassageHash,
+    outcomeOf,
     parseAnswer,
+    quoteContext,
     quoteSpans,
     resolveUrl,
     samePage,

@@ -1,8 +1,9 @@
 // @ts-check
 /**
  * The widget's DOM: the launcher, the ask panel, the answer with its `[n]`
- * markers and source list, previews of a marker's quote, static results,
- * errors and status.
+ * markers and source list (or, for the other outcomes, the passages that may
+ * hold the answer, or word that the book does not cover it, with the closest
+ * pages), previews of a marker's quote, static results, errors and status.
  *
  * Every model, document and user string enters the page through
  * `textContent` (book and model text sentence by sentence in `<bdi>`); the
@@ -16,6 +17,7 @@
 /** @typedef {import("./types").StaticResult} StaticResult */
 /** @typedef {import("./citations.js").SourceModel} SourceModel */
 /** @typedef {import("./citations.js").LinkModel} LinkModel */
+/** @typedef {import("./citations.js").ShownModel} ShownModel */
 /** @typedef {import("./settings.js").Shortcut} Shortcut */
 /** @typedef {import("./client.js").WidgetError} WidgetError */
 
@@ -99,6 +101,8 @@
     let returnFocus = null;
     /** @type {Map<number, SourceModel>} */
     let sources = new Map();
+    /** @type {Map<number, ShownModel>} the passages of a "passages" outcome, by rank */
+    let shown = new Map();
     /** @type {Text | null} */
     let streamed = null;
     /** @type {number | undefined} */
@@ -476,11 +480,16 @@
 
     /**
      * The quote of the citation a link belongs to (a marker, or a source's
-     * title), when the link goes to that citation's passage; null for
-     * see-also and search-result links.
+     * title), or the best sentence of a shown passage, when the link goes to
+     * that passage; null for see-also and search-result links.
      * @param {HTMLAnchorElement} anchor
      */
     function quoteOf(anchor) {
+      const rank = anchor.getAttribute("data-ragcite-shown");
+      if (rank) {
+        const p = shown.get(Number(rank));
+        return p && p.marked && p.href === anchor.href ? p.marked : null;
+      }
       const item = anchor.closest("li[data-ragcite-source]");
       const n = anchor.getAttribute("data-ragcite-n") || (item && item.getAttribute("data-ragcite-source"));
       const s = n ? sources.get(Number(n)) : undefined;
@@ -535,9 +544,11 @@
       window.clearInterval(retryTimer);
       hidePreview();
       w.output.replaceChildren();
+      w.output.removeAttribute("data-ragcite-outcome");
       w.error.replaceChildren();
       w.error.hidden = true;
       sources = new Map();
+      shown = new Map();
       streamed = null;
       w.root.classList.remove("ragcite-has-answer");
     }
@@ -627,55 +638,141 @@
       );
     }
 
-    /** @param {Answer} answer */
+    /**
+     * A percentage of a 0-1 score.
+     * @param {number} score
+     */
+    function percent(score) {
+      return `${Math.round(score * 100)}%`;
+    }
+
+    /**
+     * One passage of the "passages" outcome: its title linking to it, its
+     * best sentence marked among the snippet's words, how likely it answers.
+     * @param {ShownModel} p
+     */
+    function renderShown(p) {
+      const { before, quote, after } = p.context;
+      return el(
+        "li",
+        { class: "ragcite-passage", "data-ragcite-rank": p.rank },
+        link(
+          p.href,
+          { class: "ragcite-passage-title ragcite-link", "data-ragcite-link": p.passageId, "data-ragcite-shown": p.rank },
+          title(p),
+        ),
+        el(
+          "blockquote",
+          { class: "ragcite-passage-quote" },
+          before ? el("span", { class: "ragcite-passage-context" }, isolated(before)) : null,
+          el("span", { class: "ragcite-visually-hidden", text: "Best sentence: " }),
+          el("mark", { class: "ragcite-best" }, isolated(quote)),
+          after ? el("span", { class: "ragcite-passage-context" }, isolated(after)) : null,
+        ),
+        p.confidence !== null
+          ? el(
+              "div",
+              { class: "ragcite-source-meta" },
+              el("span", { class: "ragcite-passage-likely", text: `${percent(p.confidence)} likely to answer` }),
+            )
+          : null,
+      );
+    }
+
+    /**
+     * The "passages" outcome: no claim, the passages that may hold the answer.
+     * @param {Answer} answer
+     */
+    function renderPassages(answer) {
+      const models = C.buildShown(answer, settings);
+      shown = new Map(models.map((p) => [p.rank, p]));
+      const list = el("ol", { class: "ragcite-passages" });
+      for (const p of models) list.append(renderShown(p));
+      ensure().output.append(
+        el(
+          "div",
+          { class: "ragcite-maybe" },
+          el("h3", { class: "ragcite-outcome-title", text: "The book may answer this here:" }),
+          el("p", {
+            class: "ragcite-outcome-text",
+            text: "No sure answer, so none is given. Each link opens the passage at its best sentence.",
+          }),
+        ),
+        list,
+      );
+      const n = models.length;
+      setStatus(`No sure answer; ${n} passage${n === 1 ? "" : "s"} may hold it.`);
+    }
+
+    /**
+     * The "not_found" outcome: the book does not cover it; the closest pages.
+     * @param {Answer} answer
+     */
+    function renderNotFound(answer) {
+      const seeAlso = C.buildSeeAlso(answer, settings);
+      const out = ensure().output;
+      out.append(
+        el(
+          "div",
+          { class: "ragcite-notfound" },
+          el("h3", { class: "ragcite-outcome-title", text: "This book does not seem to cover that" }),
+          el("p", {
+            class: "ragcite-outcome-text",
+            text: seeAlso.length
+              ? "No passage answers the question; these pages come closest."
+              : "No passage answers the question. Try other words.",
+          }),
+        ),
+      );
+      if (seeAlso.length) out.append(heading("Closest pages"), linkList(seeAlso, "ragcite-see-also"));
+      setStatus("No answer in the book.");
+    }
+
+    /**
+     * An answer JSON, as its outcome says: a cited answer with its confidence
+     * band; the passages that may hold the answer; or word that the book does
+     * not cover it. Anything not grounded is never shown as an answer.
+     * @param {Answer} answer
+     */
     function renderAnswer(answer) {
       const w = ensure();
       resetOutput();
+      w.root.classList.add("ragcite-has-answer");
+      const outcome = C.outcomeOf(answer);
+      w.output.setAttribute("data-ragcite-outcome", outcome);
+      if (outcome === "passages") return renderPassages(answer);
+      if (outcome === "not_found") return renderNotFound(answer);
+
       const models = C.buildSources(answer, settings);
       sources = new Map(models.map((s) => [s.n, s]));
       const out = w.output;
       const level = ["high", "medium", "low"].includes(answer.confidence_level)
         ? answer.confidence_level
         : C.confidenceLevel(answer.confidence);
-
-      if (!answer.grounded) {
-        out.append(
-          el(
-            "div",
-            { class: "ragcite-notfound" },
-            el("strong", { class: "ragcite-notfound-title", text: "Not in the book" }),
-            el("p", { class: "ragcite-notfound-text" }, isolated(answer.answer || "The book does not answer this question.")),
-          ),
+      const badges = el("div", { class: "ragcite-badges" });
+      if (level) {
+        const score = typeof answer.confidence === "number" && Number.isFinite(answer.confidence) ? answer.confidence : null;
+        badges.append(
+          el("span", {
+            class: `ragcite-badge ragcite-badge-${level}`,
+            text: `${capital(level)} confidence${score !== null ? ` · ${percent(score)}` : ""}`,
+            title: score !== null ? `A calibrated ${percent(score)} chance that the cited passage answers the question` : null,
+          }),
         );
-        const seeAlso = C.buildSeeAlso(answer, settings);
-        if (seeAlso.length) {
-          out.append(heading("Passages that may help"), linkList(seeAlso, "ragcite-see-also"));
-        }
-      } else {
-        const badges = el("div", { class: "ragcite-badges" });
-        if (level) {
-          badges.append(
-            el("span", {
-              class: `ragcite-badge ragcite-badge-${level}`,
-              text: `${capital(level)} confidence`,
-              title: `Confidence ${Math.round(answer.confidence * 100)}%`,
-            }),
-          );
-        }
-        if (answer.mode === "selection") {
-          badges.append(el("span", { class: "ragcite-badge ragcite-badge-mode", text: "About your selection" }));
-        }
-        out.append(badges);
-        if (level === "low") {
-          out.append(
-            el("p", {
-              class: "ragcite-low-note",
-              text: "Low confidence: the book may not fully answer this. Check the sources before relying on it.",
-            }),
-          );
-        }
-        out.append(renderText(answer.answer));
       }
+      if (answer.mode === "selection") {
+        badges.append(el("span", { class: "ragcite-badge ragcite-badge-mode", text: "About your selection" }));
+      }
+      out.append(badges);
+      if (level === "low") {
+        out.append(
+          el("p", {
+            class: "ragcite-low-note",
+            text: "Low confidence: the book may not fully answer this. Check the sources before relying on it.",
+          }),
+        );
+      }
+      out.append(renderText(answer.answer));
 
       if (models.length) {
         const list = el("ol", { class: "ragcite-sources" });
@@ -691,9 +788,8 @@
             ? ["The generated answer could not be checked against the book, so these sentences are quoted from it."]
             : ["Sentences quoted from the book."];
       out.append(el("p", { class: "ragcite-footnote" }, ...by));
-      w.root.classList.add("ragcite-has-answer");
       const n = models.length;
-      setStatus(answer.grounded ? `Answer ready, ${n} source${n === 1 ? "" : "s"}.` : "No answer found in the book.");
+      setStatus(`Answer ready, ${n} source${n === 1 ? "" : "s"}.`);
     }
 
     /**

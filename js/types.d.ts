@@ -4,7 +4,19 @@
  * widget's public API on `window.ragcite`.
  */
 
+/** Bands of a calibrated probability: high >= 0.9, medium >= 0.7, else low. */
 export type ConfidenceLevel = "high" | "medium" | "low";
+
+/**
+ * What an answer holds:
+ * - "answer": a cited answer the engine is confident in (`grounded` true);
+ * - "passages": no claim; `passages` lists up to three passages that most
+ *   likely hold the answer, each with its best sentence;
+ * - "not_found": the book does not seem to cover the question; the closest
+ *   pages are in `metadata.see_also`.
+ * Absent from older servers: read `grounded` false as "not_found".
+ */
+export type Outcome = "answer" | "passages" | "not_found";
 
 /** One numbered source of an answer; `n` is its `[n]` marker. */
 export interface Citation {
@@ -34,6 +46,26 @@ export interface Citation {
    * relative to the server's root ("v2/page.html#ch1-sec0-p1"). */
   site?: string;
   /** Several sites served together: that site's conf.py `version`. */
+  version?: string;
+}
+
+/** A passage the "passages" outcome points to, with its best sentence. */
+export interface ShownPassage {
+  passage_id: string;
+  /** Relative to the site root, with the anchor, as a citation's `url`. */
+  url: string | null;
+  chapter: string;
+  section: string;
+  heading_path: string[];
+  snippet: string;
+  /** The passage's sentence most likely to answer, as in its text. */
+  quote: string;
+  /** [start, end) of that sentence in the passage's text. */
+  quote_spans: [number, number][];
+  /** Calibrated probability (0-1) that this passage answers the question. */
+  confidence: number;
+  /** As on a citation, when several sites are served together. */
+  site?: string;
   version?: string;
 }
 
@@ -71,9 +103,13 @@ export interface Answer {
   citations: Citation[];
   confidence: number;
   confidence_level: ConfidenceLevel;
-  /** False: the book does not support an answer; see `metadata.see_also`. */
+  /** True only for the "answer" outcome. */
   grounded: boolean;
   metadata: AnswerMetadata;
+  /** What the answer holds (absent from old servers: see `Outcome`). */
+  outcome?: Outcome;
+  /** The "passages" outcome: most likely first, at most three; else []. */
+  passages?: ShownPassage[];
   /** Several sites served together: the one site asked (absent across sites). */
   site?: string;
   /** Several sites served together: the version asked about. */

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_ragcite.contracts import Answer, Citation
+from sphinx_ragcite.contracts import Answer, Citation, ShownPassage
 from sphinx_ragcite.extension.config import fields
 
 from conftest import REPO
@@ -125,7 +125,7 @@ def test_every_command_and_endpoint_is_in_the_reference(built: Path) -> None:
 
 def test_answer_json_page_names_every_field(built: Path) -> None:
     text = page_text(built, "reference/answer-json.html")
-    for model in (Answer, Citation):
+    for model in (Answer, Citation, ShownPassage):
         for name in model.model_fields:
             assert name in text, name
 

@@ -553,4 +553,41 @@ def test_mcp_ask_with_a_filter_that_keeps_nothing_is_not_found(api: TestClient) 
     )
     assert not result.is_error, error_text(result)
     answer = structured(result)
-    assert answer["citations"] == [] and answer["grounded"] is False
+    assert answer["citations"] == []
+    assert answer["grounded"] is False
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How long should the bloom take?",
+        "Who invented the French press?",
+        "How do I compute PageRank scores for the characters?",
+    ],
+)
+def test_mcp_ask_carries_the_outcome_of_the_api(api: TestClient, question: str) -> None:
+    """The same outcome through both doors; the tool says what each means."""
+    answer = structured(call(api, "ask", {"question": question}))
+    expected = api.post("/api/ask", json={"question": question}).json()
+    assert answer["outcome"] == expected["outcome"]
+    assert answer["passages"] == expected["passages"]
+    assert answer["grounded"] is (answer["outcome"] == "answer")
+
+
+def test_mcp_ask_output_schema_names_the_outcomes(api: TestClient) -> None:
+    from mcp import Client
+
+    from sphinx_ragcite.server.mcp import build_server
+
+    async def tools() -> Any:
+        async with Client(build_server(lambda: api.app.state.ragcite)) as session:
+            return (await session.list_tools()).tools
+
+    ask = next(tool for tool in asyncio.run(tools()) if tool.name == "ask")
+    schema = ask.output_schema
+    assert schema is not None
+    outcomes = ["answer", "passages", "not_found"]
+    assert schema["properties"]["outcome"]["enum"] == outcomes
+    assert "ShownPassage" in schema["$defs"]
+    for outcome in ("`passages`", "`not_found`"):
+        assert outcome in (ask.description or "")

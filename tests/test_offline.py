@@ -261,7 +261,7 @@ def test_the_server_needs_no_network(
 
         stream = httpx.post(
             f"{url}/api/ask/stream",
-            json={"question": "What grind size suits espresso?"},
+            json={"question": "What pressure is espresso brewed at?"},
             timeout=120,
         )
         assert stream.status_code == 200, stream.text

@@ -150,6 +150,68 @@ def test_openapi_and_docs(client: TestClient) -> None:
     assert client.get("/api/docs").status_code == 200
 
 
+#: A question of the example book per outcome (the engine decides which).
+OUTCOME_QUESTIONS = (
+    "How long should the bloom take?",
+    "Who invented the French press?",
+    "How do I compute PageRank scores for the characters?",
+)
+
+
+@pytest.mark.parametrize("question", OUTCOME_QUESTIONS)
+def test_every_outcome_through_ask_and_the_stream(
+    client: TestClient, question: str
+) -> None:
+    """``/api/ask`` and the stream's final event carry the same outcome, and
+    each outcome holds what it promises."""
+    answer = client.post("/api/ask", json={"question": question}).json()
+    events = sse_events(
+        client.post("/api/ask/stream", json={"question": question}).text
+    )
+    assert events[-1][0] == "final"
+    final = events[-1][1]
+    for body in (answer, final):
+        Answer.model_validate(body)
+        outcome = body["outcome"]
+        assert outcome in ("answer", "passages", "not_found")
+        assert body["grounded"] is (outcome == "answer")
+        assert bool(body["citations"]) is (outcome == "answer")
+        assert bool(body["passages"]) is (outcome == "passages")
+        if outcome != "answer":
+            assert body["metadata"]["see_also"]
+        retrieved = set(body["metadata"]["retrieved"])
+        for shown in body["passages"]:
+            assert shown["passage_id"] in retrieved
+            assert shown["url"].endswith("#" + shown["passage_id"])
+            assert 0 <= shown["confidence"] <= 1
+            assert len(shown["quote_spans"]) == 1
+        ranked = [shown["confidence"] for shown in body["passages"]]
+        assert ranked == sorted(ranked, reverse=True)
+        assert len(ranked) <= 3
+    assert final["outcome"] == answer["outcome"]
+    assert final["passages"] == answer["passages"]
+    if answer["outcome"] != "answer":  # no claim: nothing is streamed as one
+        assert [name for name, _ in events] == ["retrieval", "final"]
+
+
+def test_the_spec_names_the_outcomes(client: TestClient) -> None:
+    spec = client.get("/api/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    outcome = schemas["Answer"]["properties"]["outcome"]
+    assert outcome["enum"] == ["answer", "passages", "not_found"]
+    for name in outcome["enum"]:
+        assert name in outcome["description"]
+    passages = schemas["Answer"]["properties"]["passages"]
+    assert passages["items"] == {"$ref": "#/components/schemas/ShownPassage"}
+    assert {"passage_id", "url", "quote", "quote_spans", "confidence"} <= set(
+        schemas["ShownPassage"]["properties"]
+    )
+    # old clients keep working: nothing they read became required or went away
+    assert "outcome" not in schemas["Answer"].get("required", [])
+    ask = spec["paths"]["/api/ask"]["post"]
+    assert "not_found" in ask["description"]
+
+
 def test_stream_sends_retrieval_tokens_then_the_final_answer(
     example_site: Path,
 ) -> None:

@@ -8,11 +8,14 @@ const {
   bidiPieces,
   buildLinks,
   buildSeeAlso,
+  buildShown,
   buildSources,
   clip,
   confidenceLevel,
   isPassageHash,
+  outcomeOf,
   parseAnswer,
+  quoteContext,
   resolveUrl,
   samePage,
   sourceTitle,
@@ -139,7 +142,7 @@ test("sources: ordered by n, hrefs only from citation.url, selection has none", 
     answer: "x [2] y [1]",
     citations: [
       citation(2, { url: "javascript:alert(1)", confidence_score: 0.3 }),
-      citation(1),
+      citation(1, { confidence_score: 0.92 }),
       {
         ...citation(3),
         passage_id: "user-selection",
@@ -147,7 +150,7 @@ test("sources: ordered by n, hrefs only from citation.url, selection has none", 
         chapter: "User Selection",
         section: "Selected Text",
         source_type: "selection",
-        confidence_score: 0.5,
+        confidence_score: 0.75,
       },
     ],
   };
@@ -212,11 +215,12 @@ test("see-also and static hits become links through the same gate", () => {
   assert.equal(hits[0].href, `${ROOT}a.html#ch1-sec0-p1`);
 });
 
-test("confidence bands of seed 003", () => {
-  assert.equal(confidenceLevel(0.7), "high");
-  assert.equal(confidenceLevel(0.69), "medium");
-  assert.equal(confidenceLevel(0.4), "medium");
-  assert.equal(confidenceLevel(0.39), "low");
+test("confidence bands of a calibrated probability, as contracts.confidence_level", () => {
+  assert.equal(confidenceLevel(0.9), "high");
+  assert.equal(confidenceLevel(0.89), "medium");
+  assert.equal(confidenceLevel(0.7), "medium");
+  assert.equal(confidenceLevel(0.69), "low");
+  assert.equal(confidenceLevel(0), "low");
   assert.equal(confidenceLevel(NaN), null);
   assert.equal(confidenceLevel("0.9"), null);
 });
@@ -293,4 +297,106 @@ test("several sites: a citation into this site resolves against its root, others
   // a site name cannot smuggle a link off the server
   const evil = { citations: [{ n: 1, url: "//evil.org/x", site: "/", source_type: "book" }] };
   assert.equal(buildSources(/** @type {any} */ (evil), place)[0].href, null);
+});
+
+// -- the three outcomes -------------------------------------------------------
+
+/** @returns {any} */
+function shownPassage(extra = {}) {
+  return {
+    passage_id: "ch7-sec1-p1",
+    url: "brewing/immersion.html#ch7-sec1-p1",
+    chapter: "5.2. Immersion",
+    section: "5.2.1. French press",
+    heading_path: ["Immersion", "French press"],
+    snippet: "The French press is a jug with a plunger. Despite its name, the design in use today was patented in 1929",
+    quote: "Despite its name, the design in use today was patented in 1929 by the Italian Attilio Calimani.",
+    quote_spans: [[42, 137]],
+    confidence: 0.47,
+    ...extra,
+  };
+}
+
+test("the outcome: as the answer says, else from grounded (old servers)", () => {
+  assert.equal(outcomeOf({ outcome: "answer", grounded: true }), "answer");
+  assert.equal(outcomeOf({ outcome: "passages", grounded: false, passages: [shownPassage()] }), "passages");
+  assert.equal(outcomeOf({ outcome: "not_found", grounded: false }), "not_found");
+  // a server from before `outcome`
+  assert.equal(outcomeOf({ grounded: true }), "answer");
+  assert.equal(outcomeOf({ grounded: false }), "not_found");
+  // never an unchecked answer, never an empty list of passages
+  assert.equal(outcomeOf({ outcome: "answer", grounded: false }), "not_found");
+  assert.equal(outcomeOf({ outcome: "passages", grounded: false, passages: [] }), "not_found");
+  assert.equal(outcomeOf({ outcome: "passages", grounded: false }), "not_found");
+  // an outcome this widget does not know: read grounded
+  assert.equal(outcomeOf(/** @type {any} */ ({ outcome: "later", grounded: false })), "not_found");
+  assert.equal(outcomeOf(/** @type {any} */ ({ outcome: "later", grounded: true })), "answer");
+  assert.equal(outcomeOf(null), "not_found");
+  assert.equal(outcomeOf(undefined), "not_found");
+});
+
+test("shown passages link through the gate and carry their best sentence to mark", () => {
+  const answer = {
+    outcome: "passages",
+    grounded: false,
+    passages: [
+      shownPassage(),
+      shownPassage({ passage_id: "ch7-sec2-p1", url: "javascript:alert(1)", confidence: 0.35 }),
+      shownPassage({ passage_id: "ch5-sec3-p1", url: "https://evil.example/x.html#ch5-sec3-p1", quote: "", quote_spans: [] }),
+      null,
+    ],
+  };
+  const shown = buildShown(/** @type {any} */ (answer), ROOT);
+  assert.deepEqual(
+    shown.map((p) => [p.rank, p.passageId, p.href, p.level]),
+    [
+      [1, "ch7-sec1-p1", `${ROOT}brewing/immersion.html#ch7-sec1-p1`, "low"],
+      [2, "ch7-sec2-p1", null, "low"],
+      [3, "ch5-sec3-p1", null, "low"],
+    ],
+  );
+  assert.deepEqual(shown[0].marked, { text: answer.passages[0].quote, spans: [[42, 137]] });
+  assert.equal(shown[0].confidence, 0.47);
+  assert.equal(shown[0].chapter, "5.2. Immersion");
+  assert.equal(sourceTitle(shown[0]), "5.2. Immersion › 5.2.1. French press");
+  // no sentence of its own: the snippet is shown, nothing is marked
+  assert.equal(shown[2].marked, null);
+  assert.equal(shown[2].quote, answer.passages[2].snippet);
+  assert.deepEqual(buildShown({ outcome: "not_found", grounded: false }, ROOT), []);
+  assert.deepEqual(buildShown(/** @type {any} */ ({ passages: "x" }), ROOT), []);
+  // malformed spans: the sentence is still marked, found by its words
+  const odd = buildShown(/** @type {any} */ ({ passages: [shownPassage({ quote_spans: [[5, 2]], confidence: "x" })] }), ROOT);
+  assert.deepEqual(odd[0].marked && odd[0].marked.spans, []);
+  assert.equal(odd[0].confidence, null);
+  assert.equal(odd[0].level, null);
+});
+
+test("the best sentence among the snippet's words", () => {
+  // the snippet holds the sentence: split around it
+  assert.deepEqual(quoteContext("One two. Three four. Five six.", "Three four."), {
+    before: "One two. ",
+    quote: "Three four.",
+    after: " Five six.",
+  });
+  // the snippet stops mid-sentence after it: "…" says the text goes on
+  assert.deepEqual(quoteContext("Heat the water. Then pour it over the", "Heat the water."), {
+    before: "",
+    quote: "Heat the water.",
+    after: " Then pour it over the…",
+  });
+  // the snippet ends inside the sentence, or never reaches it: the sentence alone
+  const p = shownPassage();
+  assert.deepEqual(quoteContext(p.snippet, p.quote), { before: "", quote: p.quote, after: "" });
+  // white space is compared collapsed
+  assert.deepEqual(quoteContext("A  b.\nC d.", "C\td."), { before: "A b. ", quote: "C d.", after: "" });
+  // long context is cut at a word on either side
+  const long = `${"word ".repeat(60)}The answer. ${"more ".repeat(60)}`;
+  const cut = quoteContext(long, "The answer.", 40);
+  assert.ok(cut.before.startsWith("…word") && cut.before.endsWith("word "), cut.before);
+  assert.ok(cut.before.length <= 41, cut.before);
+  assert.ok(cut.after.startsWith(" more") && cut.after.endsWith("…"), cut.after);
+  assert.ok(cut.after.length <= 41, cut.after);
+  // no sentence: the snippet
+  assert.deepEqual(quoteContext("Only a snippet.", ""), { before: "", quote: "Only a snippet.", after: "" });
+  assert.deepEqual(quoteContext(undefined, undefined), { before: "", quote: "", after: "" });
 });

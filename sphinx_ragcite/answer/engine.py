@@ -32,6 +32,7 @@ from sphinx_ragcite.answer.units import question_kind
 from sphinx_ragcite.contracts import (
     Answer,
     Citation,
+    ShownPassage,
     citation_time,
     confidence_level,
     make_snippet,
@@ -57,6 +58,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 NOT_FOUND = "I could not find an answer to this in the book."
+#: The answer text of the ``passages`` outcome (no claim is made).
+MAYBE_HERE = "I am not sure; the book may answer this in these passages."
+#: What a shown passage keeps of its record.
+SHOWN_FIELDS: tuple[str, ...] = (
+    *("passage_id", "url", "chapter", "section", "heading_path", "snippet"),
+    *("site", "version"),
+)
 #: Tokens the model may write (set by hand: room for the one or two short
 #: sentences the prompt asks for).
 MAX_TOKENS = 120
@@ -84,6 +92,10 @@ class Choice:
 
     units: list[ranker.Candidate] = field(default_factory=list)
     sentences: list[RankedSentence] = field(default_factory=list)
+    #: every unit ranked, most likely first (book mode)
+    candidates: list[ranker.Candidate] = field(default_factory=list)
+    #: calibrated probability that the best unit's passage answers
+    confidence: float = 0.0
 
     @property
     def quotable(self) -> Sequence[Quotable]:
@@ -159,7 +171,9 @@ class AnswerEngine:
         choice = self._choose(question, vector, hits, evidence, selection, meta)
         if not choice.quotable:
             timings["generation_ms"] = _ms(generating)
-            yield Event("final", self._abstain(question, mode, evidence, meta, timings))
+            yield Event(
+                "final", self._abstain(question, mode, evidence, choice, meta, timings)
+            )
             return
         text = yield from self._generate(question, choice, generator, cancel, meta)
         if text is None:
@@ -170,7 +184,7 @@ class AnswerEngine:
         verified, shown_removed = self._verify(text, question, choice, evidence, meta)
         timings["verification_ms"] = _ms(verifying)
         answer = self._assemble(
-            question, vector, mode, evidence, verified, meta, shown_removed
+            question, vector, mode, evidence, verified, meta, shown_removed, choice
         )
         answer.metadata.update(timings)
         yield Event("final", answer)
@@ -214,10 +228,12 @@ class AnswerEngine:
             question, vector, evidence, bm25, self.site.idf, self.ranker
         )
         answerable = ranker.answerability(units, self.ranker)
+        confidence = self.ranker.calibrate(answerable) if units else 0.0
         kind = question_kind(question)
         if units:
             meta["answerability"] = round(answerable, 4)
-        return Choice(units=ranker.choose(units, self.ranker, answerable, kind))
+        chosen = ranker.choose(units, self.ranker, confidence, kind)
+        return Choice(units=chosen, candidates=units, confidence=confidence)
 
     def _generate(
         self,
@@ -296,13 +312,19 @@ class AnswerEngine:
         verified: Verified,
         meta: dict[str, Any],
         removed: int | None = None,
+        choice: Choice | None = None,
     ) -> Answer:
         text, citations = _cite(question, vector, evidence, verified)
-        confidence = answer_confidence(
-            [c.confidence_score for c in citations],
-            len(verified.claims),
-            len(verified.removed) if removed is None else removed,
-        )
+        removed = len(verified.removed) if removed is None else removed
+        if choice is not None and choice.units:
+            # the calibrated gate, lowered when verification removed claims
+            confidence = answer_confidence(
+                [choice.confidence], len(verified.claims), removed
+            )
+        else:  # about a selection: the reader chose the passage
+            confidence = answer_confidence(
+                [c.confidence_score for c in citations], len(verified.claims), removed
+            )
         return Answer(
             question=question,
             mode=mode,
@@ -328,17 +350,27 @@ class AnswerEngine:
         question: str,
         mode: AnswerMode,
         evidence: list[Evidence],
+        choice: Choice,
         meta: dict[str, Any],
         timings: dict[str, float],
     ) -> Answer:
+        """No claim: the passages that most likely hold the answer, when the
+        best is likely enough; else word that the book does not cover it."""
+        shown = _shown(choice.candidates, evidence, self.ranker)
+        passages = (
+            shown if shown and shown[0].confidence >= self.ranker.passages_at else []
+        )
+        confidence = passages[0].confidence if passages else choice.confidence
         return Answer(
             question=question,
             mode=mode,
-            answer=NOT_FOUND,
+            answer=MAYBE_HERE if passages else NOT_FOUND,
             citations=[],
-            confidence=0.0,
-            confidence_level="low",
+            confidence=confidence,
+            confidence_level=confidence_level(confidence),
             grounded=False,
+            outcome="passages" if passages else "not_found",
+            passages=passages,
             site=self.site_name,
             version=self.site_version,
             metadata={
@@ -352,6 +384,29 @@ class AnswerEngine:
                 "unknown_markers": [],
             },
         )
+
+
+def _shown(
+    candidates: Sequence[ranker.Candidate],
+    evidence: list[Evidence],
+    model: ranker.Ranker,
+) -> list[ShownPassage]:
+    """The passages most likely to answer, each with its best unit quoted."""
+    shown = []
+    for confidence, best in ranker.passage_confidences(candidates, model):
+        item = evidence[best.evidence]
+        record = item.record
+        if record is None:
+            continue
+        shown.append(
+            ShownPassage(
+                **{k: record[k] for k in SHOWN_FIELDS if k in record},  # type: ignore[literal-required]
+                quote=item.text[best.unit.start : best.unit.end],
+                quote_spans=[(best.unit.start, best.unit.end)],
+                confidence=confidence,
+            )
+        )
+    return shown
 
 
 def _cite(

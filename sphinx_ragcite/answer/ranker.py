@@ -69,6 +69,34 @@ class Logistic:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """Gate probability -> the measured probability that the answer is right.
+
+    An isotonic (monotone) map fitted by ``tools/train_answer_ranker.py`` on
+    gate outputs of models that had not seen the question's dev set; read
+    between its points linearly. Without one the gate's own output is used.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+
+    def __call__(self, probability: float) -> float:
+        if not len(self.x):
+            return float(probability)
+        return float(np.interp(probability, self.x, self.y))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Calibration:
+        if not data:
+            return cls(np.empty(0), np.empty(0))
+        x = np.asarray(data["x"], dtype=np.float64)
+        y = np.asarray(data["y"], dtype=np.float64)
+        if x.shape != y.shape or x.ndim != 1 or bool((np.diff(x) < 0).any()):
+            raise ValueError("calibration: x and y must be sorted lists of one length")
+        return cls(x, y)
+
+
+@dataclass(frozen=True)
 class Ranker:
     """Which unit answers (``units``), and whether the book answers (``gate``).
 
@@ -83,10 +111,22 @@ class Ranker:
     units: Logistic
     gate_units: Logistic
     gate: Logistic
-    #: below this gate probability the book is taken not to answer
+    #: below this gate probability the book is taken not to answer (the
+    #: ranker's own threshold, before calibration; see ``answer_at``)
     threshold: float
     #: a second unit is cited only when this close to the best
     second: float
+    #: the gate's output as a measured probability of a right answer
+    calibration: Calibration
+    #: calibrated confidence from which the engine answers (chosen on the
+    #: held-out risk-coverage curve for the precision target)
+    answer_at: float
+    #: calibrated confidence of the best passage from which the engine shows
+    #: passages instead of saying the book does not cover the question
+    passages_at: float
+
+    def calibrate(self, answerable: float) -> float:
+        return round(min(max(self.calibration(answerable), 0.0), 1.0), 4)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Ranker:
@@ -97,12 +137,16 @@ class Ranker:
                 f"sphinx-ragcite computes {list(FEATURES)}: retrain it with "
                 "tools/train_answer_ranker.py"
             )
+        outcomes = data.get("outcomes") or {}
         return cls(
             units=Logistic.from_json(data, len(FEATURES)),
             gate_units=Logistic.from_json(data["gate_units"], len(GATE_FEATURES)),
             gate=Logistic.from_json(data["gate"], len(GATE_FEATURES) + 1),
             threshold=float(data["threshold"]),
             second=float(data["second"]),
+            calibration=Calibration.from_json(data.get("calibration")),
+            answer_at=float(outcomes.get("answer", data["threshold"])),
+            passages_at=float(outcomes.get("passages", data["threshold"] / 2)),
         )
 
 
@@ -215,20 +259,21 @@ SECOND_CANDIDATES = 3
 def choose(
     candidates: Sequence[Candidate],
     ranker: Ranker,
-    answerable: float,
+    confidence: float,
     kind: str = "other",
 ) -> list[Candidate]:
     """The answer: the best unit, and a second only when nearly as likely.
 
-    Nothing when the gate's *answerable* (:func:`answerability`) says the
-    book does not answer, or when the question asks for a kind of answer
+    Nothing when the calibrated *confidence* (the gate's
+    :func:`answerability` through :meth:`Ranker.calibrate`) is below
+    ``ranker.answer_at``, or when the question asks for a kind of answer
     (*kind*, one of :data:`STRICT_KINDS`) the best unit does not hold: "Who
     invented the French press?" is not answered by a description of one,
     however close its words. A second unit from another passage makes a second
     citation, so it must be nearly as likely as the first; units overlapping
     the first add nothing.
     """
-    if not candidates or answerable < ranker.threshold:
+    if not candidates or confidence < ranker.answer_at:
         return []
     best = candidates[0]
     if kind in STRICT_KINDS and best.row[_KIND_MISMATCH] == 1.0:
@@ -244,3 +289,24 @@ def choose(
         chosen.append(other)
         break
     return chosen
+
+
+#: Passages the "passages" outcome shows at most.
+SHOWN_PASSAGES = 3
+
+
+def passage_confidences(
+    candidates: Sequence[Candidate], ranker: Ranker
+) -> list[tuple[float, Candidate]]:
+    """Each passage's calibrated confidence that it answers (the gate over its
+    own units) and its best unit; most likely first, at most
+    :data:`SHOWN_PASSAGES`."""
+    by_passage: dict[int, list[Candidate]] = {}
+    for candidate in candidates:
+        by_passage.setdefault(candidate.evidence, []).append(candidate)
+    scored = [
+        (ranker.calibrate(answerability(units, ranker)), units[0])
+        for units in by_passage.values()
+    ]
+    scored.sort(key=lambda item: (-item[0], item[1].evidence))
+    return scored[:SHOWN_PASSAGES]

@@ -200,7 +200,7 @@ def _ask(args: argparse.Namespace) -> int:
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.cite.records import Book, CitationSettings
     from sphinx_ragcite.cite.styles import check_style
-    from sphinx_ragcite.cli.output import Options, render
+    from sphinx_ragcite.cli.output import Options, outcome_of, render
     from sphinx_ragcite.cli.terminal import Spinner, wants_color
 
     question = args.question.strip()
@@ -250,7 +250,7 @@ def _ask(args: argparse.Namespace) -> int:
     book = Book.from_manifest(site.manifest)
     sys.stdout.write(render(answer, args.format, book, options))
     sys.stdout.flush()
-    return EXIT_OK if answer.grounded else EXIT_NO_ANSWER
+    return EXIT_OK if outcome_of(answer) == "answer" else EXIT_NO_ANSWER
 
 
 def _read_selection(path: str | None) -> str | None:

@@ -3,7 +3,10 @@
 One place decides how a citation reads for people, so the CLI's formats
 agree with each other: ``[n]`` in the answer always names the ``n``-th
 source line, whatever the style, and ``--export`` swaps that list for a
-BibTeX/RIS/CSL-JSON file of the same sources.
+BibTeX/RIS/CSL-JSON file of the same sources. The answer's ``outcome``
+decides what is printed: an answer with its sources; the passages that may
+hold the answer, each with its best sentence; or word that the book does
+not seem to cover the question, with the closest pages.
 """
 
 from __future__ import annotations
@@ -26,8 +29,12 @@ if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import Callable
 
-    from sphinx_ragcite.contracts import Answer
+    from sphinx_ragcite.contracts import Answer, Outcome
 
+#: What the outcomes other than an answer say first (the widget says the same).
+MAYBE_HERE = "The book may answer this here:"
+NOT_COVERED = "This book does not seem to cover that."
+CLOSEST = "Closest pages:"
 _MARKER = re.compile(r"\[(\d+)\]")
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>])")
 _ANSI = {
@@ -68,6 +75,16 @@ class Options:
         return self.settings.style
 
 
+def outcome_of(answer: Answer) -> Outcome:
+    """What the reader gets. An answer that is not grounded is ``not_found``
+    (answer JSON from before ``outcome``), and so is ``passages`` without any."""
+    if answer.outcome == "answer" and not answer.grounded:
+        return "not_found"
+    if answer.outcome == "passages" and not answer.passages:
+        return "not_found"
+    return answer.outcome
+
+
 def references(answer: Answer, book: Book, today: dt.date | None) -> list[Reference]:
     return [from_citation(c, book, today) for c in answer.citations]
 
@@ -91,10 +108,10 @@ def _opening(
 ) -> str | tuple[Paint, str, list[Reference]]:
     """The painted answer and its references; or the whole output, when the
     answer abstained or the references are exported."""
+    if outcome_of(answer) != "answer":
+        return _abstained(answer, book, options)
     paint = Paint(options.color)
     body = _paint_markers(answer.answer, paint)
-    if not answer.grounded:
-        return _abstained(answer, book, options, body)
     refs = references(answer, book, options.today)
     if options.export:
         return _with_export(body, refs, options.export)
@@ -127,12 +144,19 @@ def _quotes(answer: Answer, book: Book, options: Options) -> str:
 
 
 def _markdown(answer: Answer, book: Book, options: Options) -> str:
-    if not answer.grounded:
-        lines = [markdown_escape(answer.answer)]
+    outcome = outcome_of(answer)
+    plain = _plain(options)
+    if outcome == "passages":
+        lines = [MAYBE_HERE, ""]
+        for ref, likely, quote in _shown(answer, book, options):
+            lines.append(f"- {_markdown_reference(ref, plain)} ({likely})")
+            lines.append(f"  > {markdown_escape(quote)}")
+        return "\n".join(lines) + "\n"
+    if outcome == "not_found":
+        lines = [NOT_COVERED]
         see_also = _see_also(answer, book, options)
         if see_also:
-            lines += ["", "See also:", ""]
-            plain = _plain(options)
+            lines += ["", CLOSEST, ""]
             lines += [f"- {_markdown_reference(r, plain)}" for r in see_also]
         return "\n".join(lines) + "\n"
     refs = references(answer, book, options.today)
@@ -179,14 +203,39 @@ def _markdown_reference(ref: Reference, options: Options) -> str:
     return markdown_escape(before) + link + markdown_escape(after)
 
 
-def _abstained(answer: Answer, book: Book, options: Options, body: str) -> str:
+def _abstained(answer: Answer, book: Book, options: Options) -> str:
+    """No answer: the passages that may hold it, each with its best sentence
+    (``passages``); or the closest pages (``not_found``)."""
     paint = Paint(options.color)
-    lines = [paint(body, "yellow")]
+    plain = _plain(options)
+    if outcome_of(answer) == "passages":
+        lines = [paint(MAYBE_HERE, "yellow"), ""]
+        for ref, likely, quote in _shown(answer, book, options):
+            lines.append(f"- {_source(ref, plain, paint)} ({likely})")
+            lines.append(paint(f"  > {quote}", "dim"))
+        return "\n".join(lines) + "\n"
+    lines = [paint(NOT_COVERED, "yellow")]
     see_also = _see_also(answer, book, options)
     if see_also:
-        lines += ["", paint("See also:", "bold")]
-        lines += [f"- {_source(ref, _plain(options), paint)}" for ref in see_also]
+        lines += ["", paint(CLOSEST, "bold")]
+        lines += [f"- {_source(ref, plain, paint)}" for ref in see_also]
     return "\n".join(lines) + "\n"
+
+
+def _shown(
+    answer: Answer, book: Book, options: Options
+) -> list[tuple[Reference, str, str]]:
+    """Each passage of the ``passages`` outcome: its reference, how likely it
+    answers (its calibrated confidence) and its best sentence, cut as quotes are."""
+    limit = options.settings.max_quote_length
+    return [
+        (
+            from_passage(shown.model_dump(), book, options.today),
+            f"{round(shown.confidence * 100)}% likely to answer",
+            truncate(shown.quote or shown.snippet, limit),
+        )
+        for shown in answer.passages
+    ]
 
 
 def _plain(options: Options) -> Options:

@@ -124,7 +124,8 @@ def _ask_parser(commands: Any) -> None:
         "ask",
         help="answer a question with cited passages",
         description="Answer from the book with [n] citations. Exit status: 0 "
-        "answered, 1 no grounded answer, 2 usage or site error.",
+        "answered, 1 no grounded answer (the passages that may hold it, or the "
+        "closest pages, are printed instead), 2 usage or site error.",
     )
     ask.add_argument("question")
     _site_arguments(ask)

@@ -107,12 +107,16 @@ SEARCH = (
     "scores. Hits are candidates, not evidence: read or cite them by ID. " + CITATIONS
 )
 ASK = (
-    "Answer a question from the book. Returns the answer JSON: `answer` with "
-    "[n] markers, `citations` (n, passage_id, url, quote, scores), `confidence`, "
-    "`grounded`. Every sentence was checked against the passage it cites and "
-    "every citation is a retrieved passage; when `grounded` is false the book "
-    "does not answer it, say so. Pass `selection` (text the user selected) to "
-    "explain it. " + CITATIONS
+    "Answer a question from the book. Returns the answer JSON; `outcome` says "
+    "what it holds. `answer`: `answer` with [n] markers, `citations` (n, "
+    "passage_id, url, quote, scores), `confidence`, `grounded` true; every "
+    "sentence was checked against the passage it cites and every citation is "
+    "a retrieved passage. `passages`: no answer could be stated; `passages` "
+    "lists up to three passages that may hold it (url, `quote`: the best "
+    "sentence, `confidence`): say the book may answer it there, do not state "
+    "it as the answer. `not_found`: the book does not seem to cover it (closest "
+    "pages in `metadata.see_also`), say so. Pass `selection` (text the user "
+    "selected) to explain it. " + CITATIONS
 )
 GET_PASSAGE = (
     "One passage by its ID (e.g. ch3-sec2-p4): its text, URL, chapter, section "

@@ -158,7 +158,11 @@ async def passage(
 
 @router.post("/ask", response_model=Answer, responses=ERRORS, tags=["answers"])
 async def ask(body: AskRequest, request: Request, state: Loaded) -> Any:
-    """A grounded, cited answer (the answer JSON)."""
+    """The answer JSON. Its `outcome` says what it holds: `answer` (a cited,
+    grounded answer), `passages` (no answer stated: `passages` lists up to three
+    passages that may hold it, each with its best sentence) or `not_found` (the
+    book does not seem to cover it: `metadata.see_also` lists the closest pages).
+    """
     try:
         answer = await answering.answer(state, body, request.receive)
     except AskFailure as failure:
@@ -174,7 +178,8 @@ async def ask(body: AskRequest, request: Request, state: Loaded) -> Any:
         **ERRORS,
         200: {
             "content": {"text/event-stream": {}},
-            "description": "events: retrieval, token..., final (the answer)",
+            "description": "events: retrieval, token..., final (the answer "
+            "JSON, with its `outcome`)",
         },
     },
     tags=["answers"],
