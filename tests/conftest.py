@@ -42,6 +42,30 @@ def rootdir() -> Path:
     return ROOTS
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No build of the suite reads or writes the user's embedding cache:
+    builds keep their vectors with their doctrees (``ragcite_cache_dir =
+    "none"``), as each test's fresh doctrees make every build a clean one, and
+    anything that still asks for the user cache folder gets a temporary one.
+    Tests of the shared cache set ``ragcite_cache_dir`` themselves."""
+    import os
+
+    saved = {
+        k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "SPHINX_RAGCITE_CACHE_DIR")
+    }
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg_cache"))
+    os.environ["SPHINX_RAGCITE_CACHE_DIR"] = "none"
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def read_manifest(outdir: Path) -> dict:
     return json.loads((outdir / "_ragcite" / "manifest.json").read_text("utf-8"))
 

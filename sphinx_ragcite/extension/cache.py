@@ -1,57 +1,222 @@
-"""Embeddings kept between builds, keyed by (model, text hash)."""
+"""Embeddings kept between builds, keyed by model, settings and text hash.
+
+One folder holds them (``ragcite_cache_dir``), shared by every book built on
+the machine and by builds running at the same time. Below it, one folder per
+model and settings (``v1-<hash of model id and max_tokens>``) holds up to 256
+shards, ``<first byte of the text key>.npz``. Each shard is written whole to
+a temporary name and renamed over the old one, after merging what another
+build wrote meanwhile, so a reader sees an old shard or a new one, never half
+of one (a lost race costs a recomputation, not a wrong vector). A shard that
+cannot be read as one is recomputed, never trusted.
+
+Bounded size: after a build the folder is cut to 90% of ``max_bytes`` by
+deleting the least recently used shards first (modification time; a build
+refreshes the time of every shard it reads).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
-from dataclasses import dataclass, field
+import os
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sphinx_ragcite.formats.files import atomic_write
-
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Iterable
+
+#: Bump when the shard layout or quantisation changes: old folders age out.
+FORMAT = 1
+#: Environment variable read when ``ragcite_cache_dir`` is empty.
+ENV_VAR = "SPHINX_RAGCITE_CACHE_DIR"
+#: Where ``ragcite_cache_dir = "none"`` keeps vectors: with the doctrees.
+DOCTREE_FOLDER = "ragcite-embeddings"
+SUFFIX = ".npz"
+#: Eviction stops below this share of the bound, so the next build does not
+#: evict again at once.
+LOW_WATER = 0.9
+#: Temporary files older than this are left over from a killed build.
+STALE_TMP_SECONDS = 3600
+
+Row = tuple[np.ndarray, np.float32]
 
 
 def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()[:16]
 
 
-@dataclass
+def default_dir() -> Path:
+    """The user's cache folder: ``$XDG_CACHE_HOME`` wherever it is set."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if xdg:
+        base = Path(xdg)
+    elif sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA", "").strip()
+        base = Path(local) if local else Path.home() / "AppData" / "Local"
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path.home() / ".cache"
+    return base / "sphinx-ragcite"
+
+
+def resolve_dir(value: str, confdir: str | Path, doctreedir: str | Path) -> Path:
+    """The cache folder for the option's *value* (see ``ragcite_cache_dir``)."""
+    value = value.strip() or os.environ.get(ENV_VAR, "").strip()
+    if value.lower() == "none":
+        return Path(doctreedir) / DOCTREE_FOLDER
+    if not value:
+        return default_dir()
+    return Path(confdir, os.path.expanduser(value))
+
+
 class EmbeddingCache:
     """Quantised vectors as written to the index, so reuse is byte-identical."""
 
-    model_key: str
-    rows: dict[bytes, tuple[np.ndarray, np.float32]] = field(default_factory=dict)
+    def __init__(self, root: Path, model_key: str, dim: int, max_bytes: int) -> None:
+        self.root = root
+        self.model_key = model_key
+        self.dim = dim
+        self.max_bytes = max_bytes
+        digest = hashlib.sha256(model_key.encode("utf-8")).hexdigest()[:16]
+        self.folder = root / f"v{FORMAT}-{digest}"
+        self.rows: dict[bytes, Row] = {}
+        #: Shards read (or found missing) by this build, and the rows it added.
+        self._read: set[str] = set()
+        self._new: dict[str, dict[bytes, Row]] = {}
+        #: Shards that could not be read as one (recomputed).
+        self.damaged: list[Path] = []
 
-    @classmethod
-    def load(cls, path: Path, model_key: str) -> EmbeddingCache:
-        cache = cls(model_key)
+    @staticmethod
+    def shard(key: bytes) -> str:
+        return key[:1].hex()
+
+    def load(self, keys: Iterable[bytes]) -> None:
+        """Read the shards that may hold *keys* into ``rows``."""
+        for name in sorted({self.shard(k) for k in keys} - self._read):
+            self._read.add(name)
+            self.rows.update(self._read_shard(name, note=True))
+
+    def put(self, key: bytes, code: np.ndarray, scale: np.float32) -> None:
+        self.rows[key] = (code, scale)
+        self._new.setdefault(self.shard(key), {})[key] = (code, scale)
+
+    def _path(self, name: str) -> Path:
+        return self.folder / f"{name}{SUFFIX}"
+
+    def _read_shard(self, name: str, *, note: bool) -> dict[bytes, Row]:
+        path = self._path(name)
         try:
             with np.load(path, allow_pickle=False) as data:
-                if str(data["model_key"]) != model_key:
-                    return cache
+                model_key = str(data["model_key"])
                 keys, codes, scales = data["keys"], data["codes"], data["scales"]
-        except (OSError, KeyError, ValueError):
-            return cache  # no cache yet, or an unreadable one: embed afresh
-        for key, code, scale in zip(keys, codes, scales, strict=True):
-            # numpy's S16 drops trailing NUL bytes: 1 key in 256 ends in one
-            cache.rows[bytes(key).ljust(16, b"\0")] = (code, scale)
-        return cache
+        except FileNotFoundError:
+            return {}
+        except OSError:
+            # Unreadable (permissions, a folder in the way): work without it.
+            return {}
+        except (ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            if note:
+                self.damaged.append(path)
+            return {}
+        n = len(keys)
+        if (
+            model_key != self.model_key
+            or keys.dtype.kind != "S"
+            or codes.dtype != np.int8
+            or codes.shape != (n, self.dim)
+            or scales.dtype != np.float32
+            or scales.shape != (n,)
+            or not np.isfinite(scales).all()
+        ):
+            if note:
+                self.damaged.append(path)
+            return {}
+        # numpy's S16 drops trailing NUL bytes: 1 key in 256 ends in one
+        return {
+            bytes(k).ljust(16, b"\0"): (c, s)
+            for k, c, s in zip(keys, codes, scales, strict=True)
+        }
 
-    def save(self, path: Path, keys: list[bytes]) -> None:
-        """Keep only *keys* (the current passages), so the cache never grows stale."""
-        rows = [self.rows[k] for k in keys]
-        dim = rows[0][0].shape[0] if rows else 0
+    def save(self) -> None:
+        """Write the shards that gained rows, refresh the others', then evict.
+
+        Raises ``OSError`` when the folder cannot be written.
+        """
+        if self._new:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        for name, rows in sorted(self._new.items()):
+            # Merge what a concurrent build may have written since we read.
+            merged = {**self._read_shard(name, note=False), **rows}
+            self._write(self._path(name), merged)
+        now = time.time()
+        for name in sorted(self._read - set(self._new)):
+            with contextlib.suppress(OSError):
+                os.utime(self._path(name), (now, now))
+        self._new.clear()
+        self.evict()
+
+    def _write(self, path: Path, rows: dict[bytes, Row]) -> None:
+        keys = sorted(rows)
         buffer = io.BytesIO()
         np.savez(
             buffer,
             model_key=np.array(self.model_key),
             keys=np.array(keys, dtype="S16"),
-            codes=np.array([r[0] for r in rows], dtype=np.int8).reshape(-1, dim),
-            scales=np.array([r[1] for r in rows], dtype=np.float32),
+            codes=np.array([rows[k][0] for k in keys], dtype=np.int8).reshape(
+                -1, self.dim
+            ),
+            scales=np.array([rows[k][1] for k in keys], dtype=np.float32),
         )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, buffer.getvalue())
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent
+        )
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(buffer.getvalue())
+            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a CI cache user
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def evict(self) -> list[Path]:
+        """Delete least recently used shards until the folder is under the bound."""
+        return evict(self.root, self.max_bytes)
+
+
+def evict(root: Path, max_bytes: int) -> list[Path]:
+    """Cut *root* to ``LOW_WATER * max_bytes`` once it is over *max_bytes*:
+    shards of every model, oldest modification time first. Returns the
+    deleted files. Leftover temporary files of killed builds go too."""
+    files: list[tuple[float, int, Path]] = []
+    now = time.time()
+    for path in root.glob(f"v*-*/*{SUFFIX}"):
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            files.append((st.st_mtime, st.st_size, path))
+    for tmp in root.glob("v*-*/.*.tmp"):
+        with contextlib.suppress(OSError):
+            if now - tmp.stat().st_mtime > STALE_TMP_SECONDS:
+                tmp.unlink()
+    total = sum(size for _, size, _ in files)
+    deleted: list[Path] = []
+    if total <= max_bytes:
+        return deleted
+    target = int(max_bytes * LOW_WATER)
+    for _, size, path in sorted(files, key=lambda f: (f[0], str(f[2]))):
+        if total <= target:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+            total -= size
+            deleted.append(path)
+    return deleted

@@ -71,6 +71,21 @@ class RagciteConfig:
         "",
         "Word pieces per passage the encoder sees; longer passages are truncated.",
     )
+    cache_dir: str = _opt(
+        "",
+        "",
+        "Folder that keeps computed embeddings between builds, clean ones "
+        "included, keyed by model, settings and text (relative to conf.py). "
+        "Empty: $SPHINX_RAGCITE_CACHE_DIR if set, else the user cache folder "
+        '(~/.cache/sphinx-ragcite or $XDG_CACHE_HOME/sphinx-ragcite). "none": '
+        "kept with the doctrees only, so a clean build embeds everything.",
+    )
+    cache_max_mb: int = _opt(
+        500,
+        "",
+        "Size bound of the embedding cache in MiB: over it, the least recently "
+        "used files are deleted until it is under 90% of the bound.",
+    )
 
     link_history: str = _opt(
         "",
@@ -229,6 +244,11 @@ _COSMETIC: dict[str, tuple[Any, str]] = {
     "max_quote_length": (
         lambda v: _int_in(v, 20, 100_000),
         "an integer from 20 to 100000",
+    ),
+    "cache_dir": (lambda v: isinstance(v, str), 'a folder path, "none" or ""'),
+    "cache_max_mb": (
+        lambda v: _int_in(v, 1, 1_000_000),
+        "an integer from 1 to 1000000",
     ),
     "llms_txt": _BOOL,
     "widget": _BOOL,

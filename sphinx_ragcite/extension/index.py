@@ -13,7 +13,7 @@ from sphinx.util.display import status_iterator
 
 from sphinx_ragcite import __version__
 from sphinx_ragcite.errors import ModelNotFoundError
-from sphinx_ragcite.extension.cache import EmbeddingCache, text_key
+from sphinx_ragcite.extension.cache import EmbeddingCache, resolve_dir, text_key
 from sphinx_ragcite.extension.config import RagciteConfig
 from sphinx_ragcite.extension.link_history import LinkHistory, update
 from sphinx_ragcite.extension.llms_txt import (
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CACHE_FILE = "ragcite-embeddings.npz"
-SENTENCE_CACHE_FILE = "ragcite-sentences.npz"
 HISTORY_FILE = "ragcite-links.json"
 #: Texts handed to the encoder per progress step.
 STEP = 32
@@ -315,8 +313,14 @@ def _embed(
     embedder: Embedder,
     writer: IndexWriter,
 ) -> dict[str, Any]:
+    cache = EmbeddingCache(
+        resolve_dir(config.cache_dir, app.confdir, app.doctreedir),
+        embedder.cache_key,
+        embedder.dim,
+        config.cache_max_mb << 20,
+    )
     texts = [indexed_text(r) for r in records]
-    codes, scales, embedded = _embed_texts(app, embedder, texts, CACHE_FILE, "passages")
+    codes, scales, embedded = _embed_texts(app, embedder, cache, texts, "passages")
     writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
     writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
     info: dict[str, Any] = {
@@ -336,23 +340,53 @@ def _embed(
         offsets[1:] = np.cumsum([len(s) for s in split])
         flat = [s for sentences in split for s in sentences]
         s_codes, s_scales, s_embedded = _embed_texts(
-            app, embedder, flat, SENTENCE_CACHE_FILE, "sentences"
+            app, embedder, cache, flat, "sentences"
         )
         writer.add(CODES, "sentence_embeddings.npy", npy_bytes(s_codes))
         writer.add(SCALES, "sentence_scales.npy", npy_bytes(s_scales))
         writer.add(OFFSETS, "sentence_offsets.npy", npy_bytes(offsets))
         info["sentences"] = len(flat)
         info["sentences_embedded"] = s_embedded
+    _keep(cache)
     return info
 
 
+def _keep(cache: EmbeddingCache) -> None:
+    """Save the cache for the next build; a cache that fails costs only that."""
+    if cache.damaged:
+        logger.warning(
+            "ragcite: %d damaged file(s) in the embedding cache %s were ignored "
+            "and their vectors computed again (first: %s).",
+            len(cache.damaged),
+            cache.folder,
+            cache.damaged[0].name,
+            type="ragcite",
+            subtype="cache",
+        )
+    try:
+        cache.save()
+    except Exception as error:
+        logger.warning(
+            "ragcite: could not keep the embeddings in %s for the next build (%s); "
+            'set ragcite_cache_dir to a writable folder, or to "none" to keep '
+            "them with the doctrees.",
+            cache.root,
+            error,
+            type="ragcite",
+            subtype="cache",
+        )
+
+
 def _embed_texts(
-    app: Sphinx, embedder: Embedder, texts: list[str], cache_file: str, what: str
+    app: Sphinx,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    texts: list[str],
+    what: str,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """int8 codes and scales of *texts*, reusing the last build's vectors."""
-    cache_path = Path(app.doctreedir) / cache_file
-    cache = EmbeddingCache.load(cache_path, embedder.cache_key)
+    """int8 codes and scales of *texts*, reusing cached vectors."""
     keys = [text_key(t) for t in texts]
+    cache.load(keys)
     new = {k: t for k, t in zip(keys, texts, strict=True) if k not in cache.rows}
     todo = sorted(new.items(), key=lambda item: (len(item[1]), item[0]))
     steps = [todo[i : i + STEP] for i in range(0, len(todo), STEP)]
@@ -367,7 +401,7 @@ def _embed_texts(
     ):
         codes, scales = quantize(embedder.embed([t for _, t in step]))
         for (key, _), code, scale in zip(step, codes, scales, strict=True):
-            cache.rows[key] = (code, scale)
+            cache.put(key, code, scale)
     elapsed = time.perf_counter() - started
     logger.info(
         "ragcite: embedded %d %s in %.1f s, reused %d from the cache",
@@ -376,16 +410,6 @@ def _embed_texts(
         elapsed,
         sum(1 for k in keys if k not in new),
     )
-    unique = list(dict.fromkeys(keys))
-    try:
-        cache.save(cache_path, unique)
-    except OSError as error:
-        logger.warning(
-            "ragcite: could not keep the embeddings for the next build (%s).",
-            error,
-            type="ragcite",
-            subtype="model",
-        )
     if not keys:
         return np.zeros((0, embedder.dim), np.int8), np.zeros(0, np.float32), 0
     codes = np.stack([cache.rows[k][0] for k in keys]).astype(np.int8)

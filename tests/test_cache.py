@@ -1,0 +1,207 @@
+"""The embedding cache shared by clean builds (``ragcite_cache_dir``).
+
+Every build here is a clean one (fresh output and doctree folders); only the
+cache folder, always below ``tmp_path``, is shared.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sphinx_ragcite.extension.cache import (
+    DOCTREE_FOLDER,
+    ENV_VAR,
+    SUFFIX,
+    default_dir,
+    evict,
+    resolve_dir,
+)
+
+from conftest import ROOTS, read_manifest, sphinx_build
+
+BASIC = ROOTS / "test-basic"
+
+
+def index_files(outdir: Path) -> dict[str, bytes]:
+    """Every index file but the manifest (which records the build time)."""
+    directory = outdir / "_ragcite"
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    }
+
+
+def clean_build(
+    tmp: Path, name: str, cache: Path | str, *options: str
+) -> tuple[Path, str]:
+    """A build into fresh ``tmp/name/{html,doctrees}`` with *cache*."""
+    out = tmp / name / "html"
+    warnings = sphinx_build(
+        BASIC, out, "-d", str(tmp / name / "doctrees"),
+        "-D", f"ragcite_cache_dir={cache}", *options,
+    )  # fmt: skip
+    return out, warnings
+
+
+def embedded(out: Path) -> tuple[int, int]:
+    info = read_manifest(out)["embedding"]
+    return info["embedded"], info["sentences_embedded"]
+
+
+def shards(cache: Path) -> list[Path]:
+    return sorted(cache.glob(f"v*-*/*{SUFFIX}"))
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A first build with an empty cache: its output and the cache it filled."""
+    tmp = tmp_path_factory.mktemp("cold")
+    cache = tmp / "cache"
+    out, warnings = clean_build(tmp, "a", cache)
+    assert warnings == ""
+    return out, cache
+
+
+def test_second_clean_build_embeds_nothing(
+    cold: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out, cache = cold
+    manifest = read_manifest(out)
+    assert manifest["embedding"]["embedded"] == manifest["counts"]["passages"] > 0
+    assert embedded(out)[1] > 0
+    assert shards(cache)
+    copy = tmp_path / "cache"
+    shutil.copytree(cache, copy)
+    again, warnings = clean_build(tmp_path, "b", copy)
+    assert warnings == ""
+    assert embedded(again) == (0, 0)
+    assert index_files(again) == index_files(out)
+
+
+def test_damaged_entries_are_recomputed(
+    cold: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out, cache = cold
+    copy = tmp_path / "cache"
+    shutil.copytree(cache, copy)
+    files = shards(copy)
+    files[0].write_bytes(files[0].read_bytes()[:50])  # truncated
+    files[1].write_bytes(b"not a zip file at all")
+    again, warnings = clean_build(tmp_path, "b", copy)
+    assert warnings.count("ragcite.cache") == 1, warnings
+    assert "2 damaged file(s)" in warnings
+    assert sum(embedded(again)) > 0
+    assert index_files(again) == index_files(out)
+    # rewritten whole: the next build trusts them again
+    third, warnings = clean_build(tmp_path, "c", copy)
+    assert warnings == ""
+    assert embedded(third) == (0, 0)
+
+
+def test_none_keeps_vectors_with_the_doctrees(
+    cold: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out, _ = cold
+    first, _ = clean_build(tmp_path, "a", "none")
+    second, _ = clean_build(tmp_path, "b", "none")
+    for build in (first, second):
+        assert embedded(build)[0] == read_manifest(build)["counts"]["passages"]
+        assert shards(build.parent / "doctrees" / DOCTREE_FOLDER)
+        assert index_files(build) == index_files(out)
+    assert not (Path(os.environ["XDG_CACHE_HOME"]) / "sphinx-ragcite").exists()
+
+
+def test_unwritable_cache_warns_once_and_builds(
+    cold: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out, _ = cold
+    blocker = tmp_path / "a-file"
+    blocker.write_text("in the way")
+    built, warnings = clean_build(tmp_path, "a", blocker / "cache")
+    assert warnings.count("WARNING") == 1, warnings
+    assert "ragcite.cache" in warnings
+    assert index_files(built) == index_files(out)
+
+
+def test_concurrent_builds_share_one_cache(
+    cold: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out, _ = cold
+    cache = tmp_path / "cache"
+
+    def start(name: str, *options: str) -> subprocess.Popen[str]:
+        command = [sys.executable, "-m", "sphinx", "-q", "-b", "html",
+                   "-d", str(tmp_path / name / "doctrees"),
+                   "-D", f"ragcite_cache_dir={cache}",
+                   *options, str(BASIC), str(tmp_path / name / "html")]  # fmt: skip
+        return subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+
+    runs = [start("a"), start("b", "-j", "2")]  # parallel read too
+    for run in runs:
+        _, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr
+        assert stderr == ""
+    for name in ("a", "b"):
+        assert index_files(tmp_path / name / "html") == index_files(out)
+    third, warnings = clean_build(tmp_path, "c", cache)
+    assert warnings == ""
+    assert embedded(third) == (0, 0)
+    assert not list(cache.rglob("*.tmp"))
+
+
+def test_eviction_keeps_the_cache_under_its_bound(
+    cold: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    old = cache / "v1-0000000000000000"
+    old.mkdir(parents=True)
+    for i in range(8):  # 2 MiB of another model's shards, a day old
+        path = old / f"{i:02x}{SUFFIX}"
+        path.write_bytes(b"\0" * (256 << 10))
+        os.utime(path, (time.time() - 86400, time.time() - 86400))
+    _, warnings = clean_build(tmp_path, "a", cache, "-D", "ragcite_cache_max_mb=1")
+    assert warnings == ""
+    assert sum(p.stat().st_size for p in shards(cache)) <= 0.9 * (1 << 20)
+    # the oldest went first: some of the old model's files, none of this build's
+    assert len(list(old.iterdir())) < 8
+    assert len(shards(cache)) - len(list(old.iterdir())) == len(shards(cold[1]))
+    again, _ = clean_build(tmp_path, "b", cache, "-D", "ragcite_cache_max_mb=1")
+    assert embedded(again) == (0, 0)
+
+
+def test_evict_deletes_least_recently_used_first(tmp_path: Path) -> None:
+    folder = tmp_path / "v1-abc"
+    folder.mkdir()
+    now = time.time()
+    for i in range(10):
+        path = folder / f"{i:02x}{SUFFIX}"
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (now - 100 + i, now - 100 + i))
+    assert evict(tmp_path, 10_000) == []  # at the bound: nothing to do
+    deleted = evict(tmp_path, 5_000)
+    # down to 90% of the bound: the five oldest and one more
+    assert [p.name for p in deleted] == [f"{i:02x}{SUFFIX}" for i in range(6)]
+
+
+def test_cache_folder_resolution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf, doctrees = tmp_path / "docs", tmp_path / "doctrees"
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_dir() == tmp_path / "xdg" / "sphinx-ragcite"
+    assert resolve_dir("", conf, doctrees) == tmp_path / "xdg" / "sphinx-ragcite"
+    assert resolve_dir("_cache", conf, doctrees) == conf / "_cache"
+    assert resolve_dir(str(tmp_path / "abs"), conf, doctrees) == tmp_path / "abs"
+    assert resolve_dir("None", conf, doctrees) == doctrees / DOCTREE_FOLDER
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "env"))
+    assert resolve_dir("", conf, doctrees) == tmp_path / "env"
+    assert resolve_dir("_cache", conf, doctrees) == conf / "_cache"
