@@ -76,6 +76,16 @@ def read_passages(outdir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
 
 
+def index_files(outdir: Path) -> dict[str, bytes]:
+    """Every index file but the manifest (which records the build time)."""
+    directory = outdir / "_ragcite"
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    }
+
+
 def passages_bytes(outdir: Path) -> bytes:
     manifest = read_manifest(outdir)
     return (outdir / "_ragcite" / manifest["files"]["passages"]).read_bytes()

@@ -24,19 +24,9 @@ from sphinx_ragcite.extension.cache import (
     resolve_dir,
 )
 
-from conftest import ROOTS, read_manifest, sphinx_build
+from conftest import ROOTS, index_files, read_manifest, sphinx_build
 
 BASIC = ROOTS / "test-basic"
-
-
-def index_files(outdir: Path) -> dict[str, bytes]:
-    """Every index file but the manifest (which records the build time)."""
-    directory = outdir / "_ragcite"
-    return {
-        p.relative_to(directory).as_posix(): p.read_bytes()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file() and p.name != "manifest.json"
-    }
 
 
 def clean_build(

@@ -23,17 +23,13 @@ from sphinx_ragcite.retrieval.embed import (
 )
 from sphinx_ragcite.retrieval.site import Site
 
-from conftest import EXAMPLE_BOOK, passages_bytes, read_manifest, sphinx_build
-
-
-def index_files(outdir: Path) -> dict[str, bytes]:
-    """Every index file but the manifest (which records the build time)."""
-    directory = outdir / "_ragcite"
-    return {
-        p.relative_to(directory).as_posix(): p.read_bytes()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file() and p.name != "manifest.json"
-    }
+from conftest import (
+    EXAMPLE_BOOK,
+    index_files,
+    passages_bytes,
+    read_manifest,
+    sphinx_build,
+)
 
 
 def test_manifest_lists_every_file_with_its_checksum(example_site: Path) -> None:
