@@ -1081,6 +1081,6 @@ def _scores(points: Sequence[Any]) -> dict[int, tuple[float, str]]:
 
 
 def _best(scores: dict[int, tuple[float, str]], n: int) -> list[int]:
-    """The *n* best rows, ties by row: ``retrieval._top``'s order."""
+    """The *n* best rows, ties by row: the order of ``site._top``."""
     order = sorted(scores, key=lambda r: (-scores[r][0], r))
     return order[:n]
