@@ -1,0 +1,1 @@
+"""What readers asked: the offline question log, feedback and the author's report."""
