@@ -13,6 +13,8 @@ Sites (built with the extension, reused while nothing they depend on changed):
   ``example_build()`` also says how long the build took (None: reused).
 - ``corpus_site(name)``: a third-party corpus of ``_corpora.py`` the same way
   (with the build's seconds too).
+- ``RAGCITE_BENCH_CONF="name=value ..."`` in the environment builds every
+  site of the run with those options too, in a folder of their own.
 - ``cached_build(name, key, prepare)``: any other source: ``prepare(workdir)``
   makes a buildable copy and returns its source folder; the build in
   ``results/.sites/<name>/html`` is reused while *key* is unchanged. Keys
@@ -73,7 +75,12 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
 RESULTS = BENCHMARKS / "results"
-SITES = RESULTS / ".sites"
+#: ``RAGCITE_BENCH_CONF="name=value ..."``: every cached build of the run
+#: also gets ``-D name=value`` (a build option measured against the default),
+#: and the run's sites live apart, in ``results/.sites+name=value...``, so a
+#: variant never replaces the default builds.
+VARIANT = sorted(os.environ.get("RAGCITE_BENCH_CONF", "").split())
+SITES = RESULTS / ".sites" if not VARIANT else RESULTS / (".sites+" + "+".join(VARIANT))
 EXAMPLE_BOOK = _corpora.EXAMPLE_BOOK
 EXAMPLE_QA = EXAMPLE_BOOK / "qa.jsonl"
 #: Parts of the package that only run at query time: editing them needs no
@@ -118,12 +125,14 @@ def sphinx_build(
     doctrees: Path | None = None,
     quiet: bool = True,
     check: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> Build:
     """``python -m sphinx -b html [-q] OPTIONS [-d DOCTREES] SRCDIR OUTDIR``.
 
     Runs in the source's parent folder, which is on ``PYTHONPATH`` too (a
     project's local extensions import from there); raises
-    :class:`BuildFailed` on a non-zero exit unless *check* is false.
+    :class:`BuildFailed` on a non-zero exit unless *check* is false. *env*
+    adds to the environment (``SPHINX_RAGCITE_CACHE_DIR``, for one).
     """
     cmd = [sys.executable, "-m", "sphinx", "-b", "html"]
     if quiet:
@@ -137,7 +146,7 @@ def sphinx_build(
         proc = subprocess.Popen(
             cmd,
             cwd=srcdir.parent,
-            env=_corpora.build_env(srcdir),
+            env={**_corpora.build_env(srcdir), **(env or {})},
             stdout=out,
             stderr=err,
         )
@@ -210,6 +219,7 @@ def cached_build(
     root = SITES / name
     outdir = root / "html"
     stamp = root / "stamp.json"
+    options = [*options, *(o for v in VARIANT for o in ("-D", v))]
     fresh = not rebuild and stamp.is_file() and (outdir / _MANIFEST).is_file()
     if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
         return outdir, None
@@ -262,11 +272,14 @@ def corpus_site(name: str, *, rebuild: bool = False) -> tuple[Path, float | None
         raise FileNotFoundError(f"{name} not found: set {_corpora.ENV_VAR}")
     if missing:
         raise FileNotFoundError(f'{name} needs {missing}: pip install -e ".[corpora]"')
+    options = _corpora.BUILD_OPTIONS.get(name, ())
     key = build_code_key() + tree_key(path) + _corpora.autodoc_versions(name)
+    key += " ".join(options)
     return cached_build(
         name,
         key,
         lambda work: _corpora.prepare_corpus(name, work, with_ragcite=True),
+        options=options,
         rebuild=rebuild,
     )
 

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sphinx_ragcite.extension.cache import (
@@ -23,6 +24,7 @@ from sphinx_ragcite.extension.cache import (
     evict,
     resolve_dir,
 )
+from sphinx_ragcite.formats.sentence_vectors import CODES, SCALES
 
 from conftest import ROOTS, index_files, read_manifest, sphinx_build
 
@@ -44,6 +46,17 @@ def clean_build(
 def embedded(out: Path) -> tuple[int, int]:
     info = read_manifest(out)["embedding"]
     return info["embedded"], info["sentences_embedded"]
+
+
+def named(out: Path, key: str) -> Path:
+    """The index file the manifest lists under *key*."""
+    return out / "_ragcite" / read_manifest(out)["files"][key]
+
+
+def sentence_vectors(out: Path) -> np.ndarray:
+    codes = np.load(named(out, CODES)).astype(np.float32)
+    vectors = codes * np.load(named(out, SCALES))[:, None]
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def shards(cache: Path) -> list[Path]:
@@ -195,3 +208,50 @@ def test_cache_folder_resolution(
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "env"))
     assert resolve_dir("", conf, doctrees) == tmp_path / "env"
     assert resolve_dir("_cache", conf, doctrees) == conf / "_cache"
+
+
+def test_pooled_sentences_come_from_the_passage_pass(
+    cold: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``ragcite_sentence_pooling = "passage"``: no sentence of a passage the
+    encoder saw whole runs on its own; passages are the same bytes; a warm
+    clean build is byte-identical and runs nothing."""
+    separate, _ = cold
+    cache = tmp_path / "cache"
+    out, warnings = clean_build(
+        tmp_path, "a", cache, "-D", "ragcite_sentence_pooling=passage"
+    )
+    assert warnings == ""
+    info = read_manifest(out)["embedding"]
+    assert info["sentence_pooling"] == "passage"
+    assert info["embedded"] == read_manifest(out)["counts"]["passages"]
+    assert info["sentences_embedded"] == 0  # the test book's passages fit 256 tokens
+    assert info["sentences"] == read_manifest(separate)["embedding"]["sentences"]
+    assert (
+        named(out, "embeddings").read_bytes()
+        == named(separate, "embeddings").read_bytes()
+    )
+    assert named(out, CODES).read_bytes() != named(separate, CODES).read_bytes()
+    files = index_files(out)
+    pooled, alone = sentence_vectors(out), sentence_vectors(separate)
+    # The same sentences, seen in context: close, not equal.
+    agreement = (pooled * alone).sum(axis=1)
+    assert 0.4 < float(agreement.mean()) < 0.99
+    again, warnings = clean_build(
+        tmp_path, "b", cache, "-D", "ragcite_sentence_pooling=passage"
+    )
+    assert warnings == ""
+    assert embedded(again) == (0, 0)
+    assert index_files(again) == files
+
+
+def test_a_sentence_cut_off_by_truncation_is_embedded_on_its_own(
+    tmp_path: Path,
+) -> None:
+    out, warnings = clean_build(
+        tmp_path, "a", tmp_path / "cache",
+        "-D", "ragcite_sentence_pooling=passage", "-D", "ragcite_embedding_max_tokens=16",
+    )  # fmt: skip
+    assert warnings == ""
+    info = read_manifest(out)["embedding"]
+    assert 0 < info["sentences_embedded"] < info["sentences"]

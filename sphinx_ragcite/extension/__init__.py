@@ -12,7 +12,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 from sphinx_ragcite import __version__
-from sphinx_ragcite.extension import assets, config
+from sphinx_ragcite.extension import assets, config, stages
 from sphinx_ragcite.extension.passages.chunker import MARK, is_inline_tab
 from sphinx_ragcite.extension.passages.collector import (
     PassageCollector,
@@ -171,11 +171,13 @@ def write_index(app: Sphinx, exception: BaseException | None) -> None:
     """
     if exception is not None or not is_site_builder(app.builder):
         return
+    stages.of(app).mark("finished")
     try:
         # Imported here: numpy, bm25s and onnxruntime are for HTML builds only.
         from sphinx_ragcite.extension.index import write_site_index
 
         write_site_index(app)
+        stages.save(app)
     except Exception as error:
         logger.warning(
             "ragcite: the passage index could not be written (%s: %s); "
@@ -193,6 +195,8 @@ def setup(app: Sphinx) -> ExtensionMetadata:
     config.register(app)
     app.add_domain(RagciteDomain)
     app.add_env_collector(PassageCollector)
+    app.connect("builder-inited", stages.mark("inited"))
+    app.connect("env-updated", stages.mark("read"))
     app.connect("builder-inited", register_anchors)
     app.connect("builder-inited", add_widget)
     app.connect("build-finished", write_index)

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sphinx_ragcite.formats.embeddings import quantize
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -107,6 +109,20 @@ class EmbeddingCache:
     def put(self, key: bytes, code: np.ndarray, scale: np.float32) -> None:
         self.rows[key] = (code, scale)
         self._new.setdefault(self.shard(key), {})[key] = (code, scale)
+
+    def put_many(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        """Quantise *vectors* (float32, one row per key) and keep them."""
+        codes, scales = quantize(vectors)
+        for key, code, scale in zip(keys, codes, scales, strict=True):
+            self.put(key, code, scale)
+
+    def stack(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """int8 codes [len(keys), dim] and float32 scales of *keys*, all in ``rows``."""
+        if not keys:
+            return np.zeros((0, self.dim), np.int8), np.zeros(0, np.float32)
+        codes = np.stack([self.rows[k][0] for k in keys]).astype(np.int8)
+        scales = np.array([self.rows[k][1] for k in keys], dtype=np.float32)
+        return codes, scales
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{name}{SUFFIX}"

@@ -21,6 +21,10 @@ logger = logging.getLogger(__name__)
 Rebuild = Literal["env", "html", ""]
 
 
+#: ``ragcite_sentence_pooling`` values.
+POOLINGS = ("separate", "passage")
+
+
 def _opt(default: Any, rebuild: Rebuild, help: str) -> Any:  # noqa: A002
     return field(default=default, metadata={"rebuild": rebuild, "help": help})
 
@@ -65,6 +69,13 @@ class RagciteConfig:
         "Also embed every sentence at build time, so the first question to a "
         "passage does not wait for its sentences to be embedded (~2 KiB per "
         "passage in _ragcite/; the server maps, not loads, them).",
+    )
+    sentence_pooling: str = _opt(
+        "separate",
+        "",
+        'How sentence vectors are made: "separate" (each sentence its own '
+        'encoder pass) or "passage" (pooled from the passage pass\'s token '
+        "vectors, no second pass). See the build-cost benchmark for the choice.",
     )
     embedding_max_tokens: int = _opt(
         256,
@@ -219,6 +230,12 @@ def validate(app: Sphinx, config: Config) -> None:
         problems.append("ragcite_embeddings must be True or False")
     if not isinstance(config.ragcite_sentence_vectors, bool):
         problems.append("ragcite_sentence_vectors must be True or False")
+    if config.ragcite_sentence_pooling not in POOLINGS:
+        problems.append(
+            "ragcite_sentence_pooling must be one of "
+            + ", ".join(repr(p) for p in POOLINGS)
+            + f", got {config.ragcite_sentence_pooling!r}"
+        )
     if not isinstance(config.ragcite_embedding_model, str):
         problems.append("ragcite_embedding_model must be a folder path (a string)")
     if not isinstance(config.ragcite_link_history, str):

@@ -13,6 +13,7 @@ from sphinx.util.display import status_iterator
 
 from sphinx_ragcite import __version__
 from sphinx_ragcite.errors import ModelNotFoundError
+from sphinx_ragcite.extension import stages
 from sphinx_ragcite.extension.cache import EmbeddingCache, resolve_dir, text_key
 from sphinx_ragcite.extension.config import RagciteConfig
 from sphinx_ragcite.extension.link_history import LinkHistory, update
@@ -33,7 +34,7 @@ from sphinx_ragcite.extension.passages.ids import toctree_docs
 from sphinx_ragcite.extension.passages.records import build_records, page_url
 from sphinx_ragcite.extension.writer import IndexWriter, build_time
 from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
-from sphinx_ragcite.formats.embeddings import npy_bytes, quantize
+from sphinx_ragcite.formats.embeddings import npy_bytes
 from sphinx_ragcite.formats.files import atomic_write
 from sphinx_ragcite.formats.manifest import INDEX_DIR, MANIFEST
 from sphinx_ragcite.formats.moved import FILE_NAME as MOVED_FILE
@@ -42,8 +43,8 @@ from sphinx_ragcite.formats.records import passages_jsonl
 from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
 from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.formats.static import static_file, static_index
-from sphinx_ragcite.retrieval.embed import Embedder, model_files
-from sphinx_ragcite.text import SPEC, split_sentences
+from sphinx_ragcite.retrieval.embed import BATCH, Embedder, model_files
+from sphinx_ragcite.text import SPEC, Sentence, split_sentences
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -53,63 +54,67 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HISTORY_FILE = "ragcite-links.json"
-#: Texts handed to the encoder per progress step.
-STEP = 32
 
 
 def write_site_index(app: Sphinx) -> dict[str, Any]:
     config = RagciteConfig.from_sphinx(app.config)
-    records = build_records(app.env, app.builder)
-    writer = IndexWriter(Path(app.builder.outdir))
-    writer.add("passages", "passages.jsonl", passages_jsonl(records))
-
-    retriever = build_bm25(records)
-    for name, data in bm25_files(retriever).items():
-        writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
-    # The widget loads these two by name as well (see IndexWriter).
-    static = static_file(static_index(retriever, records))
-    writer.add("static", STATIC_FILE, static, alias=True)
-    links = _follow_links(app, config, records)
-    moved = links[0] if links else None
-    if moved is not None:
-        writer.add("moved", MOVED_FILE, moved_file(moved), alias=True)
+    timed = stages.of(app).timed
+    with timed("records"):
+        records = build_records(app.env, app.builder)
+        writer = IndexWriter(Path(app.builder.outdir))
+        writer.add("passages", "passages.jsonl", passages_jsonl(records))
+    with timed("bm25"):
+        retriever = build_bm25(records)
+        for name, data in bm25_files(retriever).items():
+            writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
+    with timed("static index"):
+        # The widget loads these two by name as well (see IndexWriter).
+        static = static_file(static_index(retriever, records))
+        writer.add("static", STATIC_FILE, static, alias=True)
+    with timed("links"):
+        links = _follow_links(app, config, records)
+        moved = links[0] if links else None
+        if moved is not None:
+            writer.add("moved", MOVED_FILE, moved_file(moved), alias=True)
 
     embedding = None
     if config.embeddings and records:
         embedding = _write_embeddings(app, config, records, writer)
 
     project = app.config
-    llms = _write_llms_txt(app, records) if config.llms_txt else None
-    manifest = writer.finish(
-        {
-            "generator": f"sphinx-ragcite {__version__}",
-            "project": config_text(project.project),
-            "author": config_text(project.author),
-            "copyright": config_text(project.copyright),
-            "version": config_text(project.version),
-            "release": config_text(project.release),
-            "html_baseurl": config_text(project.html_baseurl),
-            "language": config_text(project.language) or None,
-            "builder": str(app.builder.name),
-            "root_url": page_url(app.builder, str(project.root_doc)),
-            "built_at": build_time(),
-            "counts": {
-                "passages": len(records),
-                "documents": len({r["docname"] for r in records}),
-                "moved": len(moved or ()),
-            },
-            "tokenizer": SPEC,
-            "bm25": PARAMS,
-            "embedding": embedding,
-            "citation": {
-                "style": config.citation_style,
-                "show_page": config.show_page,
-                "link_to_source": config.link_to_source,
-                "max_quote_length": config.max_quote_length,
-            },
-            **({LLMS_KEY: llms} if llms is not None else {}),
-        }
-    )
+    with timed("llms.txt"):
+        llms = _write_llms_txt(app, records) if config.llms_txt else None
+    with timed("write index"):
+        manifest = writer.finish(
+            {
+                "generator": f"sphinx-ragcite {__version__}",
+                "project": config_text(project.project),
+                "author": config_text(project.author),
+                "copyright": config_text(project.copyright),
+                "version": config_text(project.version),
+                "release": config_text(project.release),
+                "html_baseurl": config_text(project.html_baseurl),
+                "language": config_text(project.language) or None,
+                "builder": str(app.builder.name),
+                "root_url": page_url(app.builder, str(project.root_doc)),
+                "built_at": build_time(),
+                "counts": {
+                    "passages": len(records),
+                    "documents": len({r["docname"] for r in records}),
+                    "moved": len(moved or ()),
+                },
+                "tokenizer": SPEC,
+                "bm25": PARAMS,
+                "embedding": embedding,
+                "citation": {
+                    "style": config.citation_style,
+                    "show_page": config.show_page,
+                    "link_to_source": config.link_to_source,
+                    "max_quote_length": config.max_quote_length,
+                },
+                **({LLMS_KEY: llms} if llms is not None else {}),
+            }
+        )
     if links:
         # Only now: a build whose index failed does not move the history on.
         _save_history(*links[1:])
@@ -320,7 +325,21 @@ def _embed(
         config.cache_max_mb << 20,
     )
     texts = [indexed_text(r) for r in records]
-    codes, scales, embedded = _embed_texts(app, embedder, cache, texts, "passages")
+    keys = [text_key(t) for t in texts]
+    started = time.perf_counter()
+    split: list[list[Sentence]] = []
+    pooled: list[list[tuple[bytes, tuple[int, int]]]] | None = None
+    if config.sentence_vectors:
+        # The same split and text the answer engine uses (record["text"]).
+        split = [split_sentences(r["text"]) for r in records]
+        if config.sentence_pooling == "passage":
+            pooled = [
+                [(_pooled_key(t, s), _in_indexed(r, s)) for s in sentences]
+                for t, r, sentences in zip(texts, records, split, strict=True)
+            ]
+    with stages.of(app).timed("embed passages"):
+        ran = _run_encoder(app, embedder, cache, texts, keys, pooled, "passages")
+    codes, scales = cache.stack(keys)
     writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
     writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
     info: dict[str, Any] = {
@@ -331,24 +350,55 @@ def _embed(
         "max_tokens": embedder.max_tokens,
         "pooling": "mean",
         "normalized": True,
-        "embedded": embedded,
+        "embedded": ran,
     }
     if config.sentence_vectors:
-        # The same split and text the answer engine uses (record["text"]).
-        split = [[s.text for s in split_sentences(r["text"])] for r in records]
-        offsets = np.zeros(len(records) + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([len(s) for s in split])
-        flat = [s for sentences in split for s in sentences]
-        s_codes, s_scales, s_embedded = _embed_texts(
-            app, embedder, cache, flat, "sentences"
-        )
-        writer.add(CODES, "sentence_embeddings.npy", npy_bytes(s_codes))
-        writer.add(SCALES, "sentence_scales.npy", npy_bytes(s_scales))
-        writer.add(OFFSETS, "sentence_offsets.npy", npy_bytes(offsets))
-        info["sentences"] = len(flat)
-        info["sentences_embedded"] = s_embedded
+        info.update(_write_sentences(app, embedder, cache, split, pooled, writer))
+    logger.info(
+        "ragcite: embedded %d passages and %d sentences on their own in %.1f s "
+        "(%d passages and %d sentences from the cache)",
+        ran,
+        info.get("sentences_embedded", 0),
+        time.perf_counter() - started,
+        len(texts) - ran,
+        info.get("sentences", 0) - info.get("sentences_embedded", 0),
+    )
     _keep(cache)
     return info
+
+
+def _write_sentences(
+    app: Sphinx,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    split: list[list[Sentence]],
+    pooled: list[list[tuple[bytes, tuple[int, int]]]] | None,
+    writer: IndexWriter,
+) -> dict[str, Any]:
+    """The sentence matrix; pooled sentences are in the cache already, but for
+    those their passage's truncation cut off, which run on their own."""
+    flat = [s for sentences in split for s in sentences]
+    if pooled is None:
+        keys = [text_key(s.text) for s in flat]
+    else:
+        keys = [key for row in pooled for key, _ in row]
+    cache.load(keys)
+    alone = {k: s.text for k, s in zip(keys, flat, strict=True) if k not in cache.rows}
+    with stages.of(app).timed("embed sentences"):
+        ran = _run_encoder(
+            app, embedder, cache, list(alone.values()), list(alone), None, "sentences"
+        )
+    offsets = np.zeros(len(split) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(s) for s in split])
+    codes, scales = cache.stack(keys)
+    writer.add(CODES, "sentence_embeddings.npy", npy_bytes(codes))
+    writer.add(SCALES, "sentence_scales.npy", npy_bytes(scales))
+    writer.add(OFFSETS, "sentence_offsets.npy", npy_bytes(offsets))
+    return {
+        "sentences": len(flat),
+        "sentences_embedded": ran,
+        "sentence_pooling": "passage" if pooled is not None else "separate",
+    }
 
 
 def _keep(cache: EmbeddingCache) -> None:
@@ -377,41 +427,60 @@ def _keep(cache: EmbeddingCache) -> None:
         )
 
 
-def _embed_texts(
+def _pooled_key(text: str, sentence: Sentence) -> bytes:
+    """A pooled sentence's vector depends on its whole passage, not its own text."""
+    return text_key(f"pooled\x1f{sentence.start}:{sentence.end}\x1f{text}")
+
+
+def _in_indexed(record: Record, sentence: Sentence) -> tuple[int, int]:
+    """*sentence*'s span of ``record["text"]`` as a span of ``indexed_text(record)``."""
+    shift = len(" ".join(record["heading_path"])) + 1
+    return sentence.start + shift, sentence.end + shift
+
+
+def _run_encoder(
     app: Sphinx,
     embedder: Embedder,
     cache: EmbeddingCache,
     texts: list[str],
+    keys: list[bytes],
+    pooled: list[list[tuple[bytes, tuple[int, int]]]] | None,
     what: str,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """int8 codes and scales of *texts*, reusing cached vectors."""
-    keys = [text_key(t) for t in texts]
-    cache.load(keys)
-    new = {k: t for k, t in zip(keys, texts, strict=True) if k not in cache.rows}
-    todo = sorted(new.items(), key=lambda item: (len(item[1]), item[0]))
-    steps = [todo[i : i + STEP] for i in range(0, len(todo), STEP)]
-    started = time.perf_counter()
-    for step in status_iterator(
-        steps,
+) -> int:
+    """Encode the texts the cache lacks in one length-sorted pass; how many ran.
+
+    With *pooled* (per text: each sentence's cache key and span), the pass
+    also keeps each sentence's vector pooled from the text's token vectors; a
+    sentence the truncation cut off is left out, for a separate pass.
+    """
+    cache.load(keys + [k for row in pooled or () for k, _ in row])
+    todo = [
+        i
+        for i, key in enumerate(keys)
+        if key not in cache.rows
+        or (pooled is not None and any(k not in cache.rows for k, _ in pooled[i]))
+    ]
+    if not todo:
+        return 0
+    spans = None if pooled is None else [[span for _, span in pooled[i]] for i in todo]
+    for batch in status_iterator(
+        embedder.batches([texts[i] for i in todo], spans),
         f"ragcite: embedding {what}... ",
         "darkgreen",
-        len(steps),
+        -(-len(todo) // BATCH),
         app.verbosity,
-        stringify_func=lambda s: f"{len(s)} {what}",
+        stringify_func=lambda b: f"{len(b.rows)} {what}",
     ):
-        codes, scales = quantize(embedder.embed([t for _, t in step]))
-        for (key, _), code, scale in zip(step, codes, scales, strict=True):
-            cache.put(key, code, scale)
-    elapsed = time.perf_counter() - started
-    logger.info(
-        "ragcite: embedded %d %s in %.1f s, reused %d from the cache",
-        len(todo),
-        what,
-        elapsed,
-        sum(1 for k in keys if k not in new),
-    )
-    if not keys:
-        return np.zeros((0, embedder.dim), np.int8), np.zeros(0, np.float32), 0
-    codes = np.stack([cache.rows[k][0] for k in keys]).astype(np.int8)
-    scales = np.array([cache.rows[k][1] for k in keys], dtype=np.float32)
-    return codes, scales, len(todo)
+        rows = [todo[row] for row in batch.rows]
+        cache.put_many([keys[i] for i in rows], batch.vectors)
+        if pooled is None:
+            continue
+        for i, vectors in zip(rows, batch.spans, strict=True):
+            found: list[tuple[bytes, np.ndarray]] = [
+                (k, v)
+                for (k, _), v in zip(pooled[i], vectors, strict=True)
+                if v is not None
+            ]
+            if found:
+                cache.put_many([k for k, _ in found], np.stack([v for _, v in found]))
+    return len(todo)

@@ -14,7 +14,7 @@ import numpy as np
 from sphinx_ragcite.errors import ModelNotFoundError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     import onnxruntime
     from tokenizers import Tokenizer
@@ -87,6 +87,19 @@ def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+#: Texts per encoder run: on 2 cores 8 measured fastest (benchmarks/embedding_floor.py).
+BATCH = 8
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One encoder run: the texts' positions, their vectors, their spans' vectors."""
+
+    rows: list[int]
+    vectors: np.ndarray
+    spans: list[list[np.ndarray | None]]
+
+
 class Embedder:
     """Mean-pooled, L2-normalised sentence embeddings (sentence-transformers style).
 
@@ -121,7 +134,8 @@ class Embedder:
         self.max_tokens = max_tokens
         self.model_id = files.model_id
         self.inputs = {i.name for i in self.session.get_inputs()}
-        self.dim = int(self.embed(["dimension probe"]).shape[1])
+        probe = self.tokenizer.encode("dimension probe").ids
+        self.dim = int(self._run([probe])[0].shape[1])
 
     @property
     def cache_key(self) -> str:
@@ -134,24 +148,49 @@ class Embedder:
         self,
         texts: Sequence[str],
         *,
-        batch_size: int = 8,
+        batch_size: int = BATCH,
         progress: Callable[[int], None] | None = None,
     ) -> np.ndarray:
         """float32 [len(texts), dim]; batches of similar length waste no padding."""
-        encodings = self.tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        out = np.zeros((len(texts), 0), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
-            vectors = self._run([encodings[i].ids for i in batch])
-            if out.shape[1] == 0:
-                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[batch] = vectors
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for batch in self.batches(texts, batch_size=batch_size):
+            out[batch.rows] = batch.vectors
             if progress is not None:
-                progress(len(batch))
+                progress(len(batch.rows))
         return out
 
-    def _run(self, ids: list[list[int]]) -> np.ndarray:
+    def batches(
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int]]] | None = None,
+        *,
+        batch_size: int = BATCH,
+    ) -> Iterator[Batch]:
+        """Encoder runs over *texts*, shortest first, *batch_size* texts each.
+
+        With *spans* (character spans of each text), each batch also carries
+        one vector per span: the mean of the contextual vectors of the span's
+        own tokens in the text's pass, so sentences cost no second pass. A
+        span the truncation cut off gets ``None``.
+        """
+        encodings = self.tokenizer.encode_batch(list(texts))
+        for rows in length_batches([len(e.ids) for e in encodings], batch_size):
+            members = None
+            if spans is not None:
+                members = [
+                    span_members(
+                        encodings[i].offsets, encodings[i].special_tokens_mask, spans[i]
+                    )
+                    for i in rows
+                ]
+            vectors, pooled = self._run([encodings[i].ids for i in rows], members)
+            yield Batch(rows, vectors, pooled)
+
+    def _run(
+        self,
+        ids: list[list[int]],
+        members: list[list[np.ndarray]] | None = None,
+    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
         width = max(len(row) for row in ids)
         input_ids = np.zeros((len(ids), width), dtype=np.int64)
         mask = np.zeros((len(ids), width), dtype=np.int64)
@@ -164,5 +203,37 @@ class Embedder:
         hidden = self.session.run(None, feed)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        spans: list[list[np.ndarray | None]] = []
+        for row, tokens_of in enumerate(members or ()):
+            spans.append(
+                [
+                    _unit(hidden[row, tokens].mean(axis=0)) if len(tokens) else None
+                    for tokens in tokens_of
+                ]
+            )
+        return _unit(pooled), spans
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices in batches of similar token counts (stable: ties keep text order)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def span_members(
+    offsets: Sequence[tuple[int, int]],
+    special: Sequence[int],
+    spans: Sequence[tuple[int, int]],
+) -> list[np.ndarray]:
+    """For each character span, the positions of the tokens that start inside it."""
+    starts = np.array([start for start, _ in offsets], dtype=np.int64)
+    real = np.array([not flag for flag in special], dtype=bool)
+    return [
+        np.flatnonzero(real & (starts >= begin) & (starts < end))
+        for begin, end in spans
+    ]

@@ -11,6 +11,7 @@ from sphinx.environment.collectors import EnvironmentCollector
 from sphinx.util import logging
 from sphinx.util.matching import Matcher
 
+from sphinx_ragcite.extension import stages
 from sphinx_ragcite.extension.config import RagciteConfig
 from sphinx_ragcite.extension.passages.chunker import MARK, chunk_doctree
 from sphinx_ragcite.extension.passages.ids import reading_order
@@ -128,13 +129,14 @@ class PassageCollector(EnvironmentCollector):
             return
         tags = app.builder.tags
         try:
-            doc = chunk_doctree(
-                doctree,
-                docname,
-                max_words=config.passage_words,
-                ignore_classes=frozenset(config.ignore_classes),
-                keep_only=tags.eval_condition,
-            )
+            with stages.of(app).timed("chunk"):
+                doc = chunk_doctree(
+                    doctree,
+                    docname,
+                    max_words=config.passage_words,
+                    ignore_classes=frozenset(config.ignore_classes),
+                    keep_only=tags.eval_condition,
+                )
         except Exception as error:
             # Like an excluded document: no passages, no anchors, same number.
             for node in doctree.findall(nodes.Element):
