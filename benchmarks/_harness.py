@@ -85,7 +85,9 @@ EXAMPLE_BOOK = _corpora.EXAMPLE_BOOK
 EXAMPLE_QA = EXAMPLE_BOOK / "qa.jsonl"
 #: Parts of the package that only run at query time: editing them needs no
 #: rebuild (``retrieval/`` stays in: the build embeds with ``retrieval/embed``).
-QUERY_ONLY = ("answer", "server", "cite", "cli", "evaluate.py", "__main__.py")
+QUERY_ONLY = (
+    "answer", "server", "cite", "cli", "questions", "evaluate.py", "__main__.py"
+)  # fmt: skip
 _MANIFEST = Path("_ragcite", "manifest.json")
 
 

@@ -6,6 +6,7 @@ cache folder, always below ``tmp_path``, is shared.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -48,6 +49,11 @@ def embedded(out: Path) -> tuple[int, int]:
     return info["embedded"], info["sentences_embedded"]
 
 
+def stages(out: Path) -> dict[str, float]:
+    """The build's seconds by stage, kept beside its doctrees."""
+    return json.loads((out.parent / "doctrees" / "ragcite-stages.json").read_text())
+
+
 def named(out: Path, key: str) -> Path:
     """The index file the manifest lists under *key*."""
     return out / "_ragcite" / read_manifest(out)["files"][key]
@@ -87,6 +93,9 @@ def test_second_clean_build_embeds_nothing(
     assert warnings == ""
     assert embedded(again) == (0, 0)
     assert index_files(again) == index_files(out)
+    # Nothing to embed: the model is never loaded (ragcite-stages.json).
+    assert "load model" in stages(out)
+    assert "load model" not in stages(again)
 
 
 def test_damaged_entries_are_recomputed(
@@ -250,7 +259,8 @@ def test_a_sentence_cut_off_by_truncation_is_embedded_on_its_own(
 ) -> None:
     out, warnings = clean_build(
         tmp_path, "a", tmp_path / "cache",
-        "-D", "ragcite_sentence_pooling=passage", "-D", "ragcite_embedding_max_tokens=16",
+        "-D", "ragcite_sentence_pooling=passage",
+        "-D", "ragcite_embedding_max_tokens=16",
     )  # fmt: skip
     assert warnings == ""
     info = read_manifest(out)["embedding"]

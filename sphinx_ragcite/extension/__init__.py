@@ -12,7 +12,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 from sphinx_ragcite import __version__
-from sphinx_ragcite.extension import assets, config, stages
+from sphinx_ragcite.extension import assets, config, llms_links, stages
 from sphinx_ragcite.extension.passages.chunker import MARK, is_inline_tab
 from sphinx_ragcite.extension.passages.collector import (
     PassageCollector,
@@ -163,6 +163,12 @@ def add_widget(app: Sphinx) -> None:
             )
 
 
+def add_llms_links(app: Sphinx) -> None:
+    """llms.txt v2 ``<link>`` tags on HTML pages, when llms.txt is written."""
+    if app.config.ragcite_llms_txt and is_site_builder(app.builder):
+        app.connect("html-page-context", llms_links.add_links)
+
+
 def write_index(app: Sphinx, exception: BaseException | None) -> None:
     """The site's pages are written: now ``_ragcite/``, or one warning.
 
@@ -199,6 +205,7 @@ def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("env-updated", stages.mark("read"))
     app.connect("builder-inited", register_anchors)
     app.connect("builder-inited", add_widget)
+    app.connect("builder-inited", add_llms_links)
     app.connect("build-finished", write_index)
     return {
         "version": __version__,

@@ -82,9 +82,12 @@ def resolve_dir(value: str, confdir: str | Path, doctreedir: str | Path) -> Path
 class EmbeddingCache:
     """Quantised vectors as written to the index, so reuse is byte-identical."""
 
-    def __init__(self, root: Path, model_key: str, dim: int, max_bytes: int) -> None:
+    def __init__(
+        self, root: Path, model_key: str, dim: int | None, max_bytes: int
+    ) -> None:
         self.root = root
         self.model_key = model_key
+        #: None until a shard or the model says (a warm build loads no model)
         self.dim = dim
         self.max_bytes = max_bytes
         digest = hashlib.sha256(model_key.encode("utf-8")).hexdigest()[:16]
@@ -112,6 +115,12 @@ class EmbeddingCache:
 
     def put_many(self, keys: list[bytes], vectors: np.ndarray) -> None:
         """Quantise *vectors* (float32, one row per key) and keep them."""
+        if self.dim is None:
+            self.dim = int(vectors.shape[1])
+        elif vectors.shape[1] != self.dim:
+            raise ValueError(
+                f"vectors of {vectors.shape[1]} dimensions, not {self.dim}"
+            )
         codes, scales = quantize(vectors)
         for key, code, scale in zip(keys, codes, scales, strict=True):
             self.put(key, code, scale)
@@ -119,7 +128,7 @@ class EmbeddingCache:
     def stack(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
         """int8 codes [len(keys), dim] and float32 scales of *keys*, all in ``rows``."""
         if not keys:
-            return np.zeros((0, self.dim), np.int8), np.zeros(0, np.float32)
+            return np.zeros((0, self.dim or 0), np.int8), np.zeros(0, np.float32)
         codes = np.stack([self.rows[k][0] for k in keys]).astype(np.int8)
         scales = np.array([self.rows[k][1] for k in keys], dtype=np.float32)
         return codes, scales
@@ -143,11 +152,13 @@ class EmbeddingCache:
                 self.damaged.append(path)
             return {}
         n = len(keys)
+        dim = self.dim if self.dim is not None else codes.shape[-1]
         if (
             model_key != self.model_key
             or keys.dtype.kind != "S"
             or codes.dtype != np.int8
-            or codes.shape != (n, self.dim)
+            or codes.shape != (n, dim)
+            or dim < 1
             or scales.dtype != np.float32
             or scales.shape != (n,)
             or not np.isfinite(scales).all()
@@ -155,6 +166,7 @@ class EmbeddingCache:
             if note:
                 self.damaged.append(path)
             return {}
+        self.dim = dim
         # numpy's S16 drops trailing NUL bytes: 1 key in 256 ends in one
         return {
             bytes(k).ljust(16, b"\0"): (c, s)
@@ -187,7 +199,7 @@ class EmbeddingCache:
             model_key=np.array(self.model_key),
             keys=np.array(keys, dtype="S16"),
             codes=np.array([rows[k][0] for k in keys], dtype=np.int8).reshape(
-                -1, self.dim
+                len(keys), -1
             ),
             scales=np.array([rows[k][1] for k in keys], dtype=np.float32),
         )

@@ -131,10 +131,11 @@ class RagciteConfig:
 
     llms_txt: bool = _opt(
         True,
-        "",
+        "html",
         "Write llms.txt, llms-full.txt and a Markdown copy of each page (page.html.md) "
         "whose paragraphs keep their passage IDs, for assistants that read the site "
-        "(llmstxt.org). HTML builders only.",
+        "(llmstxt.org), and llms.txt v2 <link> tags to them in each page's head. "
+        "HTML builders only.",
     )
 
     widget: bool = _opt(

@@ -43,7 +43,13 @@ from sphinx_ragcite.formats.records import passages_jsonl
 from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
 from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.formats.static import static_file, static_index
-from sphinx_ragcite.retrieval.embed import BATCH, Embedder, model_files
+from sphinx_ragcite.retrieval.embed import (
+    BATCH,
+    Embedder,
+    ModelFiles,
+    cache_key,
+    model_files,
+)
 from sphinx_ragcite.text import SPEC, Sentence, split_sentences
 
 if TYPE_CHECKING:
@@ -286,9 +292,7 @@ def _write_embeddings(
     if folder:
         folder = str(Path(app.confdir, folder))
     try:
-        embedder = Embedder(
-            model_files(folder or None), max_tokens=config.embedding_max_tokens
-        )
+        model = Model(model_files(folder or None), config.embedding_max_tokens)
     except ModelNotFoundError as error:
         logger.warning(
             "ragcite: %s The index is written without dense embeddings (BM25 only).",
@@ -298,7 +302,7 @@ def _write_embeddings(
         )
         return None
     try:
-        return _embed(app, config, records, embedder, writer)
+        return _embed(app, config, records, model, writer)
     except Exception as error:
         logger.warning(
             "ragcite: embedding the passages failed (%s: %s). The index is "
@@ -311,17 +315,40 @@ def _write_embeddings(
         return None
 
 
+class Model:
+    """The encoder, loaded the first time the cache lacks a vector: a build
+    whose vectors are all cached never starts onnxruntime."""
+
+    def __init__(
+        self, files: ModelFiles, max_tokens: int, embedder: Embedder | None = None
+    ) -> None:
+        self.files = files
+        self.max_tokens = max_tokens
+        self.cache_key = cache_key(files.model_id, max_tokens)
+        self._embedder = embedder
+        #: seconds spent loading it (None: never loaded)
+        self.load_seconds: float | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            started = time.perf_counter()
+            self._embedder = Embedder(self.files, max_tokens=self.max_tokens)
+            self.load_seconds = time.perf_counter() - started
+        return self._embedder
+
+
 def _embed(
     app: Sphinx,
     config: RagciteConfig,
     records: list[Record],
-    embedder: Embedder,
+    model: Model,
     writer: IndexWriter,
 ) -> dict[str, Any]:
     cache = EmbeddingCache(
         resolve_dir(config.cache_dir, app.confdir, app.doctreedir),
-        embedder.cache_key,
-        embedder.dim,
+        model.cache_key,
+        None,
         config.cache_max_mb << 20,
     )
     texts = [indexed_text(r) for r in records]
@@ -338,22 +365,27 @@ def _embed(
                 for t, r, sentences in zip(texts, records, split, strict=True)
             ]
     with stages.of(app).timed("embed passages"):
-        ran = _run_encoder(app, embedder, cache, texts, keys, pooled, "passages")
+        ran = _run_encoder(app, model, cache, texts, keys, pooled, "passages")
     codes, scales = cache.stack(keys)
     writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
     writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
     info: dict[str, Any] = {
-        "model": embedder.model_id,
+        "model": model.files.model_id,
         "dim": int(codes.shape[1]),
         "dtype": "int8",
         "scale_dtype": "float32",
-        "max_tokens": embedder.max_tokens,
+        "max_tokens": model.max_tokens,
         "pooling": "mean",
         "normalized": True,
         "embedded": ran,
     }
     if config.sentence_vectors:
-        info.update(_write_sentences(app, embedder, cache, split, pooled, writer))
+        info.update(_write_sentences(app, model, cache, split, pooled, writer))
+    if model.load_seconds is not None:  # inside "embed ...": moved to its own stage
+        seconds = stages.of(app).seconds
+        first = "embed passages" if ran else "embed sentences"
+        seconds[first] -= model.load_seconds
+        seconds["load model"] += model.load_seconds
     logger.info(
         "ragcite: embedded %d passages and %d sentences on their own in %.1f s "
         "(%d passages and %d sentences from the cache)",
@@ -369,7 +401,7 @@ def _embed(
 
 def _write_sentences(
     app: Sphinx,
-    embedder: Embedder,
+    model: Model,
     cache: EmbeddingCache,
     split: list[list[Sentence]],
     pooled: list[list[tuple[bytes, tuple[int, int]]]] | None,
@@ -386,7 +418,7 @@ def _write_sentences(
     alone = {k: s.text for k, s in zip(keys, flat, strict=True) if k not in cache.rows}
     with stages.of(app).timed("embed sentences"):
         ran = _run_encoder(
-            app, embedder, cache, list(alone.values()), list(alone), None, "sentences"
+            app, model, cache, list(alone.values()), list(alone), None, "sentences"
         )
     offsets = np.zeros(len(split) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(s) for s in split])
@@ -440,7 +472,7 @@ def _in_indexed(record: Record, sentence: Sentence) -> tuple[int, int]:
 
 def _run_encoder(
     app: Sphinx,
-    embedder: Embedder,
+    model: Model,
     cache: EmbeddingCache,
     texts: list[str],
     keys: list[bytes],
@@ -464,7 +496,7 @@ def _run_encoder(
         return 0
     spans = None if pooled is None else [[span for _, span in pooled[i]] for i in todo]
     for batch in status_iterator(
-        embedder.batches([texts[i] for i in todo], spans),
+        model.embedder.batches([texts[i] for i in todo], spans),
         f"ragcite: embedding {what}... ",
         "darkgreen",
         -(-len(todo) // BATCH),

@@ -83,6 +83,11 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def cache_key(model_id: str, max_tokens: int) -> str:
+    """What a vector depends on besides its text: the model and its truncation."""
+    return f"{model_id}/{max_tokens}"
+
+
 def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
@@ -139,7 +144,7 @@ class Embedder:
 
     @property
     def cache_key(self) -> str:
-        return f"{self.model_id}/{self.max_tokens}"
+        return cache_key(self.model_id, self.max_tokens)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text).ids)
