@@ -39,6 +39,18 @@
   ]);
 
   /**
+   * The Snowball stemmer besides English the index's tokenizer names
+   * ("german" for `snowball-german`), or null; `snowball/<name>.js` has it.
+   * @param {any} index
+   * @returns {string | null}
+   */
+  function snowballLanguage(index) {
+    const name = index && index.tokenizer && index.tokenizer.stemmer;
+    const match = typeof name === "string" ? /^snowball-([a-z_]+)$/.exec(name) : null;
+    return match && match[1] !== "english" ? match[1] : null;
+  }
+
+  /**
    * The index inside the static index file's text.
    * @param {string} text
    * @returns {any}
@@ -148,6 +160,10 @@
         }
         if (indexUrl === null) throw new WidgetError("No search index is configured.", "static");
         const index = fromDisk ? await loadIndexScript(indexUrl) : await fetchIndex(indexUrl);
+        const language = snowballLanguage(index);
+        if (language && !(lib.snowball && typeof lib.snowball[language] === "function")) {
+          await lib.dom.loadScript(new URL(`snowball/${language}.js`, assetBase).href, notLoaded);
+        }
         try {
           return lib.createStaticSearch(index);
         } catch (error) {
@@ -163,7 +179,7 @@
     return { load };
   }
 
-  const api = { STATIC_PREFIX, createStaticLoader, parseStaticFile };
+  const api = { STATIC_PREFIX, createStaticLoader, parseStaticFile, snowballLanguage };
   lib.staticMode = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

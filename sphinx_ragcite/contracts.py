@@ -27,6 +27,7 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from sphinx_ragcite.errors import RagciteError
+from sphinx_ragcite.text import is_cjk
 
 # -- names the CLI, the HTTP API and the engine share ---------------------
 
@@ -91,12 +92,23 @@ _SPACES = re.compile(r"[ \t\r\f\v\n]+")
 
 
 def make_snippet(text: str, limit: int = 200, minimum: int = 50) -> str:
-    """A passage's ``snippet``: a prefix of its text cut at a word boundary."""
+    """A passage's ``snippet``: a prefix of its text cut at a word boundary.
+
+    In Chinese, Japanese and Korean text every character boundary next to a
+    CJK character is a word boundary.
+    """
     flat = _SPACES.sub(" ", text).strip()
     if len(flat) <= limit:
         return flat
     cut = flat.rfind(" ", 0, limit + 1)
-    return flat[: cut if cut >= minimum else limit].rstrip()
+    if not any(map(is_cjk, flat[max(cut, minimum - 1) : limit + 1])):
+        return flat[: cut if cut >= minimum else limit].rstrip()
+    cut = next(
+        i
+        for i in range(limit, minimum - 1, -1)
+        if flat[i] == " " or is_cjk(flat[i - 1]) or is_cjk(flat[i])
+    )
+    return flat[:cut].rstrip()
 
 
 # -- the index files ----------------------------------------------------------

@@ -8,6 +8,7 @@ module writes into the index, so Python and JS produce identical tokens.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from functools import lru_cache
 from typing import Any
 
 import Stemmer
+
+from sphinx_ragcite.stopwords import STOPWORDS as STOPWORDS_OF
 
 #: Lucene's English stop words, as bm25s ships them.
 STOPWORDS = (
@@ -37,9 +40,185 @@ SPEC: dict[str, Any] = {
 }
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
+#: Sphinx's search languages that stem with Snowball (``sphinx/search/*.py``).
+SNOWBALL = {
+    "da": "danish", "de": "german", "en": "english", "es": "spanish",
+    "fi": "finnish", "fr": "french", "hu": "hungarian", "it": "italian",
+    "nl": "dutch", "no": "norwegian", "pt": "portuguese", "ro": "romanian",
+    "ru": "russian", "sv": "swedish", "tr": "turkish",
+}  # fmt: skip
+#: Languages written without spaces between words: their runs of CJK
+#: characters become overlapping character bigrams; Latin words, numbers and
+#: code in them keep the English rules (as Sphinx's own Chinese search does).
+CJK_LANGUAGES = frozenset({"zh", "ja", "ko"})
+#: Han (with its extensions and compatibility ideographs, 々〆〇), Hiragana,
+#: Katakana, Hangul syllables and jamo; inclusive code point ranges.
+CJK_RANGES = (
+    (0x1100, 0x11FF), (0x3005, 0x3007), (0x3040, 0x30FF), (0x3130, 0x318F),
+    (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA960, 0xA97F),
+    (0xAC00, 0xD7FF), (0xF900, 0xFAFF), (0x20000, 0x3134F),
+)  # fmt: skip
+CJK_SCHEME = "cjk-bigrams"
+
+
+def language_code(language: str | None) -> str:
+    """Sphinx's ``language`` -> the search language (``"zh_CN"`` -> ``"zh"``).
+
+    As ``sphinx.search.IndexBuilder`` looks it up: the code itself, else the
+    part before ``_``; a language Sphinx's search does not know is English.
+    """
+    code = (language or "en").strip().replace("-", "_").lower()
+    for candidate in (code, code.partition("_")[0]):
+        if candidate in SNOWBALL or candidate in CJK_LANGUAGES:
+            return candidate
+    return "en"
+
+
+def spec_for(language: str | None) -> dict[str, Any]:
+    """The tokenizer spec of a book in *language* (conf.py's code).
+
+    English is :data:`SPEC` unchanged; every other spec names its language.
+    """
+    code = language_code(language)
+    if code == "en":
+        return SPEC
+    if code in CJK_LANGUAGES:
+        return {
+            **SPEC,
+            "language": code,
+            "segment": CJK_SCHEME,
+            "cjk_ranges": [list(r) for r in CJK_RANGES],
+        }
+    return {
+        **SPEC,
+        "language": code,
+        "stopwords": list(STOPWORDS_OF.get(code, ())),
+        "stemmer": f"snowball-{SNOWBALL[code]}",
+    }
+
+
+def _char_class(ranges: Any) -> str:
+    return "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in ranges)
+
+
+class Tokenizer:
+    """The BM25 tokenizer one spec describes (build and query side alike)."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        problems = [
+            f"{key} {spec.get(key)!r}"
+            for key, value in (("normalize", "NFKC"), ("lowercase", True))
+            if spec.get(key) != value
+        ]
+        if spec.get("pattern", SPEC["pattern"]) != SPEC["pattern"]:
+            problems.append(f"pattern {spec.get('pattern')!r}")
+        stemmer = spec.get("stemmer")
+        name = stemmer.removeprefix("snowball-") if isinstance(stemmer, str) else None
+        if stemmer is not None and name not in SNOWBALL.values():
+            problems.append(f"stemmer {stemmer!r}")
+        segment = spec.get("segment")
+        if segment not in (None, CJK_SCHEME):
+            problems.append(f"segment {segment!r}")
+        stopwords = spec.get("stopwords", [])
+        if not isinstance(stopwords, list) or not all(
+            isinstance(w, str) for w in stopwords
+        ):
+            problems.append("stopwords")
+        ranges = spec.get("cjk_ranges", [])
+        if segment and not (
+            isinstance(ranges, list)
+            and ranges
+            and all(
+                isinstance(r, list)
+                and len(r) == 2
+                and all(type(v) is int and 0 <= v <= 0x10FFFF for v in r)
+                and r[0] <= r[1]
+                for r in ranges
+            )
+        ):
+            problems.append("cjk_ranges")
+        if problems:
+            raise ValueError("unknown tokenizer spec: " + ", ".join(problems))
+        self.spec = spec
+        self.language = str(spec.get("language", "en"))
+        self._stop = frozenset(stopwords)
+        self._stem = Stemmer.Stemmer(name).stemWords if name else None
+        self._cjk_run = self._cjk_char = None
+        if segment:
+            cls = _char_class(ranges)
+            self._cjk_run = re.compile(f"[{cls}]+")
+            self._cjk_char = re.compile(f"[{cls}]")
+        self._unigrams = bool(spec.get("cjk_unigrams", False))
+
+    def words(self, text: str) -> list[str]:
+        """Normalised, lower-cased words before stop-word removal and stemming.
+
+        With CJK segmentation a run of CJK characters is a word of its own,
+        apart from the Latin letters and digits it touches.
+        """
+        text = unicodedata.normalize("NFKC", text).lower()
+        if self._cjk_run is not None:
+            text = self._cjk_run.sub(r" \g<0> ", text)
+        return _TOKEN.findall(text)
+
+    def tokenize(self, text: str) -> list[str]:
+        words = [w for w in self.words(text) if w not in self._stop]
+        cjk = self._cjk_char
+        if cjk is None:
+            return self._stem(words) if self._stem else words
+        out: list[str] = []
+        latin: list[str] = []
+        for word in words:
+            if not cjk.match(word):
+                latin.append(word)
+                continue
+            if latin:
+                out += self._stem(latin) if self._stem else latin
+                latin = []
+            out += self._grams(word)
+        if latin:
+            out += self._stem(latin) if self._stem else latin
+        return out
+
+    def _grams(self, run: str) -> list[str]:
+        if len(run) == 1:
+            return [run]
+        grams = [run[i : i + 2] for i in range(len(run) - 1)]
+        return [*run, *grams] if self._unigrams else grams
+
+
+def _key(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, sort_keys=True, ensure_ascii=False)
+
+
+@lru_cache(maxsize=16)
+def _tokenizer(key: str) -> Tokenizer:
+    return Tokenizer(json.loads(key))
+
+
+def tokenizer(spec: dict[str, Any] | None = None) -> Tokenizer:
+    """The tokenizer of *spec* (an index's ``tokenizer``; ``None``: English).
+
+    Raises ``ValueError`` for a spec this version cannot reproduce.
+    """
+    if not spec:
+        return ENGLISH
+    if not isinstance(spec, dict):
+        raise ValueError("unknown tokenizer spec: not an object")
+    return _tokenizer(_key(spec))
+
+
+ENGLISH = Tokenizer(SPEC)
+#: The answer layer's words (claims checked against evidence, question terms
+#: weighed by idf): English rules, CJK runs as bigrams in any book, as the
+#: zh/ja/ko index cuts them. Text without CJK tokenizes as :data:`ENGLISH`.
+MIXED = Tokenizer(spec_for("zh"))
+_CJK_CHAR = re.compile(f"[{_char_class(CJK_RANGES)}]")
+
+
+def is_cjk(char: str) -> bool:
+    """A Han, Kana or Hangul character (words of them have no spaces between)."""
+    return bool(_CJK_CHAR.match(char))
 
 
 def words(text: str) -> list[str]:
@@ -48,7 +227,8 @@ def words(text: str) -> list[str]:
 
 
 def tokenize(text: str) -> list[str]:
-    return _stemmer().stemWords([w for w in words(text) if w not in _STOP])  # type: ignore[no-any-return]
+    """English BM25 tokens (:data:`SPEC`); other books use :func:`tokenizer`."""
+    return ENGLISH.tokenize(text)
 
 
 _ABBREVIATIONS = frozenset(
@@ -58,7 +238,13 @@ _ABBREVIATIONS = frozenset(
 # A sentence starts with a capital or digit, or with a bracket: a marker such
 # as [ch3-sec2-p4] after a full stop belongs to the sentence before it, which
 # split_claims() restores; without the split the next sentence rides along.
-_BOUNDARY = re.compile(r"(?<=[.!?…])[\"”’)]*\s+(?=\[|[\"“(]?[A-Z0-9])")
+#: Chinese and Japanese end a sentence with 。！？ (or the full-width and
+#: half-width forms ．｡), closing quotes and brackets included, with or
+#: without a space after.
+_BOUNDARY = re.compile(
+    r"(?<=[.!?…])[\"”’)]*\s+(?=\[|[\"“(]?[A-Z0-9])"
+    r"|(?<=[。！？．｡])[」』）】〕”’\")]*\s*(?=\S)"
+)
 
 
 @dataclass(frozen=True)

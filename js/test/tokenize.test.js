@@ -90,3 +90,33 @@ test("registers on globalThis.ragcite_lib", () => {
   assert.equal(lib.words, words);
   assert.equal(typeof lib.stem, "function");
 });
+
+/** The shared case file: Python (tests/test_languages.py) runs the same cases. */
+const CASES = JSON.parse(
+  require("node:fs").readFileSync(
+    require("node:path").join(__dirname, "..", "..", "tests", "golden", "tokenizer_cases.json"),
+    "utf-8",
+  ),
+);
+
+test("every book language tokenizes as the shared case file says", () => {
+  const languages = new Set();
+  for (const { language, text, tokens } of CASES.cases) {
+    assert.deepEqual(tokenize(text, CASES.specs[language]), tokens, `${language}: ${text}`);
+    languages.add(language);
+  }
+  for (const lang of ["en", "de", "fr", "zh_CN", "ja", "ko"]) assert.ok(languages.has(lang), lang);
+});
+
+test("CJK books: bigrams of CJK runs, Latin words stemmed as in English", () => {
+  const spec = CASES.specs.zh_CN;
+  assert.deepEqual(tokenize("强化学习", spec), ["强化", "化学", "学习"]);
+  assert.deepEqual(tokenize("安装Python", spec), ["安装", "python"]);
+  assert.deepEqual(words("安装Python的方法", spec), ["安装", "python", "的方法"]);
+  // astral Han characters are one character each, as in Python
+  assert.deepEqual(tokenize("𠮷野家", CASES.specs.ja), ["𠮷野", "野家"]);
+  assert.deepEqual(tokenize("强化学习", { ...spec, cjk_unigrams: true }), [
+    "强", "化", "学", "习", "强化", "化学", "学习",
+  ]);
+  assert.throws(() => tokenize("x", { ...spec, segment: "jieba" }), /unknown segmentation/);
+});

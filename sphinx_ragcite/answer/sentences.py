@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from sphinx_ragcite.text import split_sentences, tokenize, words
+from sphinx_ragcite.text import MIXED, is_cjk, split_sentences, tokenize, words
 
 # Question words and fillers carry no evidence; on top of Lucene's stop words.
 _FILLER = frozenset(
@@ -69,8 +69,13 @@ def strip_markup(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def content_words(text: str) -> frozenset[str]:
-    """Stems that carry meaning: what a claim and its evidence must share."""
-    return frozenset(t for t in tokenize(text) if t not in _FILLER)
+    """Stems that carry meaning: what a claim and its evidence must share.
+
+    Chinese, Japanese and Korean runs give their character bigrams, as the
+    index of a book in those languages holds them (English text is cut as
+    the English index cuts it).
+    """
+    return frozenset(t for t in MIXED.tokenize(text) if t not in _FILLER)
 
 
 def numbers(text: str) -> frozenset[str]:
@@ -83,4 +88,8 @@ def strip_markers(text: str) -> str:
 
 
 def word_count(text: str) -> int:
-    return len(words(text))
+    """Words of *text*; a run of CJK characters counts one per two characters."""
+    counted = words(text)
+    if not any(map(is_cjk, text)):
+        return len(counted)
+    return sum((len(w) + 1) // 2 if is_cjk(w[0]) else 1 for w in MIXED.words(text))

@@ -118,9 +118,15 @@ def question_kind(question: str) -> str:
     return "other"
 
 
+#: Chinese and Japanese prose punctuation (full-width): not code symbols.
+_CJK_PROSE = frozenset("、。，．；：？！（）「」『』《》〈〉【】〔〕“”‘’…—～・·")
+
+
 def looks_like_code(text: str) -> bool:
     symbols = sum(
-        1 for c in text if not (c.isalnum() or c.isspace() or c in ".,;:'\"()-%°")
+        1
+        for c in text
+        if not (c.isalnum() or c.isspace() or c in ".,;:'\"()-%°" or c in _CJK_PROSE)
     )
     return symbols > CODE_SYMBOLS * max(len(text), 1)
 
@@ -212,7 +218,7 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
     for i, sentence in enumerate(sentences):
         words = word_count(sentence.text)
         code = looks_like_code(sentence.text) or blocks[i] in in_code
-        if sentence.text.endswith("?") or (code and not _opens(i, blocks)):
+        if sentence.text.endswith(("?", "？")) or (code and not _opens(i, blocks)):
             continue  # questions are not answers; code rides with its start
         first, last = i, i
         if (
@@ -221,7 +227,7 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
             and blocks[i - 1] == blocks[i]
         ):
             first = i - 1
-        introduces = sentence.text.rstrip().endswith(":")
+        introduces = sentence.text.rstrip().endswith((":", "："))
         if introduces or code:
             # an introduction takes the block after it; a code block, itself;
             # either goes on into code blocks that follow (a blank line in
@@ -248,7 +254,7 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
                 j += 1
         if first == last and words < MIN_UNIT_WORDS and not code:
             continue
-        if sentences[last].text.rstrip().endswith("?"):
+        if sentences[last].text.rstrip().endswith(("?", "？")):
             continue  # "For more details: Is setup.py deprecated?" asks, not answers
         out.append(_unit(e, item, sentences, first, last, first != i or last != i))
     return out

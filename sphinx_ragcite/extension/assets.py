@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sphinx.errors import ExtensionError
 
 from sphinx_ragcite import __version__
+from sphinx_ragcite.text import spec_for
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -33,6 +34,9 @@ WIDGET_SCRIPTS = (
 STATIC_MODE_SCRIPTS = ("stemmer.js", "tokenize.js", "search.js")
 #: Shipped to every HTML site.
 WIDGET_FILES = (*WIDGET_SCRIPTS, "widget.css", *STATIC_MODE_SCRIPTS)
+#: The Snowball stemmers of languages besides English, one per file
+#: (``snowball/german.js``); a site ships its book's language's only.
+SNOWBALL_FOLDER = "snowball"
 #: Folder under ``_static`` of the built site.
 STATIC_FOLDER = "ragcite"
 #: The index manifest, relative to the site root (the widget resolves it
@@ -58,17 +62,27 @@ def widget_dir() -> Path:
     )
 
 
-def copy_widget(outdir: Path) -> None:
-    """Copy the widget into ``outdir/_static/ragcite/``; unchanged files stay."""
+def copy_widget(outdir: Path, language: str | None = None) -> None:
+    """Copy the widget into ``outdir/_static/ragcite/``; unchanged files stay.
+
+    A book in a Snowball language besides English gets that stemmer too
+    (``snowball/<name>.js`` and the Snowball licence), for static search.
+    """
     source = widget_dir()
     target = outdir / "_static" / STATIC_FOLDER
+    names = list(WIDGET_FILES)
+    stemmer = spec_for(language).get("stemmer") or ""
+    if stemmer.startswith("snowball-") and stemmer != "snowball-english":
+        (target / SNOWBALL_FOLDER).mkdir(parents=True, exist_ok=True)
+        name = stemmer.removeprefix("snowball-")
+        names += [f"{SNOWBALL_FOLDER}/{name}.js", f"{SNOWBALL_FOLDER}/COPYING"]
     target.mkdir(parents=True, exist_ok=True)
-    for name in WIDGET_FILES:
+    for name in names:
         data = (source / name).read_bytes()
         dest = target / name
         if dest.is_file() and dest.read_bytes() == data:
             continue
-        tmp = dest.with_name(f"{name}.tmp")
+        tmp = dest.with_name(f"{dest.name}.tmp")
         with (source / name).open("rb") as src, tmp.open("wb") as out:
             shutil.copyfileobj(src, out)
         tmp.replace(dest)
@@ -81,7 +95,7 @@ def add_widget(app: Sphinx) -> None:
     ``data-ragcite-*`` attributes on its tag; the site root comes from the
     script's own URL, else the page's ``data-content_root``.
     """
-    copy_widget(Path(app.outdir))
+    copy_widget(Path(app.outdir), app.config.language)
     config = app.config
     app.add_css_file(f"{STATIC_FOLDER}/widget.css")
     *parts, entry = WIDGET_SCRIPTS

@@ -50,7 +50,7 @@ from sphinx_ragcite.retrieval.embed import (
     cache_key,
     model_files,
 )
-from sphinx_ragcite.text import SPEC, Sentence, split_sentences
+from sphinx_ragcite.text import Sentence, spec_for, split_sentences, tokenizer
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -69,13 +69,14 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
         records = build_records(app.env, app.builder)
         writer = IndexWriter(Path(app.builder.outdir))
         writer.add("passages", "passages.jsonl", passages_jsonl(records))
+    spec = spec_for(config_text(app.config.language) or None)
     with timed("bm25"):
-        retriever = build_bm25(records)
+        retriever = build_bm25(records, tokenizer(spec))
         for name, data in bm25_files(retriever).items():
             writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
     with timed("static index"):
         # The widget loads these two by name as well (see IndexWriter).
-        static = static_file(static_index(retriever, records))
+        static = static_file(static_index(retriever, records, spec))
         writer.add("static", STATIC_FILE, static, alias=True)
     with timed("links"):
         links = _follow_links(app, config, records)
@@ -109,7 +110,7 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
                     "documents": len({r["docname"] for r in records}),
                     "moved": len(moved or ()),
                 },
-                "tokenizer": SPEC,
+                "tokenizer": spec,
                 "bm25": PARAMS,
                 "embedding": embedding,
                 "citation": {

@@ -15,7 +15,7 @@ import numpy as np
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.embeddings import read_npy
 from sphinx_ragcite.formats.files import REBUILD
-from sphinx_ragcite.text import tokenize
+from sphinx_ragcite.text import ENGLISH
 
 # bm25s sets its own logger to DEBUG when imported. Once any package adds a
 # root handler (accessible-pygments, which furo and pydata-sphinx-theme pull
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sphinx_ragcite.contracts import PassageRecord as Record
+    from sphinx_ragcite.text import Tokenizer
 
 #: Lucene's variant with its usual parameters.
 PARAMS = {"method": "lucene", "k1": 1.5, "b": 0.75}
@@ -44,8 +45,8 @@ def indexed_text(record: Record) -> str:
     return " ".join(record["heading_path"]) + "\n" + record["text"]
 
 
-def build_bm25(records: Sequence[Record]) -> bm25s.BM25:
-    corpus = [tokenize(indexed_text(r)) for r in records]
+def build_bm25(records: Sequence[Record], tokenizer: Tokenizer = ENGLISH) -> bm25s.BM25:
+    corpus = [tokenizer.tokenize(indexed_text(r)) for r in records]
     terms = sorted({t for doc in corpus for t in doc})
     # bm25s cannot index an empty vocabulary (a book with no passage or no word)
     vocab = {term: i for i, term in enumerate(terms)} or {"": 0}

@@ -8,7 +8,7 @@ blocked) it loads it as a script. Either way it is data, never code to run.
 The JSON (``format_version`` 1)::
 
     {"format_version": 1,
-     "tokenizer": {... index.tokenize.SPEC ...},
+     "tokenizer": {... the book's text.spec_for(language) ...},
      "weight_scale": 100,           # weights are round(bm25_weight * scale)
      "terms": ["bloom", ...],       # sorted; terms[i] owns postings[i]
      "postings": [[doc, w, doc_delta, w, ...], ...],   # doc ids delta-encoded
@@ -54,7 +54,11 @@ def _interned(values: Sequence[str]) -> tuple[list[str], dict[str, int]]:
     return table, {value: i for i, value in enumerate(table)}
 
 
-def static_index(retriever: bm25s.BM25, records: Sequence[Record]) -> dict[str, Any]:
+def static_index(
+    retriever: bm25s.BM25,
+    records: Sequence[Record],
+    tokenizer: dict[str, Any] = SPEC,
+) -> dict[str, Any]:
     scores = retriever.scores
     indptr = np.asarray(scores["indptr"])
     indices = np.asarray(scores["indices"])
@@ -81,7 +85,7 @@ def static_index(retriever: bm25s.BM25, records: Sequence[Record]) -> dict[str, 
     )
     return {
         "format_version": FORMAT_VERSION,
-        "tokenizer": SPEC,
+        "tokenizer": tokenizer,
         "weight_scale": WEIGHT_SCALE,
         "terms": terms,
         "postings": postings,

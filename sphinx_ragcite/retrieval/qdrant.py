@@ -45,8 +45,13 @@ from sphinx_ragcite.formats.embeddings import dequantize
 from sphinx_ragcite.formats.manifest import index_dir, read_manifest
 from sphinx_ragcite.retrieval.fusion import Candidates
 from sphinx_ragcite.retrieval.searchable import FusedSearch
-from sphinx_ragcite.retrieval.site import load_embedder, lucene_idf, moved_hint
-from sphinx_ragcite.text import tokenize
+from sphinx_ragcite.retrieval.site import (
+    load_embedder,
+    lucene_idf,
+    moved_hint,
+    read_tokenizer,
+)
+from sphinx_ragcite.text import ENGLISH, Tokenizer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -212,10 +217,14 @@ class PushResult:
 
 
 def sparse_rows(
-    records: Sequence[PassageRecord], vocab: dict[str, int], k1: float, b: float
+    records: Sequence[PassageRecord],
+    vocab: dict[str, int],
+    k1: float,
+    b: float,
+    tokenizer: Tokenizer = ENGLISH,
 ) -> list[tuple[list[int], list[float]]]:
     """Each passage's BM25 term weights without idf, as bm25s computes them."""
-    tokens = [tokenize(indexed_text(r)) for r in records]
+    tokens = [tokenizer.tokenize(indexed_text(r)) for r in records]
     lengths = [len(t) for t in tokens]
     average = float(np.mean(lengths)) if lengths and sum(lengths) else 1.0
     rows = []
@@ -327,7 +336,13 @@ def _points(site: Site, name: str, version: str) -> Iterator[qm.PointStruct]:
 
     # k1 and b as the site's own BM25 index holds them (formats/bm25.py)
     vocab = site.bm25.vocab_dict
-    sparse = sparse_rows(site.passages, vocab, float(site.bm25.k1), float(site.bm25.b))
+    sparse = sparse_rows(
+        site.passages,
+        vocab,
+        float(site.bm25.k1),
+        float(site.bm25.b),
+        site.tokenizer,
+    )
     for row, (record, (indices, values)) in enumerate(
         zip(site.passages, sparse, strict=True)
     ):
@@ -616,6 +631,7 @@ class QdrantSite(FusedSearch):
         self.location = location
         self.model_dir = model_dir
         self.manifest = Manifest.model_validate_json(record["manifest"])
+        self._tokenizer = read_tokenizer(self.manifest, f"{location} {self.name}")
         self.moved: dict[str, str] = json.loads(record["moved"])
         self.count = int(record["passages"])
         self._index_version = str(record["index_version"])
@@ -774,7 +790,11 @@ class QdrantSite(FusedSearch):
                 "ragcite_embeddings = False); use mode 'bm25'."
             )
         scope = self._filter(request.filters)
-        sparse = _sparse(self._vocab, request.query) if mode != "dense" else None
+        sparse = (
+            _sparse(self._vocab, request.query, self._tokenizer)
+            if mode != "dense"
+            else None
+        )
         vector = None
         if mode != "bm25":
             vector = request.query_vector
@@ -1049,11 +1069,13 @@ def _points_held(site: QdrantSite, *, exact: bool) -> int:
     return len(points)
 
 
-def _sparse(vocab: dict[str, int], query: str) -> qm.SparseVector | None:
+def _sparse(
+    vocab: dict[str, int], query: str, tokenizer: Tokenizer
+) -> qm.SparseVector | None:
     """The query's BM25 terms as a sparse vector (term counts), or None."""
     from qdrant_client import models
 
-    counts = Counter(vocab[t] for t in tokenize(query) if t in vocab)
+    counts = Counter(vocab[t] for t in tokenizer.tokenize(query) if t in vocab)
     if not counts:
         return None
     indices = sorted(counts)

@@ -26,7 +26,7 @@ from sphinx_ragcite.formats.sentence_vectors import MAPPED, read_sentence_matrix
 from sphinx_ragcite.retrieval.embed import DEFAULT_MODEL_ID, Embedder, model_files
 from sphinx_ragcite.retrieval.fusion import Candidates
 from sphinx_ragcite.retrieval.searchable import FusedSearch
-from sphinx_ragcite.text import tokenize
+from sphinx_ragcite.text import ENGLISH, Tokenizer, tokenizer
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -61,6 +61,17 @@ def read_site_files(directory: Path, manifest: Manifest) -> dict[str, bytes]:
                 f"manifest. {REBUILD}"
             )
     return data
+
+
+def read_tokenizer(manifest: Manifest, where: str) -> Tokenizer:
+    """The tokenizer the index was built with (queries must be cut the same way)."""
+    try:
+        return tokenizer(manifest.tokenizer or None)
+    except ValueError as error:
+        raise SiteIndexError(
+            f"{where}/manifest.json: {error}; this sphinx-ragcite cannot tokenize "
+            f"queries as the index was built. {REBUILD}"
+        ) from None
 
 
 def load_embedder(manifest: Manifest, model_dir: str | None) -> Embedder:
@@ -122,6 +133,8 @@ class Site(FusedSearch):
     moved: dict[str, str] = field(default_factory=dict, repr=False)
     #: each passage's sentence vectors, embedded at build time (or None)
     sentences: SentenceMatrix | None = field(default=None, repr=False)
+    #: cuts queries as the index's passages were cut (the manifest's spec)
+    tokenizer: Tokenizer = field(default=ENGLISH, repr=False)
     #: passage ID -> row
     _rows: Mapping[str, int] = field(default_factory=dict, repr=False)
 
@@ -145,6 +158,7 @@ class Site(FusedSearch):
                 f"says {count}. {REBUILD}"
             )
         retriever = read_bm25(data, count, where)
+        tok = read_tokenizer(manifest, where)
         vectors = sentences = None
         if manifest.embedding is not None:
             vectors = read_vectors(
@@ -161,6 +175,7 @@ class Site(FusedSearch):
         site = cls(directory, manifest, passages, retriever, vectors, model_dir)
         site.moved = moved
         site.sentences = sentences
+        site.tokenizer = tok
         site._rows = passages.rows
         return site
 
@@ -212,7 +227,7 @@ class Site(FusedSearch):
 
     def bm25_scores(self, query: str) -> np.ndarray:
         vocab = self.bm25.vocab_dict
-        ids = [vocab[t] for t in tokenize(query) if t in vocab]
+        ids = [vocab[t] for t in self.tokenizer.tokenize(query) if t in vocab]
         if not ids:
             return np.zeros(len(self.passages), dtype=np.float32)
         return np.asarray(self.bm25.get_scores(ids), dtype=np.float32)
