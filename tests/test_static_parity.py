@@ -17,7 +17,7 @@ import pytest
 import Stemmer
 
 from sphinx_ragcite.formats.static import read_static, search_static, static_passage
-from sphinx_ragcite.text import SPEC, tokenize, words
+from sphinx_ragcite.text import SPEC, spec_for, tokenize, tokenizer, words
 
 from conftest import EXAMPLE_BOOK, REPO, ROOTS, read_manifest, read_passages
 
@@ -150,6 +150,30 @@ def test_tokenize_parity(texts, tmp_path):  # type: ignore[no-untyped-def]
     for text, (js_words, js_tokens) in zip(texts, got, strict=True):
         assert js_words == words(text), text
         assert js_tokens == tokenize(text), text
+
+
+#: CJK text for the bigram languages, besides the tricky strings.
+CJK_TEXTS = [
+    "安装XuanCe的方法：pip install xuance版本1.2。强化学习算法（DQN、PPO）",
+    "日本語のテキスト、コーヒー豆・Pythonで検索します。ｶﾀｶﾅ〆切々〇𠮷野家",
+    "한국어 커피를 마셔요. 설치 방법은 pip install 입니다. 가",
+    "混合mixed文本text123数字４５６和ＡＢＣ",
+]
+
+
+@pytest.mark.parametrize(
+    "language", ["de", "fr", "es", "ru", "tr", "fi", "zh_CN", "ja", "ko"]
+)
+def test_tokenize_parity_every_language(texts, language, tmp_path):  # type: ignore[no-untyped-def]
+    """The tricky strings and every source line, under each language's spec."""
+    spec = spec_for(language)
+    tok = tokenizer(spec)
+    sample = [*CJK_TEXTS, *texts]
+    got = node("tokenize", {"texts": sample, "spec": spec}, tmp_path)
+    for text, (js_words, js_tokens) in zip(sample, got, strict=True):
+        assert js_words == tok.words(text), text
+        if language != "fi":  # Snowball 3.0.1 vs 3.1 (test_languages.py)
+            assert js_tokens == tok.tokenize(text), text
 
 
 #: Endings glued onto the fixture's words, to walk the stemmer's steps.
