@@ -175,6 +175,10 @@ class EmbeddingInfo(BaseModel):
     max_tokens: int = Field(gt=0)
     #: sentence vectors embedded at build time (0: the server embeds them)
     sentences: int = Field(default=0, ge=0)
+    #: the vectors rank passages in hybrid search; False: BM25 alone ranks
+    #: them and the vectors only score sentences (an English encoder on a
+    #: Chinese, Japanese or Korean book, extension/index.py)
+    search: bool = True
 
 
 #: A SHA-256 digest in hex.

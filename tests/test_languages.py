@@ -296,3 +296,23 @@ def test_js_snowball_stemmers_agree_with_pystemmer(code, tmp_path) -> None:  # t
     wrong = [(w, j, p) for w, j, p in zip(words, got, expected, strict=True) if j != p]
     allowed = KNOWN_DIFFERENCES.get(name, 0.0) * len(words)
     assert len(wrong) <= allowed, f"{len(wrong)} of {len(words)}: {wrong[:10]}"
+
+
+def test_english_encoder_does_not_rank_passages_of_a_cjk_book(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Measured on the Chinese dev set: the shipped English encoder fused
+    into hybrid search lowered the top passage right from 0.64 to 0.25."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOTS / "test-languages" / "zh_CN", src)
+    sphinx_build(src, tmp_path / "html", "-D", "ragcite_embeddings=1")
+    site = Site.load(tmp_path / "html")
+    assert site.has_dense
+    assert site.manifest.embedding is not None
+    assert site.manifest.embedding.search is False
+    assert not site.dense_search
+    query = "目标网络的参数多久复制一次？"
+    hybrid = [(h.passage_id, h.score) for h in site.search(query, 3)]
+    assert hybrid == [
+        (h.passage_id, h.score) for h in site.search(query, 3, mode="bm25")
+    ]
+    # the vectors are still there for sentences and an explicit dense search
+    assert site.search(query, 3, mode="dense")

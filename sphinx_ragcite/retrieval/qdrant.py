@@ -743,6 +743,11 @@ class QdrantSite(FusedSearch):
         return self.manifest.embedding is not None
 
     @property
+    def dense_search(self) -> bool:
+        embedding = self.manifest.embedding
+        return embedding is not None and embedding.search
+
+    @property
     def sentences(self) -> _Sentences | None:
         """Build-time sentence vectors, when the build made them."""
         embedding = self.manifest.embedding

@@ -107,6 +107,8 @@ class SearchableSite(Protocol):
     @property
     def has_dense(self) -> bool: ...
     @property
+    def dense_search(self) -> bool: ...
+    @property
     def embedder(self) -> Embedder: ...
     @property
     def where(self) -> str: ...
@@ -128,6 +130,11 @@ class FusedSearch:
     def has_dense(self) -> bool:
         raise NotImplementedError
 
+    @property
+    def dense_search(self) -> bool:
+        """Dense vectors rank passages in hybrid search (see EmbeddingInfo)."""
+        return self.has_dense
+
     def candidates(self, request: SearchRequest) -> Candidates[Any]:
         raise NotImplementedError
 
@@ -138,10 +145,11 @@ class FusedSearch:
         """Top *k* passages (options: :class:`SearchRequest`'s fields).
 
         Hybrid search fuses the top ``depth`` of each ranking; a site without
-        dense vectors answers it with BM25 alone.
+        dense vectors, or whose vectors do not rank passages (an English
+        encoder on a CJK book), answers it with BM25 alone.
         """
         request = SearchRequest(query, k, **options)
-        if request.mode == "hybrid" and not self.has_dense:
+        if request.mode == "hybrid" and not self.dense_search:
             request = replace(request, mode="bm25")
         candidates = self.candidates(request)
         ranked = [

@@ -223,6 +223,11 @@ class Site(FusedSearch):
     def has_dense(self) -> bool:
         return self.vectors is not None
 
+    @property
+    def dense_search(self) -> bool:
+        embedding = self.manifest.embedding
+        return self.has_dense and embedding is not None and embedding.search
+
     # -- scoring ---------------------------------------------------------
 
     def bm25_scores(self, query: str) -> np.ndarray:

@@ -223,6 +223,10 @@ class SiteUnion(FusedSearch):
         return all(m.site.has_dense for m in self.members)
 
     @property
+    def dense_search(self) -> bool:
+        return all(m.site.dense_search for m in self.members)
+
+    @property
     def embedder(self) -> Embedder:
         return self.members[0].site.embedder
 
