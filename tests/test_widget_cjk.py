@@ -9,13 +9,12 @@ import shutil
 from typing import TYPE_CHECKING
 
 import pytest
-
 from test_widget import (  # the browser fixtures and helpers of the widget tests
+    QUOTE_MARKED,
     SHOTS,
     answer_server,
     ask,
     browser,
-    marked_quote,
     page,
     squeezed,
     wait_highlighted,
@@ -28,8 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = ["browser", "page"]  # pytest fixtures, imported to be found
 
+SPHINX_PLURAL = "Evaluating a string as JavaScript violates"
 QUESTIONS = {
-    "zh_CN": ("回放缓冲区的作用是什么？", "sec2-p1"),
+    # the second of the passage's two sentences answers
+    "zh_CN": ("DQN 如何打破样本之间的相关性？", "sec2-p1"),
     "ja": ("ケトルの水垢はどうやって落としますか？", "sec3-p1"),
 }
 
@@ -51,16 +52,20 @@ def test_cjk_answer_marks_the_quoted_characters(page, books, language) -> None: 
     with answer_server(books[language], generator="extractive") as server:
         page.goto(f"{server}/index.html")
         answer = ask(page, question)
-        assert answer["outcome"] in ("answer", "passages"), answer
-        cited = answer["citations"] or answer.get("passages", [])
-        target = answer["citations"][0] if answer["citations"] else None
-        assert target is not None, answer
-        assert target["passage_id"].endswith(suffix), cited
+        assert answer["outcome"] == "answer", answer
+        target = answer["citations"][0]
+        assert target["passage_id"].endswith(suffix), target
         spans = target["quote_spans"]
         assert spans, target
         page.click('a[data-ragcite-n="1"]')
         wait_highlighted(page, target["passage_id"])
-        marked = marked_quote(page)
+        marked = None
+        for _ in range(50):  # polled: a string expression is eval, which CSP forbids
+            marked = page.evaluate(QUOTE_MARKED)
+            if marked:
+                break
+            page.wait_for_timeout(100)
+        assert marked, "no quote marked"
         assert marked["api"] == "highlight"
         passage = next(
             p
@@ -74,5 +79,11 @@ def test_cjk_answer_marks_the_quoted_characters(page, books, language) -> None: 
         assert "".join(squeezed(p) for p in marked["parts"]) == squeezed(
             target["quote"].replace(" … ", "")
         )
+        if language == "zh_CN":  # part of the passage, not all of it
+            assert len(squeezed(target["quote"])) < len(squeezed(passage["text"]))
         page.wait_for_timeout(300)
         page.screenshot(path=str(SHOTS / f"quote-{language}.png"))
+    # Sphinx's own translations.js (every non-English book) builds its plural
+    # rule with new Function(), which the server's CSP (no 'unsafe-eval')
+    # refuses: Sphinx's page error, not the widget's; left to the server.
+    page.problems[:] = [p for p in page.problems if SPHINX_PLURAL not in p]
