@@ -316,3 +316,29 @@ def test_english_encoder_does_not_rank_passages_of_a_cjk_book(tmp_path) -> None:
     ]
     # the vectors are still there for sentences and an explicit dense search
     assert site.search(query, 3, mode="dense")
+
+
+# -- the answer layer on Chinese and Japanese text -----------------------------
+
+
+def test_answer_layer_reads_cjk_words_and_stays_neutral_on_english_rules() -> None:
+    from sphinx_ragcite.answer.sentences import content_words, word_count
+    from sphinx_ragcite.answer.units import kind_match, looks_like_code, question_kind
+
+    # question words and particles carry no evidence, as "what"/"how" do
+    asked = content_words("目标网络的参数是什么？")
+    assert content_words("目标网络的参数") <= asked
+    assert not {"是什", "什么"} & asked
+    assert "如何" not in content_words("如何安装xuance？")
+    assert {"安装", "xuanc"} <= content_words("如何安装xuance？")
+    # English is cut as before
+    assert content_words("How do I descale the kettle?") == {"descal", "kettl"}
+    # a run of CJK characters counts about a word per two characters
+    assert word_count("强化学习算法") == 3
+    assert word_count("Grind the beans") == 3
+    # full-width prose punctuation is not code
+    assert not looks_like_code("使用经验回放（DQN），再随机抽取小批量样本：这样可以。")
+    # English question kinds do not fire: neutral
+    kind = question_kind("谁发明了DQN？")
+    assert kind == "other"
+    assert kind_match(kind, "DQN由DeepMind提出。", "谁发明了DQN？") == 0.5

@@ -119,7 +119,8 @@ def question_kind(question: str) -> str:
 
 
 #: Chinese and Japanese prose punctuation (full-width): not code symbols.
-_CJK_PROSE = frozenset("、。，．；：？！（）「」『』《》〈〉【】〔〕“”‘’…—～・·")
+#: None of it is English typography, so English units are judged as before.
+_CJK_PROSE = frozenset("、。，．；：？！（）「」『』《》〈〉【】〔〕～・")
 
 
 def looks_like_code(text: str) -> bool:
