@@ -98,7 +98,7 @@ def spec_for(language: str | None) -> dict[str, Any]:
 
 
 def _char_class(ranges: Any) -> str:
-    return "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in ranges)
+    return "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
 
 
 class Tokenizer:
@@ -144,10 +144,14 @@ class Tokenizer:
         self._stop = frozenset(stopwords)
         self._stem = Stemmer.Stemmer(name).stemWords if name else None
         self._cjk_run = self._cjk_char = None
+        self._split: re.Pattern[str] | None = None
         if segment:
             cls = _char_class(ranges)
             self._cjk_run = re.compile(f"[{cls}]+")
             self._cjk_char = re.compile(f"[{cls}]")
+            # a word's runs of CJK and of other characters (what words()
+            # finds after spacing the CJK runs apart)
+            self._split = re.compile(f"([{cls}]+)|([^{cls}]+)")
         self._unigrams = bool(spec.get("cjk_unigrams", False))
 
     def words(self, text: str) -> list[str]:
@@ -162,28 +166,32 @@ class Tokenizer:
         return _TOKEN.findall(text)
 
     def tokenize(self, text: str) -> list[str]:
-        words = [w for w in self.words(text) if w not in self._stop]
-        cjk = self._cjk_char
-        if cjk is None:
+        stop = self._stop
+        if self._split is None:
+            words = [w for w in self.words(text) if w not in stop]
             return self._stem(words) if self._stem else words
+        split = self._split.findall
+        pieces: list[tuple[str, str]] = []
+        for word in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
+            if word.isascii():
+                pieces.append(("", word))
+            else:
+                pieces += split(word)
+        latin = [w for c, w in pieces if w and w not in stop]
+        stems = iter(self._stem(latin) if self._stem else latin)
         out: list[str] = []
-        latin: list[str] = []
-        for word in words:
-            if not cjk.match(word):
-                latin.append(word)
-                continue
-            if latin:
-                out += self._stem(latin) if self._stem else latin
-                latin = []
-            out += self._grams(word)
-        if latin:
-            out += self._stem(latin) if self._stem else latin
+        for run, word in pieces:
+            if word:
+                if word not in stop:
+                    out.append(next(stems))
+            elif run not in stop:
+                out += self._grams(run)
         return out
 
     def _grams(self, run: str) -> list[str]:
         if len(run) == 1:
             return [run]
-        grams = [run[i : i + 2] for i in range(len(run) - 1)]
+        grams = list(map(str.__add__, run, run[1:]))
         return [*run, *grams] if self._unigrams else grams
 
 
