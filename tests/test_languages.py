@@ -325,12 +325,8 @@ def test_answer_layer_reads_cjk_words_and_stays_neutral_on_english_rules() -> No
     from sphinx_ragcite.answer.sentences import content_words, word_count
     from sphinx_ragcite.answer.units import kind_match, looks_like_code, question_kind
 
-    # question words and particles carry no evidence, as "what"/"how" do
-    asked = content_words("目标网络的参数是什么？")
-    assert content_words("目标网络的参数") <= asked
-    assert not {"是什", "什么"} & asked
-    assert "如何" not in content_words("如何安装xuance？")
-    assert {"安装", "xuanc"} <= content_words("如何安装xuance？")
+    # CJK runs as the index of a zh/ja/ko book cuts them, Latin words as English
+    assert content_words("如何安装xuance？") == {"如何", "何安", "安装", "xuanc"}
     # English is cut as before
     assert content_words("How do I descale the kettle?") == {"descal", "kettl"}
     # a run of CJK characters counts about a word per two characters

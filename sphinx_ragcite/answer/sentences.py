@@ -16,16 +16,6 @@ _FILLER = frozenset(
         "used using make makes made get gets one ones way ways"
     )
 )
-#: The same for Chinese, Japanese and Korean questions: their bigrams of
-#: question words ("什么", "如何", "ですか", "어떻게") and every bigram with a
-#: Chinese question particle in it ("是什", "么意": 什 么 吗 呢 哪 怎).
-_CJK_FILLER = frozenset((
-    "如何", "是否", "多少", "请问", "可以", "能否", "为什", "有没", "没有", "哪些",
-    "です", "ます", "すか", "どう", "どの", "どこ", "いつ", "なぜ", "なに", "何を",
-    "何が", "何で", "무엇", "어떻", "떻게", "어떤", "언제", "습니", "니까", "나요",
-    "인가", "가요",
-))  # fmt: skip
-_CJK_PARTICLES = frozenset("什么吗呢哪怎")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _MARKER = re.compile(
     r"\s*(?:\[[^\[\]\n]{1,80}\]|\((?:chapter|section|source)\b[^()\n]{0,80}\))",
@@ -85,14 +75,7 @@ def content_words(text: str) -> frozenset[str]:
     index of a book in those languages holds them (English text is cut as
     the English index cuts it).
     """
-    return frozenset(
-        t
-        for t in MIXED.tokenize(text)
-        if t not in _FILLER
-        and not (
-            is_cjk(t[0]) and (t in _CJK_FILLER or not _CJK_PARTICLES.isdisjoint(t))
-        )
-    )
+    return frozenset(t for t in MIXED.tokenize(text) if t not in _FILLER)
 
 
 def numbers(text: str) -> frozenset[str]:
