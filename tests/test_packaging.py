@@ -31,6 +31,9 @@ pytestmark = pytest.mark.packaging
 WHEEL_DATA = [
     *(f"sphinx_ragcite/static/{name}" for name in WIDGET_FILES),
     "sphinx_ragcite/static/types.d.ts",
+    # the browser's Snowball stemmers besides English, with their licence
+    "sphinx_ragcite/static/snowball/german.js",
+    "sphinx_ragcite/static/snowball/COPYING",
     "sphinx_ragcite/models/minilm/tokenizer.json",
     "sphinx_ragcite/py.typed",
 ]
