@@ -1,9 +1,10 @@
 // @ts-check
 /**
- * The answer server as the widget sees it: is it up (`/api/health`), and a
+ * The answer server as the widget sees it: is it up (`/api/health`), a
  * streamed answer (`POST /api/ask/stream`, server-sent events read through
- * `fetch`). Also the widget's one error type, whose message is what the
- * reader is shown.
+ * `fetch`), and a reader's vote on an answer (`POST /api/feedback`, when
+ * health says the server takes them). Also the widget's one error type,
+ * whose message is what the reader is shown.
  *
  * Classic script, after `sse.js`: registers on
  * `globalThis.ragcite_lib.client`, and on `module.exports` under Node.
@@ -11,6 +12,7 @@
 
 /** @typedef {import("./types").Answer} Answer */
 /** @typedef {import("./types").AskRequest} AskRequest */
+/** @typedef {import("./types").FeedbackRequest} FeedbackRequest */
 /** @typedef {"invalid" | "busy" | "rate" | "server" | "network" | "static" | "aborted"} ErrorKind */
 
 /**
@@ -23,6 +25,10 @@
  *   serves when it serves several (`/api/health`), else null
  * @property {(body: AskRequest, signal: AbortSignal, onEvent: (event: string, data: any) => void) => Promise<Answer>} stream
  *   stream an answer; `onEvent` sees the retrieval and token events
+ * @property {() => boolean} feedback whether the server takes votes on its
+ *   answers (`/api/health`'s `feedback`; false until health was read)
+ * @property {(body: FeedbackRequest) => Promise<void>} sendFeedback vote on
+ *   an answer; rejects with a WidgetError
  */
 
 (function () {
@@ -92,6 +98,7 @@
     let check = null;
     /** @type {string[] | null} */
     let siteNames = null;
+    let takesFeedback = false;
 
     function available() {
       if (apiBase === null) return Promise.resolve(false);
@@ -110,6 +117,7 @@
           if (!response.ok) return false;
           const body = await response.json();
           siteNames = namesOf(body && body.sites);
+          takesFeedback = Boolean(body && body.feedback === true);
           return Boolean(body && body.status === "ok");
         } catch {
           return false;
@@ -183,6 +191,26 @@
       return answer;
     }
 
+    /**
+     * @param {FeedbackRequest} body
+     * @returns {Promise<void>}
+     */
+    async function sendFeedback(body) {
+      let response;
+      try {
+        response = await fetch(api("feedback"), {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "application/json" },
+          body: JSON.stringify(body),
+          credentials: "same-origin",
+          cache: "no-store",
+        });
+      } catch {
+        throw new WidgetError("The answer server cannot be reached.", "network");
+      }
+      if (!response.ok) throw await httpError(response);
+    }
+
     return {
       available,
       forget: () => {
@@ -190,6 +218,8 @@
       },
       sites: () => siteNames,
       stream,
+      feedback: () => apiBase !== null && takesFeedback,
+      sendFeedback,
     };
   }
 

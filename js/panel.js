@@ -3,7 +3,8 @@
  * The widget's DOM: the launcher, the ask panel, the answer with its `[n]`
  * markers and source list (or, for the other outcomes, the passages that may
  * hold the answer, or word that the book does not cover it, with the closest
- * pages), previews of a marker's quote, static results, errors and status.
+ * pages), previews of a marker's quote, static results, errors and status;
+ * under an answer, "Helpful? Yes / No" when the server takes votes.
  *
  * Every model, document and user string enters the page through
  * `textContent` (book and model text sentence by sentence in `<bdi>`); the
@@ -51,6 +52,10 @@
  * @property {() => void} clearSelection "Ask the whole book instead"
  * @property {() => void} askSelection "Ask about this"
  * @property {() => void} opened the panel opened
+ * @property {() => boolean} takesFeedback whether to ask "Helpful?" under an
+ *   answer that has an `answer_id`
+ * @property {(answerId: string, helpful: boolean, reason: string | null) => Promise<void>} sendFeedback
+ *   a reader's vote; rejects with a WidgetError
  */
 
 /**
@@ -82,6 +87,8 @@
   const lib = (g.ragcite_lib = g.ragcite_lib || {});
 
   const MAX_QUESTION = 2000;
+  const MAX_REASON = 500;
+  const ANSWER_ID = /^[0-9a-f]{32}$/;
   const PLACEHOLDER = "Ask a question about this book…";
 
   /**
@@ -729,12 +736,123 @@
     }
 
     /**
+     * "Helpful? Yes / No" under an answer; after "No", an optional reason
+     * and a Send button. Each vote is sent at once, so leaving after "No"
+     * still counts; a later one (the reason, or the other button) replaces
+     * it on the server. The buttons say which is chosen (`aria-pressed`);
+     * a status line says what happened.
+     * @param {string} answerId
+     */
+    function renderFeedback(answerId) {
+      const yes = el("button", { type: "button", class: "ragcite-feedback-button", "aria-pressed": "false", text: "Yes" });
+      const no = el("button", { type: "button", class: "ragcite-feedback-button", "aria-pressed": "false", text: "No" });
+      const reason = el("textarea", {
+        id: "ragcite-feedback-reason",
+        class: "ragcite-feedback-reason",
+        rows: 2,
+        maxlength: MAX_REASON,
+        "aria-describedby": "ragcite-feedback-count",
+        autocomplete: "off",
+      });
+      const count = el("span", { id: "ragcite-feedback-count", class: "ragcite-count", text: `0 / ${MAX_REASON}` });
+      const send = el("button", { type: "submit", class: "ragcite-feedback-send", text: "Send" });
+      const form = el(
+        "form",
+        { class: "ragcite-feedback-form", novalidate: true, hidden: true },
+        el("label", { for: "ragcite-feedback-reason", class: "ragcite-feedback-ask", text: "What was missing or wrong? (optional)" }),
+        reason,
+        el("div", { class: "ragcite-form-row" }, count, send),
+      );
+      const status = el("p", { class: "ragcite-feedback-status", role: "status", "aria-live": "polite" });
+      const box = el(
+        "div",
+        { class: "ragcite-feedback", role: "group", "aria-labelledby": "ragcite-feedback-label" },
+        el(
+          "div",
+          { class: "ragcite-feedback-row" },
+          el("span", { id: "ragcite-feedback-label", class: "ragcite-feedback-label", text: "Helpful?" }),
+          yes,
+          no,
+        ),
+        form,
+        status,
+      );
+      let sending = false;
+
+      /**
+       * @param {boolean} helpful
+       * @param {string | null} text
+       * @returns {Promise<boolean>} whether it was stored
+       */
+      async function vote(helpful, text) {
+        if (sending) return false;
+        sending = true;
+        yes.setAttribute("aria-pressed", String(helpful));
+        no.setAttribute("aria-pressed", String(!helpful));
+        box.setAttribute("aria-busy", "true");
+        try {
+          await hooks.sendFeedback(answerId, helpful, text);
+          return true;
+        } catch (error) {
+          const message = error instanceof Error && error.message ? error.message : "try again later.";
+          status.replaceChildren("Could not send your feedback: ", isolated(message));
+          return false;
+        } finally {
+          sending = false;
+          box.removeAttribute("aria-busy");
+        }
+      }
+
+      yes.addEventListener("click", async () => {
+        form.hidden = true;
+        if (await vote(true, null)) status.textContent = "Thanks for your feedback.";
+      });
+      no.addEventListener("click", async () => {
+        if (!(await vote(false, null))) return;
+        status.textContent = "Thanks for your feedback. You can say what was missing or wrong.";
+        form.hidden = false;
+        reason.focus();
+      });
+      reason.addEventListener("input", () => {
+        count.textContent = `${reason.value.length} / ${MAX_REASON}`;
+      });
+      reason.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+          event.preventDefault();
+          form.requestSubmit();
+        }
+      });
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        const text = reason.value.trim().slice(0, MAX_REASON);
+        if (!(await vote(false, text || null))) return;
+        form.hidden = true;
+        status.textContent = text ? "Thanks: your note was sent." : "Thanks for your feedback.";
+        no.focus();
+      });
+      return box;
+    }
+
+    /**
+     * An answer JSON, as its outcome says (see `renderOutcome`), with
+     * "Helpful?" under it when it has an `answer_id` the server takes votes on.
+     * @param {Answer} answer
+     */
+    function renderAnswer(answer) {
+      renderOutcome(answer);
+      const id = answer.answer_id;
+      if (typeof id === "string" && ANSWER_ID.test(id) && hooks.takesFeedback()) {
+        ensure().output.append(renderFeedback(id));
+      }
+    }
+
+    /**
      * An answer JSON, as its outcome says: a cited answer with its confidence
      * band; the passages that may hold the answer; or word that the book does
      * not cover it. Anything not grounded is never shown as an answer.
      * @param {Answer} answer
      */
-    function renderAnswer(answer) {
+    function renderOutcome(answer) {
       const w = ensure();
       resetOutput();
       w.root.classList.add("ragcite-has-answer");
@@ -856,7 +974,7 @@
     };
   }
 
-  const api = { MAX_QUESTION, createPanel };
+  const api = { MAX_QUESTION, MAX_REASON, createPanel };
   lib.panel = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

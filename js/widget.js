@@ -80,6 +80,8 @@
     opened: () => {
       server.available().then(panel.showMode);
     },
+    takesFeedback: () => server.feedback(),
+    sendFeedback: (answerId, helpful, reason) => server.sendFeedback({ answer_id: answerId, helpful, reason }),
   });
   /** @type {import("./selection.js").AskSelection} */
   const selection = lib.selection.createSelection({ widget: panel.widget, open: panel.open });

@@ -163,6 +163,9 @@ class EmbeddingInfo(BaseModel):
     max_tokens: int = Field(gt=0)
     #: sentence vectors embedded at build time (0: the server embeds them)
     sentences: int = Field(default=0, ge=0)
+    #: "separate": each sentence its own encoder pass; "passage": pooled from
+    #: its passage's token vectors (``ragcite_sentence_pooling``)
+    sentence_pooling: Literal["separate", "passage"] = "separate"
 
 
 #: A SHA-256 digest in hex.
@@ -313,13 +316,17 @@ def confidence_level(value: float) -> ConfidenceLevel:
 
 #: Optional answer-JSON fields left out when unset, so one site's JSON is unchanged.
 SCOPE_FIELDS = ("site", "version")
+#: Those and the other optional fields left out when unset (``answer_id``: a
+#: server without a question log), so old clients see the JSON they always did.
+UNSET_FIELDS = (*SCOPE_FIELDS, "answer_id")
 
 
 class _Scoped(BaseModel):
     """``site``/``version`` (declared last by each model) are set only when
     several sites are served together, and left out of the JSON when unset
     (not written as ``null``), so a server of one site, ``ragcite ask`` and
-    old clients see the answer JSON they always did.
+    old clients see the answer JSON they always did; so is an answer's
+    ``answer_id`` (only a server keeping a question log sets it).
     """
 
     # No return annotation on purpose: pydantic then keeps the model's own
@@ -328,7 +335,7 @@ class _Scoped(BaseModel):
     def _drop_unset_scope(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         data = handler(self)
         if isinstance(data, dict):
-            for name in SCOPE_FIELDS:
+            for name in UNSET_FIELDS:
                 if data.get(name, "") is None:
                     del data[name]
         return data
@@ -432,4 +439,9 @@ class Answer(_Scoped):
         None,
         description="several sites served: the version asked about (absent "
         "when the sites asked differ)",
+    )
+    answer_id: str | None = Field(
+        None,
+        description="a server keeping a question log (--questions-log): this "
+        "answer's ID in it, for POST /api/feedback (absent otherwise)",
     )
