@@ -2,12 +2,13 @@
 
 Serves the click documentation (the cached build of ``../shared/corpora/
 click-docs`` under ``benchmarks/results/.sites/``; build it first with
-``benchmarks/corpora_matrix.py`` if it is missing) with ``ragcite serve
---questions-log``, asks it the questions below through ``POST /api/ask``
-(some the book answers, and several phrasings of three topics it does not
-cover), votes on some answers through ``POST /api/feedback``, stops the
-server, runs ``ragcite report`` and screenshots the page in Chromium (full
-page, 1200 px wide) into ``docs/_static/screenshots/question-report.png``.
+``benchmarks/answer_quality.py`` if it is missing) with ``ragcite serve
+--questions-log``; a reader in Chromium types the questions below into the
+widget (some the book answers, and several phrasings of three topics it
+does not cover) and clicks "Helpful? Yes / No" on some answers (a reason
+after "No"); then the server stops, ``ragcite report`` runs and the page
+is screenshot in Chromium (full page, 1200 px wide) into
+``docs/_static/screenshots/question-report.png``.
 
     .venv/bin/python tools/question_report_screenshot.py [--keep DIR]
 """
@@ -72,6 +73,10 @@ def free_port() -> int:
 
 
 def session(log: Path) -> None:
+    """A reader in Chromium: every question typed into the widget, every vote
+    clicked (with a reason typed after "No")."""
+    from playwright.sync_api import sync_playwright
+
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [
@@ -79,31 +84,74 @@ def session(log: Path) -> None:
         str(port), "--questions-log", str(log), "--log-level", "warning",
     ]  # fmt: skip
     server = subprocess.Popen(command)
+    votes = {q: (helpful, reason) for q, helpful, reason in VOTES}
     try:
         with httpx.Client(base_url=url, timeout=60) as client:
             for _ in range(120):
                 try:
-                    if client.get("/api/health").status_code == 200:
+                    if client.get("/api/health").json().get("feedback"):
                         break
-                except httpx.TransportError:
+                except (httpx.TransportError, ValueError):
                     pass
                 time.sleep(0.5)
-            ids = {}
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=["--headless", "--no-sandbox", "--disable-gpu"],
+            )
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.goto(f"{url}/index.html")
+            page.locator(".ragcite-launcher").click()
             # the answerable ones twice (readers repeat), the missing ones once
-            for question in [*ANSWERABLE, *MISSING, *ANSWERABLE[:6], MISSING[0]]:
-                answer = client.post("/api/ask", json={"question": question})
-                answer.raise_for_status()
-                data = answer.json()
-                ids[question] = data["answer_id"]
-                print(f"{data['outcome']:10} {data['confidence']:.2f}  {question}")
-            for question, helpful, reason in VOTES:
-                vote = {"answer_id": ids[question], "helpful": helpful}
-                if reason:
-                    vote["reason"] = reason
-                client.post("/api/feedback", json=vote).raise_for_status()
+            for n, question in enumerate(
+                [*ANSWERABLE, *MISSING, *ANSWERABLE[:6], MISSING[0]], start=1
+            ):
+                box = page.locator("#ragcite-question")
+                box.fill(question)
+                box.press("Enter")
+                _wait_rows(log, n)
+                group = page.get_by_role("group", name="Helpful?")
+                group.wait_for(state="visible")
+                outcome = _last_outcome(log)
+                print(f"{outcome:10} {question}")
+                if question in votes:
+                    helpful, reason = votes.pop(question)
+                    group.get_by_role("button", name="Yes" if helpful else "No").click()
+                    if reason:
+                        page.get_by_label("What was missing or wrong? (optional)").fill(
+                            reason
+                        )
+                        group.get_by_role("button", name="Send").click()
+                    page.wait_for_function(
+                        "() => document.querySelector('.ragcite-feedback-status')"
+                        "?.textContent.startsWith('Thanks')"
+                    )
+            browser.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _rows(log: Path, sql: str) -> list[tuple]:
+    import sqlite3
+
+    connection = sqlite3.connect(log)
+    try:
+        return connection.execute(sql).fetchall()
+    finally:
+        connection.close()
+
+
+def _wait_rows(log: Path, n: int) -> None:
+    for _ in range(600):
+        if log.is_file() and _rows(log, "SELECT count(*) FROM questions")[0][0] >= n:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"question {n} was not logged")
+
+
+def _last_outcome(log: Path) -> str:
+    return _rows(log, "SELECT outcome FROM questions ORDER BY id DESC LIMIT 1")[0][0]
 
 
 def screenshot(page_file: Path) -> None:
