@@ -163,6 +163,23 @@ export interface Health {
   queue_size: number;
   /** Whether `POST /api/feedback` takes votes (absent from older servers). */
   feedback?: boolean;
+  /** Several sites served together (`--site NAME=BUILD_DIR`): each of them;
+   * null with one site. The widget's version picker offers those whose
+   * `project` is the page's own site's. */
+  sites?: SiteInfo[] | null;
+}
+
+/** One of several sites served together, in `/api/health`'s `sites`. */
+export interface SiteInfo {
+  name: string;
+  /** Where its pages are, relative to the server's root: "NAME/". */
+  url: string;
+  /** Its conf.py `project`, `version` and `release`. */
+  project: string;
+  version: string;
+  release: string;
+  passages: number;
+  index_version: string;
 }
 
 /** Events of `POST /api/ask/stream`, in order: retrieval, token*, final | error. */
