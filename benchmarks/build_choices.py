@@ -45,10 +45,6 @@ VARIANTS: dict[str, list[str]] = {
     "pooled": ["ragcite_sentence_pooling=passage"],
     "mt128": ["ragcite_embedding_max_tokens=128"],
     "mt192": ["ragcite_embedding_max_tokens=192"],
-    "pooled+mt128": [
-        "ragcite_sentence_pooling=passage",
-        "ragcite_embedding_max_tokens=128",
-    ],
 }
 #: answer_quality figures compared, and whether higher is better
 FIGURES = {
