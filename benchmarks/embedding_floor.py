@@ -129,7 +129,7 @@ def build_path(embedder, texts: list[str], *, pooled: bool = False) -> float:
     from types import SimpleNamespace
 
     from sphinx_ragcite.extension.cache import EmbeddingCache, text_key
-    from sphinx_ragcite.extension.index import Model, _run_encoder
+    from sphinx_ragcite.extension.embedding import Model, _run_encoder
     from sphinx_ragcite.retrieval.embed import default_model_files
     from sphinx_ragcite.text import split_sentences
 

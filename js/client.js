@@ -1,9 +1,10 @@
 // @ts-check
 /**
- * The answer server as the widget sees it: is it up (`/api/health`), and a
+ * The answer server as the widget sees it: is it up (`/api/health`), a
  * streamed answer (`POST /api/ask/stream`, server-sent events read through
- * `fetch`). Also the widget's one error type, whose message is what the
- * reader is shown.
+ * `fetch`), and a reader's vote on an answer (`POST /api/feedback`, when
+ * health says the server takes them). Also the widget's one error type,
+ * whose message is what the reader is shown.
  *
  * Classic script, after `sse.js`: registers on
  * `globalThis.ragcite_lib.client`, and on `module.exports` under Node.
@@ -11,7 +12,23 @@
 
 /** @typedef {import("./types").Answer} Answer */
 /** @typedef {import("./types").AskRequest} AskRequest */
+/** @typedef {import("./types").FeedbackRequest} FeedbackRequest */
 /** @typedef {"invalid" | "busy" | "rate" | "server" | "network" | "static" | "aborted"} ErrorKind */
+
+/**
+ * One of several sites served together, as `/api/health` lists it.
+ * @typedef {{name: string, url: string, project: string, version: string, release: string}} SiteInfo
+ */
+
+/**
+ * A version the reader can ask (the version picker): a site of the page's
+ * own project.
+ * @typedef {object} VersionChoice
+ * @property {string} name the site's name, what a question's `site` says
+ * @property {string} version its conf.py `version` ("" when it has none)
+ * @property {string} label for people: "2.0", "2.0 (latest)", "1.0 (this page)"
+ * @property {boolean} own whether it is the page's own site
+ */
 
 /**
  * @typedef {object} Client
@@ -21,8 +38,14 @@
  * @property {() => void} forget ask `/api/health` again next time
  * @property {() => string[] | null} sites the names of the sites the server
  *   serves when it serves several (`/api/health`), else null
+ * @property {() => SiteInfo[] | null} siteList those sites with their
+ *   project and version, else null
  * @property {(body: AskRequest, signal: AbortSignal, onEvent: (event: string, data: any) => void) => Promise<Answer>} stream
  *   stream an answer; `onEvent` sees the retrieval and token events
+ * @property {() => boolean} feedback whether the server takes votes on its
+ *   answers (`/api/health`'s `feedback`; false until health was read)
+ * @property {(body: FeedbackRequest) => Promise<void>} sendFeedback vote on
+ *   an answer; rejects with a WidgetError
  */
 
 (function () {
@@ -92,6 +115,9 @@
     let check = null;
     /** @type {string[] | null} */
     let siteNames = null;
+    /** @type {SiteInfo[] | null} */
+    let siteInfos = null;
+    let takesFeedback = false;
 
     function available() {
       if (apiBase === null) return Promise.resolve(false);
@@ -110,6 +136,8 @@
           if (!response.ok) return false;
           const body = await response.json();
           siteNames = namesOf(body && body.sites);
+          siteInfos = infosOf(body && body.sites);
+          takesFeedback = Boolean(body && body.feedback === true);
           return Boolean(body && body.status === "ok");
         } catch {
           return false;
@@ -183,13 +211,36 @@
       return answer;
     }
 
+    /**
+     * @param {FeedbackRequest} body
+     * @returns {Promise<void>}
+     */
+    async function sendFeedback(body) {
+      let response;
+      try {
+        response = await fetch(api("feedback"), {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "application/json" },
+          body: JSON.stringify(body),
+          credentials: "same-origin",
+          cache: "no-store",
+        });
+      } catch {
+        throw new WidgetError("The answer server cannot be reached.", "network");
+      }
+      if (!response.ok) throw await httpError(response);
+    }
+
     return {
       available,
       forget: () => {
         check = null;
       },
       sites: () => siteNames,
+      siteList: () => siteInfos,
       stream,
+      feedback: () => apiBase !== null && takesFeedback,
+      sendFeedback,
     };
   }
 
@@ -219,7 +270,143 @@
     return served.includes(settings.site) ? settings.site : null;
   }
 
-  const api = { WidgetError, createClient, httpError, namesOf, scopeSite };
+  /**
+   * The sites of `/api/health`'s `sites` with their project and version, or
+   * null (one site served).
+   * @param {unknown} sites
+   * @returns {SiteInfo[] | null}
+   */
+  function infosOf(sites) {
+    if (!Array.isArray(sites)) return null;
+    /** @param {unknown} v */
+    const s = (v) => (typeof v === "string" ? v : "");
+    /** @type {SiteInfo[]} */
+    const out = [];
+    for (const item of sites) {
+      if (!item || typeof item !== "object") continue;
+      const i = /** @type {Record<string, unknown>} */ (item);
+      if (!s(i.name)) continue;
+      out.push({ name: s(i.name), url: s(i.url), project: s(i.project), version: s(i.version), release: s(i.release) });
+    }
+    return out;
+  }
+
+  /**
+   * Compare two version strings the way people read them, numbers as
+   * numbers ("1.10" after "1.9"); words sort after numbers ("latest").
+   * @param {string} a
+   * @param {string} b
+   * @returns {number} < 0 when a comes before b
+   */
+  function compareVersions(a, b) {
+    const pa = a.match(/\d+|[^\d.\-_+ ]+/g) || [];
+    const pb = b.match(/\d+|[^\d.\-_+ ]+/g) || [];
+    for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+      const x = pa[i] === undefined ? "" : pa[i];
+      const y = pb[i] === undefined ? "" : pb[i];
+      if (x === y) continue;
+      const nx = /^\d+$/.test(x);
+      const ny = /^\d+$/.test(y);
+      if (nx && ny) return Number(x) - Number(y);
+      if (x === "") return -1; // "1.0" before "1.0.1"
+      if (y === "") return 1;
+      if (nx !== ny) return nx ? -1 : 1;
+      return x < y ? -1 : 1;
+    }
+    return 0;
+  }
+
+  /**
+   * The versions the version picker offers: the sites served whose
+   * `project` is that of the page's own site, newest first. Empty (no
+   * picker) unless the page's own site is among them and there are at
+   * least two: a portal's other books are no versions of this one.
+   * @param {string} own the page's own site (`settings.site`)
+   * @param {SiteInfo[] | null} served `client.siteList()`
+   * @returns {VersionChoice[]}
+   */
+  function versionChoices(own, served) {
+    if (!own || !served) return [];
+    const mine = served.find((s) => s.name === own);
+    if (!mine) return [];
+    const same = served.filter((s) => s.project === mine.project);
+    if (same.length < 2) return [];
+    same.sort((a, b) => compareVersions(b.version, a.version) || compareVersions(b.release, a.release) || (a.name < b.name ? -1 : 1));
+    /** @param {SiteInfo} s */
+    const shownOf = (s) => s.version || s.release || s.name;
+    return same.map((s) => {
+      const shown = shownOf(s);
+      const twin = same.some((t) => t !== s && shownOf(t) === shown);
+      const notes = [];
+      // a word names the site ("latest"); a number ("v1.2") only repeats it
+      if (s.name !== shown && (twin || !/^v?\d/i.test(s.name))) notes.push(s.name);
+      if (s.name === own) notes.push("this page");
+      return {
+        name: s.name,
+        version: s.version,
+        label: notes.length ? `${shown} (${notes.join(", ")})` : shown,
+        own: s.name === own,
+      };
+    });
+  }
+
+  /**
+   * The conf.py version of the page's own site, "" when unknown (one site
+   * served, or the page's site is not among those served).
+   * @param {string} own
+   * @param {SiteInfo[] | null} served
+   * @returns {string}
+   */
+  function pageVersion(own, served) {
+    const mine = own && served ? served.find((s) => s.name === own) : undefined;
+    return mine ? mine.version : "";
+  }
+
+  /**
+   * The site the picker stands on: the one the reader chose, while it is
+   * still offered, else the page's own.
+   * @param {VersionChoice[]} choices
+   * @param {string | null} stored the reader's choice (sessionStorage)
+   * @param {string} own
+   * @returns {string}
+   */
+  function chosenSite(choices, stored, own) {
+    return stored && choices.some((c) => c.name === stored) ? stored : own;
+  }
+
+  /**
+   * Whether a source's version is worth a badge: it is known, and not the
+   * page's (itself known).
+   * @param {unknown} version a citation's `version`
+   * @param {string} page `pageVersion(...)`
+   */
+  function otherVersion(version, page) {
+    return typeof version === "string" && version !== "" && page !== "" && version !== page;
+  }
+
+  /**
+   * Where the picker remembers the reader's choice for the session
+   * (sessionStorage), one key per site the reader is on.
+   * @param {string} own
+   */
+  function versionKey(own) {
+    return `ragcite:version:${own}`;
+  }
+
+  const api = {
+    WidgetError,
+    chosenSite,
+    compareVersions,
+    createClient,
+    httpError,
+    infosOf,
+    namesOf,
+    otherVersion,
+    pageVersion,
+    scopeSite,
+    versionChoices,
+    versionKey,
+  };
   lib.client = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

@@ -3,7 +3,11 @@
  * The widget's DOM: the launcher, the ask panel, the answer with its `[n]`
  * markers and source list (or, for the other outcomes, the passages that may
  * hold the answer, or word that the book does not cover it, with the closest
- * pages), previews of a marker's quote, static results, errors and status.
+ * pages), previews of a marker's quote, static results, errors and status;
+ * under an answer, "Helpful? Yes / No" when the server takes votes. With
+ * several versions of the book served together, a version picker (a
+ * labelled `<select>`) and a "Version 2.0" badge on each source, passage
+ * and the answer itself whose version is not the page's.
  *
  * Every model, document and user string enters the page through
  * `textContent` (book and model text sentence by sentence in `<bdi>`); the
@@ -20,6 +24,7 @@
 /** @typedef {import("./citations.js").ShownModel} ShownModel */
 /** @typedef {import("./settings.js").Shortcut} Shortcut */
 /** @typedef {import("./client.js").WidgetError} WidgetError */
+/** @typedef {import("./client.js").VersionChoice} VersionChoice */
 
 /**
  * @typedef {object} Widget
@@ -27,6 +32,9 @@
  * @property {HTMLButtonElement} launcher
  * @property {HTMLDivElement} panel
  * @property {HTMLDivElement} modeNote
+ * @property {HTMLDivElement} versions the version picker's row
+ * @property {HTMLSelectElement} versionSelect
+ * @property {HTMLSpanElement} versionNote
  * @property {HTMLDivElement} selectionBox
  * @property {HTMLElement} selectionText
  * @property {HTMLFormElement} form
@@ -51,6 +59,12 @@
  * @property {() => void} clearSelection "Ask the whole book instead"
  * @property {() => void} askSelection "Ask about this"
  * @property {() => void} opened the panel opened
+ * @property {(site: string) => void} chooseVersion the reader picked the
+ *   version (site) to ask
+ * @property {() => boolean} takesFeedback whether to ask "Helpful?" under an
+ *   answer that has an `answer_id`
+ * @property {(answerId: string, helpful: boolean, reason: string | null) => Promise<void>} sendFeedback
+ *   a reader's vote; rejects with a WidgetError
  */
 
 /**
@@ -62,6 +76,9 @@
  * @property {(node: Node) => boolean} contains whether a node is the widget's
  * @property {(target: Element) => boolean} covers whether the open panel shares columns with an element
  * @property {(up: boolean) => void} showMode say whether answers or only search results are possible
+ * @property {(choices: VersionChoice[], chosen: string, page: string) => void} showVersions
+ *   the versions to offer (fewer than two: no picker), the site chosen, the
+ *   page's own version ("" unknown: no version badges)
  * @property {(text: string) => void} setStatus
  * @property {(question: string) => void} setQuestion
  * @property {(busy: boolean) => void} setBusy
@@ -82,6 +99,8 @@
   const lib = (g.ragcite_lib = g.ragcite_lib || {});
 
   const MAX_QUESTION = 2000;
+  const MAX_REASON = 500;
+  const ANSWER_ID = /^[0-9a-f]{32}$/;
   const PLACEHOLDER = "Ask a question about this book…";
 
   /**
@@ -107,6 +126,10 @@
     let streamed = null;
     /** @type {number | undefined} */
     let retryTimer;
+    /** The page's own conf.py version: sources of another get a badge. */
+    let pageVersion = "";
+    /** The picker's options as last built, to build them only on change. */
+    let offered = "";
 
     // -- building ---------------------------------------------------------
 
@@ -143,6 +166,19 @@
       );
 
       const modeNote = el("div", { class: "ragcite-mode-note", hidden: true });
+      const versionSelect = el("select", {
+        id: "ragcite-version",
+        class: "ragcite-version-select",
+        "aria-describedby": "ragcite-version-note",
+      });
+      const versionNote = el("span", { id: "ragcite-version-note", class: "ragcite-version-note", hidden: true });
+      const versions = el(
+        "div",
+        { class: "ragcite-versions", hidden: true },
+        el("label", { for: "ragcite-version", class: "ragcite-version-label", text: "Answers from version" }),
+        versionSelect,
+        versionNote,
+      );
       const selectionText = el("q", { class: "ragcite-selection-text" });
       const selectionClear = el("button", {
         type: "button",
@@ -200,6 +236,7 @@
         },
         header,
         modeNote,
+        versions,
         selectionBox,
         form,
         body,
@@ -222,6 +259,7 @@
 
       launcher.addEventListener("click", () => (isOpen() ? close() : open()));
       closeButton.addEventListener("click", () => close());
+      versionSelect.addEventListener("change", () => hooks.chooseVersion(versionSelect.value));
       selectionClear.addEventListener("click", () => {
         hooks.clearSelection();
         question.focus();
@@ -263,6 +301,9 @@
         launcher,
         panel,
         modeNote,
+        versions,
+        versionSelect,
+        versionNote,
         selectionBox,
         selectionText,
         form,
@@ -348,6 +389,75 @@
           "No answer server is reachable: questions search the book's passages. " +
           "Generated answers with citations need the answer server (ragcite serve).";
       }
+    }
+
+    /**
+     * @param {VersionChoice[]} choices
+     * @param {string} chosen
+     * @param {string} page
+     */
+    function showVersions(choices, chosen, page) {
+      const w = ensure();
+      pageVersion = page;
+      const key = JSON.stringify(choices.map((c) => [c.name, c.label]));
+      if (key !== offered) {
+        offered = key;
+        w.versionSelect.replaceChildren(...choices.map((c) => el("option", { value: c.name, text: c.label })));
+      }
+      w.versions.hidden = choices.length < 2;
+      const picked = choices.find((c) => c.name === chosen);
+      if (picked) w.versionSelect.value = picked.name;
+      const other = Boolean(picked && !picked.own);
+      w.versionSelect.classList.toggle("ragcite-version-other", other);
+      w.versionNote.hidden = !other;
+      w.versionNote.textContent = other && page ? `This page is version ${page}.` : other ? "Not this page's version." : "";
+      refreshBadges();
+    }
+
+    /**
+     * A "Version 2.0" badge, shown while the version is not the page's
+     * (`refreshBadges` keeps it so when the page's version becomes known).
+     * @param {string} version
+     * @param {string} [cls] more classes
+     */
+    function versionBadge(version, cls = "") {
+      if (!version) return null;
+      const badge = el("span", {
+        class: `ragcite-version-badge${cls ? ` ${cls}` : ""}`,
+        "data-ragcite-version": version,
+        text: `Version ${version}`,
+      });
+      setBadge(badge);
+      return badge;
+    }
+
+    /** @param {HTMLElement} badge */
+    function setBadge(badge) {
+      const version = badge.getAttribute("data-ragcite-version") || "";
+      const other = lib.client.otherVersion(version, pageVersion);
+      badge.hidden = !other;
+      badge.title = other ? `From version ${version} of the book; this page is version ${pageVersion}` : "";
+    }
+
+    function refreshBadges() {
+      if (!widget) return;
+      for (const badge of widget.output.querySelectorAll("[data-ragcite-version]")) {
+        setBadge(/** @type {HTMLElement} */ (badge));
+      }
+    }
+
+    /**
+     * The `version` of each well-formed item of a list, in the order the
+     * citation models keep them (`citations.buildShown`, `buildLinks` skip
+     * anything but objects).
+     * @param {unknown} list
+     * @returns {string[]}
+     */
+    function versionsOf(list) {
+      if (!Array.isArray(list)) return [];
+      return list
+        .filter((item) => item && typeof item === "object")
+        .map((item) => (typeof item.version === "string" ? item.version : ""));
     }
 
     // -- previews -----------------------------------------------------------
@@ -571,15 +681,17 @@
     /**
      * @param {LinkModel[]} links
      * @param {string} cls
+     * @param {string[]} [versions] the version of each link (several sites)
      */
-    function linkList(links, cls) {
+    function linkList(links, cls, versions = []) {
       const list = el("ol", { class: cls });
-      for (const item of links) {
+      for (const [i, item] of links.entries()) {
         list.append(
           el(
             "li",
             { class: "ragcite-link-item" },
             link(item.href, { class: "ragcite-link", "data-ragcite-link": item.passageId }, title(item)),
+            versionBadge(versions[i] || "", "ragcite-badge-inline"),
             item.snippet ? el("p", { class: "ragcite-snippet" }, isolated(C.clip(item.snippet, 240))) : null,
           ),
         );
@@ -613,8 +725,11 @@
       return p;
     }
 
-    /** @param {SourceModel} s */
-    function renderSource(s) {
+    /**
+     * @param {SourceModel} s
+     * @param {string} version its citation's `version` (several sites)
+     */
+    function renderSource(s, version) {
       const head = s.selection
         ? el("span", { class: "ragcite-source-title ragcite-source-selection" }, title(s))
         : link(s.href, { class: "ragcite-source-title ragcite-link", "data-ragcite-link": s.passageId }, title(s));
@@ -632,6 +747,7 @@
         el(
           "div",
           { class: "ragcite-source-meta" },
+          versionBadge(version),
           confidence,
           s.selection ? el("span", { class: "ragcite-source-kind", text: " · no link: your own selection" }) : null,
         ),
@@ -650,8 +766,9 @@
      * One passage of the "passages" outcome: its title linking to it, its
      * best sentence marked among the snippet's words, how likely it answers.
      * @param {ShownModel} p
+     * @param {string} version its passage's `version` (several sites)
      */
-    function renderShown(p) {
+    function renderShown(p, version) {
       const { before, quote, after } = p.context;
       return el(
         "li",
@@ -669,11 +786,14 @@
           el("mark", { class: "ragcite-best" }, isolated(quote)),
           after ? el("span", { class: "ragcite-passage-context" }, isolated(after)) : null,
         ),
-        p.confidence !== null
+        p.confidence !== null || version
           ? el(
               "div",
               { class: "ragcite-source-meta" },
-              el("span", { class: "ragcite-passage-likely", text: `${percent(p.confidence)} likely to answer` }),
+              versionBadge(version),
+              p.confidence !== null
+                ? el("span", { class: "ragcite-passage-likely", text: `${percent(p.confidence)} likely to answer` })
+                : null,
             )
           : null,
       );
@@ -687,7 +807,8 @@
       const models = C.buildShown(answer, settings);
       shown = new Map(models.map((p) => [p.rank, p]));
       const list = el("ol", { class: "ragcite-passages" });
-      for (const p of models) list.append(renderShown(p));
+      const versions = versionsOf(answer.passages);
+      for (const p of models) list.append(renderShown(p, versions[p.rank - 1] || ""));
       ensure().output.append(
         el(
           "div",
@@ -724,8 +845,121 @@
           }),
         ),
       );
-      if (seeAlso.length) out.append(heading("Closest pages"), linkList(seeAlso, "ragcite-see-also"));
+      const meta = answer.metadata;
+      const versions = versionsOf(meta && typeof meta === "object" ? meta.see_also : null);
+      if (seeAlso.length) out.append(heading("Closest pages"), linkList(seeAlso, "ragcite-see-also", versions));
       setStatus("No answer in the book.");
+    }
+
+    /**
+     * "Helpful? Yes / No" under an answer; after "No", an optional reason
+     * and a Send button. Each vote is sent at once, so leaving after "No"
+     * still counts; a later one (the reason, or the other button) replaces
+     * it on the server. The buttons say which is chosen (`aria-pressed`);
+     * a status line says what happened.
+     * @param {string} answerId
+     */
+    function renderFeedback(answerId) {
+      const yes = el("button", { type: "button", class: "ragcite-feedback-button", "aria-pressed": "false", text: "Yes" });
+      const no = el("button", { type: "button", class: "ragcite-feedback-button", "aria-pressed": "false", text: "No" });
+      const reason = el("textarea", {
+        id: "ragcite-feedback-reason",
+        class: "ragcite-feedback-reason",
+        rows: 2,
+        maxlength: MAX_REASON,
+        "aria-describedby": "ragcite-feedback-count",
+        autocomplete: "off",
+      });
+      const count = el("span", { id: "ragcite-feedback-count", class: "ragcite-count", text: `0 / ${MAX_REASON}` });
+      const send = el("button", { type: "submit", class: "ragcite-feedback-send", text: "Send" });
+      const form = el(
+        "form",
+        { class: "ragcite-feedback-form", novalidate: true, hidden: true },
+        el("label", { for: "ragcite-feedback-reason", class: "ragcite-feedback-ask", text: "What was missing or wrong? (optional)" }),
+        reason,
+        el("div", { class: "ragcite-form-row" }, count, send),
+      );
+      const status = el("p", { class: "ragcite-feedback-status", role: "status", "aria-live": "polite" });
+      const box = el(
+        "div",
+        { class: "ragcite-feedback", role: "group", "aria-labelledby": "ragcite-feedback-label" },
+        el(
+          "div",
+          { class: "ragcite-feedback-row" },
+          el("span", { id: "ragcite-feedback-label", class: "ragcite-feedback-label", text: "Helpful?" }),
+          yes,
+          no,
+        ),
+        form,
+        status,
+      );
+      let sending = false;
+
+      /**
+       * @param {boolean} helpful
+       * @param {string | null} text
+       * @returns {Promise<boolean>} whether it was stored
+       */
+      async function vote(helpful, text) {
+        if (sending) return false;
+        sending = true;
+        yes.setAttribute("aria-pressed", String(helpful));
+        no.setAttribute("aria-pressed", String(!helpful));
+        box.setAttribute("aria-busy", "true");
+        try {
+          await hooks.sendFeedback(answerId, helpful, text);
+          return true;
+        } catch (error) {
+          const message = error instanceof Error && error.message ? error.message : "try again later.";
+          status.replaceChildren("Could not send your feedback: ", isolated(message));
+          return false;
+        } finally {
+          sending = false;
+          box.removeAttribute("aria-busy");
+        }
+      }
+
+      yes.addEventListener("click", async () => {
+        form.hidden = true;
+        if (await vote(true, null)) status.textContent = "Thanks for your feedback.";
+      });
+      no.addEventListener("click", async () => {
+        if (!(await vote(false, null))) return;
+        status.textContent = "Thanks for your feedback. You can say what was missing or wrong.";
+        form.hidden = false;
+        reason.focus();
+      });
+      reason.addEventListener("input", () => {
+        count.textContent = `${reason.value.length} / ${MAX_REASON}`;
+      });
+      reason.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+          event.preventDefault();
+          form.requestSubmit();
+        }
+      });
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        const text = reason.value.trim().slice(0, MAX_REASON);
+        if (!(await vote(false, text || null))) return;
+        form.hidden = true;
+        status.textContent = text ? "Thanks: your note was sent." : "Thanks for your feedback.";
+        no.focus();
+      });
+      return box;
+    }
+
+    /**
+     * An answer JSON, as its outcome says (see `renderOutcome`), with
+     * "Helpful?" under it when it has an `answer_id` the server takes votes on.
+     * @param {Answer} answer
+     */
+    function renderAnswer(answer) {
+      renderOutcome(answer);
+      const id = answer.answer_id;
+      if (typeof id === "string" && ANSWER_ID.test(id) && hooks.takesFeedback()) {
+        ensure().output.append(renderFeedback(id));
+      }
     }
 
     /**
@@ -734,7 +968,7 @@
      * not cover it. Anything not grounded is never shown as an answer.
      * @param {Answer} answer
      */
-    function renderAnswer(answer) {
+    function renderOutcome(answer) {
       const w = ensure();
       resetOutput();
       w.root.classList.add("ragcite-has-answer");
@@ -763,6 +997,8 @@
       if (answer.mode === "selection") {
         badges.append(el("span", { class: "ragcite-badge ragcite-badge-mode", text: "About your selection" }));
       }
+      const asked = versionBadge(typeof answer.version === "string" ? answer.version : "", "ragcite-badge");
+      if (asked) badges.append(asked);
       out.append(badges);
       if (level === "low") {
         out.append(
@@ -776,7 +1012,12 @@
 
       if (models.length) {
         const list = el("ol", { class: "ragcite-sources" });
-        for (const s of models) list.append(renderSource(s));
+        /** @type {Map<number, string>} */
+        const versions = new Map();
+        for (const c of Array.isArray(answer.citations) ? answer.citations : []) {
+          if (c && typeof c === "object" && typeof c.version === "string" && !versions.has(c.n)) versions.set(c.n, c.version);
+        }
+        for (const s of models) list.append(renderSource(s, versions.get(s.n) || ""));
         out.append(heading("Sources"), list);
       }
       const meta = answer.metadata || {};
@@ -843,6 +1084,7 @@
       contains: (node) => Boolean(widget && widget.root.contains(node)),
       covers,
       showMode,
+      showVersions,
       setStatus,
       setQuestion,
       setBusy,
@@ -856,7 +1098,7 @@
     };
   }
 
-  const api = { MAX_QUESTION, createPanel };
+  const api = { MAX_QUESTION, MAX_REASON, createPanel };
   lib.panel = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

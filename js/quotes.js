@@ -53,6 +53,8 @@
   /** Bound on the text nodes walked for one passage. */
   const MAX_NODES = 20000;
   const PASSAGE_ID = /^ch[0-9]+-sec[0-9]+-p[0-9]+$/;
+  /** How often a shown quote is marked again after the page changed its text. */
+  const MAX_REMARKS = 20;
 
   /**
    * The sentences of a quote, each with where it starts in the passage's
@@ -256,12 +258,23 @@
    * Marks quotes in the page: with the CSS Custom Highlight API where the
    * browser has it (the page's DOM stays untouched), else by wrapping the
    * quoted text in `<mark class="ragcite-quote">`. One quote at a time.
+   *
+   * A highlight's ranges sit in the passage's text nodes, and the page may
+   * split those after the quote is marked: Sphinx's own search-term
+   * highlight (`sphinx_highlight.js`, terms from its search page or a
+   * `?highlight=` link) wraps words in `<span class="highlighted">` 10 ms
+   * after load, which collapses the ranges. So while a quote is shown, a
+   * change to the passage's text marks it again (a bounded number of times).
    */
   function createQuoteMarker() {
     /** @type {HTMLElement[]} */
     let marks = [];
+    /** @type {MutationObserver | null} */
+    let watcher = null;
 
     function clear() {
+      if (watcher) watcher.disconnect();
+      watcher = null;
       const css = /** @type {any} */ (globalThis).CSS;
       if (css && css.highlights) css.highlights.delete(NAME);
       for (const mark of marks) {
@@ -282,6 +295,16 @@
      * @returns {{text: string, first: Element | null} | null}
      */
     function mark(anchor, quote) {
+      return place(anchor, quote, MAX_REMARKS);
+    }
+
+    /**
+     * @param {Element} anchor
+     * @param {Quote} quote
+     * @param {number} left how many more times it may be marked again
+     * @returns {{text: string, first: Element | null} | null}
+     */
+    function place(anchor, quote, left) {
       clear();
       try {
         const nodes = passageTextNodes(anchor);
@@ -302,6 +325,7 @@
         const Highlight = /** @type {any} */ (globalThis).Highlight;
         if (css && css.highlights && typeof Highlight === "function") {
           css.highlights.set(NAME, new Highlight(...ranges));
+          watch(anchor, quote, left);
           return { text, first: nodes[found[0].start[0]].parentElement };
         }
         wrap(nodes, found);
@@ -310,6 +334,31 @@
         clear();
         return null;
       }
+    }
+
+    /**
+     * Mark the quote again when the text around the passage changes (only
+     * with the Highlight API: `<mark>`s move with the text they wrap).
+     * `clear()`, and so the next mark, ends the watch.
+     * @param {Element} anchor
+     * @param {Quote} quote
+     * @param {number} left how many more times it may be marked again
+     */
+    function watch(anchor, quote, left) {
+      if (left <= 0 || typeof MutationObserver !== "function") return;
+      const observer = new MutationObserver((records) => {
+        const ours = records.every((r) => {
+          const at = r.target instanceof Element ? r.target : r.target.parentElement;
+          return Boolean(at && at.closest(".ragcite-root"));
+        });
+        if (!ours) place(anchor, quote, left - 1);
+      });
+      observer.observe(anchor.parentElement || anchor, {
+        childList: true,
+        subtree: true,
+        characterData: true,
+      });
+      watcher = observer;
     }
 
     /**

@@ -114,6 +114,17 @@ export interface Answer {
   site?: string;
   /** Several sites served together: the version asked about. */
   version?: string;
+  /** A server keeping a question log (`--questions-log`): this answer's ID
+   * there, 32 hex digits, for `POST /api/feedback`; absent otherwise. */
+  answer_id?: string;
+}
+
+/** `POST /api/feedback` body: a reader's vote on an answer. */
+export interface FeedbackRequest {
+  answer_id: string;
+  helpful: boolean;
+  /** Why not helpful: at most 500 characters after trimming. */
+  reason?: string | null;
 }
 
 /** `POST /api/ask` and `/api/ask/stream` body. */
@@ -150,6 +161,25 @@ export interface Health {
   generator: string;
   queue_depth: number;
   queue_size: number;
+  /** Whether `POST /api/feedback` takes votes (absent from older servers). */
+  feedback?: boolean;
+  /** Several sites served together (`--site NAME=BUILD_DIR`): each of them;
+   * null with one site. The widget's version picker offers those whose
+   * `project` is the page's own site's. */
+  sites?: SiteInfo[] | null;
+}
+
+/** One of several sites served together, in `/api/health`'s `sites`. */
+export interface SiteInfo {
+  name: string;
+  /** Where its pages are, relative to the server's root: "NAME/". */
+  url: string;
+  /** Its conf.py `project`, `version` and `release`. */
+  project: string;
+  version: string;
+  release: string;
+  passages: number;
+  index_version: string;
 }
 
 /** Events of `POST /api/ask/stream`, in order: retrieval, token*, final | error. */

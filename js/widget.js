@@ -78,8 +78,14 @@
       if (selection.takeOffered()) panel.open();
     },
     opened: () => {
-      server.available().then(panel.showMode);
+      server.available().then((up) => {
+        panel.showMode(up);
+        showVersions(up);
+      });
     },
+    chooseVersion: (site) => chooseVersion(site),
+    takesFeedback: () => server.feedback(),
+    sendFeedback: (answerId, helpful, reason) => server.sendFeedback({ answer_id: answerId, helpful, reason }),
   });
   /** @type {import("./selection.js").AskSelection} */
   const selection = lib.selection.createSelection({ widget: panel.widget, open: panel.open });
@@ -132,6 +138,49 @@
     panel.setQuestion(saved.question);
     if (typeof saved.selection === "string" && saved.selection) selection.set(saved.selection);
     panel.setStatus("");
+  }
+
+  // -- the version asked ---------------------------------------------------------
+
+  /** @type {string | null | undefined} the reader's choice; undefined: not read yet */
+  let picked;
+
+  /**
+   * Offer the versions of this book the server serves (the page's own
+   * chosen unless the reader picked another this session) and mark sources
+   * of other versions.
+   * @param {boolean} up whether the server answers
+   * @returns {string | null} the site a question asks, or null when no
+   *   versions are offered
+   */
+  function showVersions(up) {
+    if (picked === undefined) {
+      try {
+        picked = sessionStorage.getItem(lib.client.versionKey(settings.site));
+      } catch {
+        picked = null; // storage may be off: the page's own version
+      }
+    }
+    const served = server.siteList();
+    const choices = up && settings.scope === "site" ? lib.client.versionChoices(settings.site, served) : [];
+    const chosen = lib.client.chosenSite(choices, picked, settings.site);
+    panel.showVersions(choices, chosen, lib.client.pageVersion(settings.site, served));
+    return choices.length ? chosen : null;
+  }
+
+  /** @param {string} site the version (site) the reader picked */
+  function chooseVersion(site) {
+    picked = site === settings.site ? null : site;
+    try {
+      const key = lib.client.versionKey(settings.site);
+      if (picked) sessionStorage.setItem(key, picked);
+      else sessionStorage.removeItem(key);
+    } catch {
+      // storage may be off: remembered on this page only
+    }
+    showVersions(true);
+    const choice = lib.client.versionChoices(settings.site, server.siteList()).find((c) => c.name === site);
+    if (choice) panel.setStatus(`Questions now go to version ${choice.label}.`);
   }
 
   // -- asking -----------------------------------------------------------------
@@ -194,13 +243,16 @@
       panel.setStatus("Searching the book…");
       const up = await server.available();
       panel.showMode(up);
+      const version = showVersions(up);
       if (controller.signal.aborted) throw new WidgetError("Replaced by a newer question.", "aborted");
       if (!up) return await askStatic(text, selected);
 
       /** @type {AskRequest} */
       const body = selected ? { question: text, mode: "selection", selection: selected } : { question: text, mode: "book" };
-      // several sites served together: ask this page's own, unless told otherwise
-      const site = options.site !== undefined ? options.site : lib.client.scopeSite(settings, server.sites());
+      // several sites served together: ask the version picked (by default the
+      // page's own), unless told otherwise
+      const site =
+        options.site !== undefined ? options.site : version || lib.client.scopeSite(settings, server.sites());
       if (site) body.site = site;
       if (options.version) body.version = options.version;
       let answer;

@@ -177,8 +177,11 @@ class EmbeddingInfo(BaseModel):
     sentences: int = Field(default=0, ge=0)
     #: the vectors rank passages in hybrid search; False: BM25 alone ranks
     #: them and the vectors only score sentences (an English encoder on a
-    #: Chinese, Japanese or Korean book, extension/index.py)
+    #: Chinese, Japanese or Korean book, extension/embedding.py)
     search: bool = True
+    #: "separate": each sentence its own encoder pass; "passage": pooled from
+    #: its passage's token vectors (``ragcite_sentence_pooling``)
+    sentence_pooling: Literal["separate", "passage"] = "separate"
 
 
 #: A SHA-256 digest in hex.
@@ -329,13 +332,17 @@ def confidence_level(value: float) -> ConfidenceLevel:
 
 #: Optional answer-JSON fields left out when unset, so one site's JSON is unchanged.
 SCOPE_FIELDS = ("site", "version")
+#: Those and the other optional fields left out when unset (``answer_id``: a
+#: server without a question log), so old clients see the JSON they always did.
+UNSET_FIELDS = (*SCOPE_FIELDS, "answer_id")
 
 
 class _Scoped(BaseModel):
     """``site``/``version`` (declared last by each model) are set only when
     several sites are served together, and left out of the JSON when unset
     (not written as ``null``), so a server of one site, ``ragcite ask`` and
-    old clients see the answer JSON they always did.
+    old clients see the answer JSON they always did; so is an answer's
+    ``answer_id`` (only a server keeping a question log sets it).
     """
 
     # No return annotation on purpose: pydantic then keeps the model's own
@@ -344,7 +351,7 @@ class _Scoped(BaseModel):
     def _drop_unset_scope(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         data = handler(self)
         if isinstance(data, dict):
-            for name in SCOPE_FIELDS:
+            for name in UNSET_FIELDS:
                 if data.get(name, "") is None:
                     del data[name]
         return data
@@ -448,4 +455,9 @@ class Answer(_Scoped):
         None,
         description="several sites served: the version asked about (absent "
         "when the sites asked differ)",
+    )
+    answer_id: str | None = Field(
+        None,
+        description="a server keeping a question log (--questions-log): this "
+        "answer's ID in it, for POST /api/feedback (absent otherwise)",
     )

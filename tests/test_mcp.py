@@ -22,7 +22,7 @@ from sphinx_ragcite.contracts import CITATION_DATE_ENV
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import ROOTS, ragcite_serve, read_passages, sphinx_build
+from conftest import EXAMPLE_BOOK, ROOTS, ragcite_serve, read_passages, sphinx_build
 
 TOOLS = {"search", "ask", "get_passage", "cite"}
 QUESTION = "How long should the bloom take?"
@@ -591,3 +591,334 @@ def test_mcp_ask_output_schema_names_the_outcomes(api: TestClient) -> None:
     assert "ShownPassage" in schema["$defs"]
     for outcome in ("`passages`", "`not_found`"):
         assert outcome in (ask.description or "")
+
+
+# -- both protocol revisions; --qdrant and --site over stdio (issue 28) --------
+
+#: The SDK client's ``mode`` for each revision: the ``initialize`` handshake
+#: (which offers 2025-11-25), or a pin to the stateless revision.
+REVISIONS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
+#: One question per outcome, in this order.
+OUTCOMES = {
+    "How long should the bloom take?": "answer",
+    "Who invented the French press?": "passages",
+    "How do I compute PageRank scores for the characters?": "not_found",
+}
+
+
+def mcp_command(*args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "sphinx_ragcite", "mcp", *args], env=ENV
+    )
+
+
+def schema_problems(instance: Any, schema: dict[str, Any]) -> list[str]:
+    """Why *instance* does not match *schema* (JSON Schema, checked itself)."""
+    from jsonschema.validators import validator_for
+
+    validator = validator_for(schema)
+    validator.check_schema(schema)
+    return [error.message for error in validator(schema).iter_errors(instance)]
+
+
+async def list_and_ask(client: Any, revision: str, site: Path) -> list[dict[str, Any]]:
+    """List the tools, ask one question per outcome; each answer matches the
+    ``ask`` tool's declared output schema, and its citations link to the page."""
+    assert client.protocol_version == revision
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    schema = tools["ask"].output_schema
+    answers = []
+    for question, outcome in OUTCOMES.items():
+        answer = structured(await client.call_tool("ask", {"question": question}))
+        assert answer["outcome"] == outcome, question
+        assert schema_problems(answer, schema) == [], question
+        answers.append(answer)
+    cited, shown, _ = answers
+    assert cited["citations"]
+    assert shown["passages"]
+    for citation in cited["citations"]:
+        page, _, anchor = citation["url"].partition("#")
+        assert anchor == citation["passage_id"]
+        soup = BeautifulSoup((site / page).read_text("utf-8"), "html.parser")
+        assert len(soup.find_all(id=anchor)) == 1, citation["url"]
+    # the schema holds the new fields to their values, not just to their names
+    assert schema_problems({**cited, "outcome": "maybe"}, schema)
+    assert schema_problems({**shown, "passages": [{"url": 3}]}, schema)
+    return answers
+
+
+def test_both_revisions_over_stdio(example_site: Path) -> None:
+    from mcp import Client
+
+    async def run(mode: str, revision: str) -> list[dict[str, Any]]:
+        async with Client(mcp_command(str(example_site)), mode=mode) as client:
+            return await list_and_ask(client, revision, example_site)
+
+    answers = {r: asyncio.run(run(mode, r)) for r, mode in REVISIONS.items()}
+    old, new = answers.values()
+    assert [without_timings(a) for a in old] == [without_timings(a) for a in new]
+
+
+def test_both_revisions_over_http(example_site: Path, served: str) -> None:
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    async def run(mode: str, revision: str) -> list[dict[str, Any]]:
+        async with Client(f"{served}/mcp", mode=mode) as client:
+            answers = await list_and_ask(client, revision, example_site)
+            # the API's guards hold for every revision
+            with pytest.raises(MCPError, match="larger than"):
+                await client.call_tool("ask", {"question": "x" * 100_000})
+            return answers
+
+    for revision, mode in REVISIONS.items():
+        answers = asyncio.run(run(mode, revision))
+        for answer in answers:
+            api = httpx.post(
+                f"{served}/api/ask", json={"question": answer["question"]}, timeout=60
+            )
+            assert without_timings(answer) == without_timings(api.json()), revision
+
+
+def post(url: str, method: str, revision: str, **params: Any) -> httpx.Response:
+    """One JSON-RPC request as a 2026-07-28 client sends it: no session, no
+    handshake, the revision in ``_meta`` and in the headers."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": revision,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": revision,
+        "Mcp-Method": method,
+    }
+    if "uri" in params:
+        headers["Mcp-Name"] = params["uri"]
+    return httpx.post(
+        url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": method,
+            "params": {**params, "_meta": meta},
+        },
+        headers=headers,
+        timeout=10,
+    )
+
+
+def test_the_catalog_is_cacheable_and_stateless(served: str) -> None:
+    from sphinx_ragcite.server.mcp import CATALOG_TTL_MS
+
+    url = f"{served}/mcp"
+    for method in ("server/discover", "tools/list", "resources/templates/list"):
+        response = post(url, method, "2026-07-28")
+        assert response.status_code == 200, response.text
+        assert "mcp-session-id" not in response.headers
+        result = response.json()["result"]
+        assert (result["ttlMs"], result["cacheScope"]) == (CATALOG_TTL_MS, "public")
+        assert result["resultType"] == "complete"
+    discovered = post(url, "server/discover", "2026-07-28").json()["result"]
+    assert discovered["supportedVersions"] == ["2026-07-28"]
+    assert discovered["capabilities"]["tools"] == {"listChanged": False}
+    # nothing to listen for: refused at once, never a POST held open
+    listen = post(
+        url,
+        "subscriptions/listen",
+        "2026-07-28",
+        notifications={"toolsListChanged": True},
+    )
+    assert listen.json()["error"]["code"] == -32601
+    # a passage may change with a rebuild: never reused
+    uri = "ragcite://passage/ch0-sec0-p1"
+    read = post(url, "resources/read", "2026-07-28", uri=uri).json()["result"]
+    assert (read["ttlMs"], read["cacheScope"]) == (0, "private")
+    # 2025-11-25 has no cache fields: none are sent
+    legacy = post(url, "tools/list", "2025-11-25").json()["result"]
+    assert {"ttlMs", "cacheScope", "resultType"}.isdisjoint(legacy)
+    assert {tool["name"] for tool in legacy["tools"]} == TOOLS
+
+
+def test_a_2026_client_reuses_the_tool_list(api: TestClient) -> None:
+    """The SDK client honours ``ttlMs``: one ``tools/list`` reaches the server."""
+    from mcp import Client
+
+    from sphinx_ragcite.server.mcp import build_server
+
+    async def listings(mode: str) -> int:
+        server = build_server(lambda: api.app.state.ragcite)
+        calls = []
+        list_tools = server.list_tools
+
+        async def counted() -> Any:
+            calls.append(1)
+            return await list_tools()
+
+        server.list_tools = counted  # type: ignore[method-assign]
+        async with Client(server, mode=mode) as client:
+            for _ in range(3):
+                assert len((await client.list_tools()).tools) == len(TOOLS)
+        return len(calls)
+
+    assert asyncio.run(listings("2026-07-28")) == 1
+    assert asyncio.run(listings("legacy")) == 3
+
+
+@pytest.fixture(scope="module")
+def qdrant_folder(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example book pushed to a local-mode Qdrant folder (then closed)."""
+    from sphinx_ragcite.cli.commands import main
+
+    folder = tmp_path_factory.mktemp("mcp_qdrant") / "store"
+    assert main(["push", str(example_site), "--qdrant", str(folder)]) == 0
+    return folder
+
+
+def test_mcp_qdrant_cites_as_the_build_dir(
+    example_site: Path, qdrant_folder: Path, tmp_path: Path
+) -> None:
+    """``ragcite mcp --qdrant FOLDER`` answers with the citations of BUILD_DIR."""
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
+    from sphinx_ragcite.evaluate import load_qa
+
+    questions = [q.question for q in load_qa(EXAMPLE_BOOK / "qa.jsonl")][::9]
+    questions += list(OUTCOMES)
+    log = tmp_path / "stderr.log"
+
+    async def answers(client: Any) -> list[dict[str, Any]]:
+        return [
+            structured(await client.call_tool("ask", {"question": question}))
+            for question in questions
+        ]
+
+    async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        memory = mcp_command(str(example_site))
+        stored = mcp_command(
+            str(example_site), "--qdrant", str(qdrant_folder), "--log-level", "info"
+        )
+        with log.open("w") as errlog:
+            async with (
+                Client(memory, mode="2026-07-28") as a,
+                Client(stdio_client(stored, errlog=errlog), mode="legacy") as b,
+            ):
+                return await answers(a), await answers(b)
+
+    expected, got = asyncio.run(run())
+    assert f"Qdrant {qdrant_folder} collection ragcite" in log.read_text("utf-8")
+    cited = 0
+    for question, x, y in zip(questions, expected, got, strict=True):
+        assert [c["passage_id"] for c in y["citations"]] == [
+            c["passage_id"] for c in x["citations"]
+        ], question
+        assert without_timings(y) == without_timings(x), question
+        cited += bool(x["citations"])
+    assert cited >= len(questions) // 2
+
+
+def test_mcp_sites_over_stdio(example_site: Path, example_site_v2: Path) -> None:
+    """``ragcite mcp --site NAME=BUILD_DIR`` (twice): answers name their site."""
+    from mcp import Client
+
+    from conftest import BLOOM_V1, BLOOM_V2
+
+    question = "How long should the bloom take?"
+    command = mcp_command(
+        "--site", f"v1={example_site}", "--site", f"v2={example_site_v2}"
+    )
+
+    async def run() -> None:
+        async with Client(command, mode="2026-07-28") as client:
+            ask = next(t for t in (await client.list_tools()).tools if t.name == "ask")
+            both = structured(await client.call_tool("ask", {"question": question}))
+            assert schema_problems(both, ask.output_schema) == []
+            assert both["citations"]
+            for citation in both["citations"]:
+                site = citation["site"]
+                assert citation["version"] == {"v1": "1.0", "v2": "2.0"}[site]
+                assert citation["url"].startswith(f"{site}/")
+            for name, version, text in (
+                ("v1", "1.0", BLOOM_V1),
+                ("v2", "2.0", BLOOM_V2),
+            ):
+                one = structured(
+                    await client.call_tool("ask", {"question": question, "site": name})
+                )
+                assert schema_problems(one, ask.output_schema) == []
+                assert (one["site"], one["version"]) == (name, version)
+                assert {c["site"] for c in one["citations"]} == {name}
+                assert text.split(" ", 1)[1] in one["answer"], one["answer"]
+            hits = structured(
+                await client.call_tool("search", {"query": "bloom", "site": "v2"})
+            )
+            assert {h["site"] for h in hits["hits"]} == {"v2"}
+            pid = hits["hits"][0]["passage_id"]
+            record = structured(
+                await client.call_tool("get_passage", {"passage_id": pid, "site": "v2"})
+            )
+            assert (record["site"], record["version"]) == ("v2", "2.0")
+            toc = json.loads(
+                (await client.read_resource("ragcite://toc")).contents[0].text
+            )
+            assert [(s["site"], s["version"]) for s in toc["sites"]] == [
+                ("v1", "1.0"), ("v2", "2.0.1")
+            ]  # fmt: skip
+            wrong = error_text(
+                await client.call_tool("ask", {"question": question, "site": "v3"})
+            )
+            assert "v3" in wrong
+
+    asyncio.run(run())
+
+
+def test_mcp_refuses_what_serve_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sphinx_ragcite.cli.commands import main
+
+    assert main(["mcp"]) == 2
+    assert "give BUILD_DIR or --site NAME=BUILD_DIR" in capsys.readouterr().err
+    assert main(["mcp", str(tmp_path), "--site", f"a={tmp_path}"]) == 2
+    assert "not both" in capsys.readouterr().err
+    missing = tmp_path / "missing"
+    assert main(["mcp", "--site", f"a={missing}"]) == 2
+    assert f"{missing} (site a) is not a folder" in capsys.readouterr().err
+
+
+def test_http_issues_no_session_and_lets_browsers_send_2026_headers(
+    example_site: Path,
+) -> None:
+    settings = ServerSettings(
+        build_dir=example_site, cors_origins=("https://docs.example",)
+    )
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    loopback = "http://127.0.0.1:8000"
+    with TestClient(create_app(settings), base_url=loopback) as client:
+        handshake = client.post("/mcp", json=initialize, headers=accept)
+        assert handshake.json()["result"]["protocolVersion"] == "2025-11-25"
+        assert "mcp-session-id" not in handshake.headers
+        sent = "content-type, mcp-protocol-version, mcp-method, mcp-name"
+        preflight = client.options(
+            "/mcp",
+            headers={
+                "Origin": "https://docs.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": sent,
+            },
+        )
+        assert preflight.status_code == 200, preflight.text
+        allowed = preflight.headers["access-control-allow-headers"].lower()
+        for header in sent.split(", "):
+            assert header in allowed

@@ -71,3 +71,35 @@ test("the client remembers the sites /api/health names", async () => {
     globalThis.fetch = saved;
   }
 });
+
+test("feedback is offered only when /api/health says so, and posted as JSON", async () => {
+  const saved = globalThis.fetch;
+  /** @type {{url: string, init: any}[]} */
+  const sent = [];
+  let health = { status: "ok", feedback: true };
+  globalThis.fetch = async (url, init) => {
+    sent.push({ url: String(url), init });
+    if (String(url).endsWith("/api/health")) return response(200, JSON.stringify(health));
+    return response(404, errorBody("No answer has this answer_id."));
+  };
+  try {
+    const client = createClient(new URL("https://x.org/"));
+    assert.equal(client.feedback(), false); // health not read yet
+    await client.available();
+    assert.equal(client.feedback(), true);
+    const body = { answer_id: "a".repeat(32), helpful: false, reason: "too vague" };
+    await assert.rejects(client.sendFeedback(body), (e) => e instanceof WidgetError && e.kind === "invalid");
+    const post = sent[sent.length - 1];
+    assert.equal(post.url, "https://x.org/api/feedback");
+    assert.equal(post.init.method, "POST");
+    assert.deepEqual(JSON.parse(post.init.body), body);
+
+    health = { status: "ok" }; // an older server, or no question log
+    const old = createClient(new URL("https://x.org/"));
+    await old.available();
+    assert.equal(old.feedback(), false);
+  } finally {
+    globalThis.fetch = saved;
+  }
+  assert.equal(createClient(null).feedback(), false);
+});

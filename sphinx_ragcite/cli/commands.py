@@ -65,6 +65,11 @@ def _serve(args: argparse.Namespace) -> int:
             request_timeout=args.timeout,
             qdrant=args.qdrant,
             qdrant_collection=args.collection,
+            questions_log=(
+                Path(args.questions_log).resolve() if args.questions_log else None
+            ),
+            questions_log_days=args.questions_log_days,
+            log_selections=args.log_selections,
         )
     except ValidationError as error:
         raise RagciteError(f"invalid server options: {_problems(error)}") from None
@@ -82,15 +87,21 @@ def _mcp(args: argparse.Namespace) -> int:
         ) from None
     from pydantic import ValidationError
 
+    from sphinx_ragcite.retrieval.sites import parse_site_spec
+
+    sites = [parse_site_spec(spec) for spec in args.sites]
     try:
         settings = ServerSettings(
-            build_dir=Path(args.build_dir).resolve(),
+            build_dir=Path(args.build_dir).resolve() if args.build_dir else None,
+            sites=tuple((name, path.resolve()) for name, path in sites),
             generator=generator_of(args),
             model=args.model,
             llm_url=args.llm_url,
             embedding_model=args.embedding_model,
             request_timeout=args.timeout,
             rate_limit=0,
+            qdrant=args.qdrant,
+            qdrant_collection=args.collection,
         )
     except ValidationError as error:
         raise RagciteError(f"invalid options: {_problems(error)}") from None
@@ -118,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _mcp(args)
         if args.command == "push":
             return _push(args)
+        if args.command == "report":
+            return _report(args)
         if args.command == "search":
             return _search(args)
         if args.command == "ask":
@@ -177,6 +190,12 @@ def _push(args: argparse.Namespace) -> int:
         f"removed {result.removed} that are gone"
     )
     return EXIT_OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    from sphinx_ragcite.questions.cli import report
+
+    return report(args.logs, args.html, args.json, since=args.since, site=args.site)
 
 
 def _search(args: argparse.Namespace) -> int:

@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_parser(commands)
     _mcp_parser(commands)
     _push_parser(commands)
+    _report_parser(commands)
 
     evaluate = commands.add_parser("eval", help="retrieval quality on a QA file")
     _site_arguments(evaluate, qdrant=False)
@@ -212,6 +213,35 @@ def _serve_parser(commands: Any) -> None:
     )
 
 
+def _report_parser(commands: Any) -> None:
+    report = commands.add_parser(
+        "report",
+        help="what readers asked: a report of question logs for authors",
+        description="Read the question logs `ragcite serve --questions-log` "
+        "wrote (several: one per replica, merged) and write one self-contained "
+        "HTML page: questions per day and by outcome, the questions the book "
+        "could not answer grouped by meaning with the closest passages, answers "
+        "readers marked unhelpful, the most and never cited pages. Exit status "
+        "2 for a missing file, a file that is not a log, or a log of another "
+        "schema version.",
+    )
+    report.add_argument("logs", nargs="+", metavar="FILE", help="question log")
+    report.add_argument(
+        "--html", required=True, metavar="OUT.html", help="the report page"
+    )
+    report.add_argument("--json", metavar="OUT.json", help="the same data for scripts")
+    report.add_argument(
+        "--since",
+        metavar="DATE",
+        help="only questions asked on or after DATE (YYYY-MM-DD, UTC)",
+    )
+    report.add_argument(
+        "--site",
+        metavar="NAME",
+        help="only questions asked of this site (its NAME in serve --site)",
+    )
+
+
 def _push_parser(commands: Any) -> None:
     push = commands.add_parser(
         "push",
@@ -242,14 +272,27 @@ def _mcp_parser(commands: Any) -> None:
     mcp = commands.add_parser(
         "mcp",
         help="answer coding assistants over MCP (stdio)",
-        description="Serve BUILD_DIR's index as an MCP server on standard input "
-        "and output, for editors and assistants that launch it (tools: search, "
-        "ask, get_passage, cite; resources: passages and the table of contents). "
-        "Logs go to standard error. `ragcite serve` offers the same server over "
-        "HTTP at /mcp.",
+        description="Serve BUILD_DIR's index (or each --site's) as an MCP server "
+        "on standard input and output, for editors and assistants that launch "
+        "it (tools: search, ask, get_passage, cite; resources: passages and the "
+        "table of contents). Answers clients of protocol 2025-11-25 (and older) "
+        "and 2026-07-28. Logs go to standard error. `ragcite serve` offers the "
+        "same server over HTTP at /mcp.",
     )
     mcp.add_argument(
-        "build_dir", metavar="BUILD_DIR", help="HTML output with _ragcite/"
+        "build_dir",
+        metavar="BUILD_DIR",
+        nargs="?",
+        help="HTML output with _ragcite/",
+    )
+    mcp.add_argument(
+        "--site",
+        dest="sites",
+        action="append",
+        default=[],
+        metavar="NAME=BUILD_DIR",
+        help="several sites (versions, books) instead of BUILD_DIR, asked "
+        "separately or together; answers name their site and version (repeat)",
     )
     mcp.add_argument(
         "--generator",
@@ -260,6 +303,9 @@ def _mcp_parser(commands: Any) -> None:
     mcp.add_argument("--log-level", default="warning", help="on standard error")
     _llm_arguments(mcp)
     _embedding_argument(mcp)
+    _qdrant_arguments(
+        mcp, "answer from the passages `ragcite push BUILD_DIR` stored there"
+    )
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -303,5 +349,24 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per answer"
+    )
+    parser.add_argument(
+        "--questions-log",
+        metavar="FILE",
+        help="append every answered question to this SQLite file (off by "
+        "default; read it with `ragcite report`); answers then carry an "
+        "answer_id and readers can vote on them",
+    )
+    parser.add_argument(
+        "--questions-log-days",
+        type=int,
+        metavar="N",
+        help="delete logged questions older than N days (default: keep them)",
+    )
+    parser.add_argument(
+        "--log-selections",
+        action="store_true",
+        help="also log the text a question was asked about (only its length "
+        "by default)",
     )
     parser.add_argument("--log-level", default="info")

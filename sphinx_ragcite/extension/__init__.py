@@ -169,6 +169,16 @@ def add_llms_links(app: Sphinx) -> None:
         app.connect("html-page-context", llms_links.add_links)
 
 
+def start_encoder(app: Sphinx, builder: object) -> None:
+    """Pages about to be written: embed the passages meanwhile (the chapters
+    are numbered by now, at ``env-get-updated``, so the passages are final)."""
+    if not is_site_builder(app.builder):
+        return
+    from sphinx_ragcite.extension.index import start_encoder
+
+    start_encoder(app)
+
+
 def write_index(app: Sphinx, exception: BaseException | None) -> None:
     """The site's pages are written: now ``_ragcite/``, or one warning.
 
@@ -203,6 +213,7 @@ def setup(app: Sphinx) -> ExtensionMetadata:
     app.add_env_collector(PassageCollector)
     app.connect("builder-inited", stages.mark("inited"))
     app.connect("env-updated", stages.mark("read"))
+    app.connect("write-started", start_encoder, priority=900)
     app.connect("builder-inited", register_anchors)
     app.connect("builder-inited", add_widget)
     app.connect("builder-inited", add_llms_links)

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from sphinx.util import logging
-from sphinx.util.display import status_iterator
 
 from sphinx_ragcite import __version__
 from sphinx_ragcite.errors import ModelNotFoundError
 from sphinx_ragcite.extension import stages
-from sphinx_ragcite.extension.cache import EmbeddingCache, resolve_dir, text_key
 from sphinx_ragcite.extension.config import RagciteConfig
+from sphinx_ragcite.extension.embedding import start, write_embeddings
 from sphinx_ragcite.extension.link_history import LinkHistory, update
 from sphinx_ragcite.extension.llms_txt import (
     LLMS_FULL,
@@ -33,32 +30,15 @@ from sphinx_ragcite.extension.llms_txt import (
 from sphinx_ragcite.extension.passages.ids import toctree_docs
 from sphinx_ragcite.extension.passages.records import build_records, page_url
 from sphinx_ragcite.extension.writer import IndexWriter, build_time
-from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25, indexed_text
-from sphinx_ragcite.formats.embeddings import npy_bytes
+from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25
 from sphinx_ragcite.formats.files import atomic_write
 from sphinx_ragcite.formats.manifest import INDEX_DIR, MANIFEST
 from sphinx_ragcite.formats.moved import FILE_NAME as MOVED_FILE
 from sphinx_ragcite.formats.moved import Moved, moved_file
 from sphinx_ragcite.formats.records import passages_jsonl
-from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
 from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.formats.static import static_file, static_index
-from sphinx_ragcite.retrieval.embed import (
-    BATCH,
-    DEFAULT_MODEL_ID,
-    Embedder,
-    ModelFiles,
-    cache_key,
-    model_files,
-)
-from sphinx_ragcite.text import (
-    CJK_LANGUAGES,
-    Sentence,
-    language_code,
-    spec_for,
-    split_sentences,
-    tokenizer,
-)
+from sphinx_ragcite.text import spec_for, tokenizer
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -206,6 +186,11 @@ def _write_llms_txt(app: Sphinx, records: list[Record]) -> dict[str, Any] | None
             stale = outdir / path
             if stale.is_file() and not stale.is_symlink():
                 stale.unlink()
+        # llms.txt v2 <link> tags on pages whose theme dropped ``metatags``
+        from sphinx_ragcite.extension.llms_links import ensure_links
+
+        twins = [p.url for p in book.pages if p.markdown_path in written]
+        ensure_links(outdir, twins)
     except Exception as error:
         logger.warning(
             "ragcite: llms.txt could not be written (%s: %s).",
@@ -297,11 +282,8 @@ def _save_history(history: LinkHistory, path: Path) -> None:
 def _write_embeddings(
     app: Sphinx, config: RagciteConfig, records: list[Record], writer: IndexWriter
 ) -> dict[str, Any] | None:
-    folder = config.embedding_model
-    if folder:
-        folder = str(Path(app.confdir, folder))
     try:
-        model = Model(model_files(folder or None), config.embedding_max_tokens)
+        return write_embeddings(app, config, records, writer)
     except ModelNotFoundError as error:
         logger.warning(
             "ragcite: %s The index is written without dense embeddings (BM25 only).",
@@ -309,9 +291,6 @@ def _write_embeddings(
             type="ragcite",
             subtype="model",
         )
-        return None
-    try:
-        return _embed(app, config, records, model, writer)
     except Exception as error:
         logger.warning(
             "ragcite: embedding the passages failed (%s: %s). The index is "
@@ -321,233 +300,16 @@ def _write_embeddings(
             type="ragcite",
             subtype="model",
         )
-        return None
+    return None
 
 
-class Model:
-    """The encoder, loaded the first time the cache lacks a vector: a build
-    whose vectors are all cached never starts onnxruntime."""
+def start_encoder(app: Sphinx) -> None:
+    """Start embedding the passages while Sphinx writes the pages.
 
-    def __init__(
-        self, files: ModelFiles, max_tokens: int, embedder: Embedder | None = None
-    ) -> None:
-        self.files = files
-        self.max_tokens = max_tokens
-        self.cache_key = cache_key(files.model_id, max_tokens)
-        self._embedder = embedder
-        #: seconds spent loading it (None: never loaded)
-        self.load_seconds: float | None = None
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            started = time.perf_counter()
-            self._embedder = Embedder(self.files, max_tokens=self.max_tokens)
-            self.load_seconds = time.perf_counter() - started
-        return self._embedder
-
-
-def _embed(
-    app: Sphinx,
-    config: RagciteConfig,
-    records: list[Record],
-    model: Model,
-    writer: IndexWriter,
-) -> dict[str, Any]:
-    cache = EmbeddingCache(
-        resolve_dir(config.cache_dir, app.confdir, app.doctreedir),
-        model.cache_key,
-        None,
-        config.cache_max_mb << 20,
-    )
-    texts = [indexed_text(r) for r in records]
-    keys = [text_key(t) for t in texts]
-    started = time.perf_counter()
-    split: list[list[Sentence]] = []
-    pooled: list[list[tuple[bytes, tuple[int, int]]]] | None = None
-    if config.sentence_vectors:
-        # The same split and text the answer engine uses (record["text"]).
-        split = [split_sentences(r["text"]) for r in records]
-        if config.sentence_pooling == "passage":
-            pooled = [
-                [(_pooled_key(t, s), _in_indexed(r, s)) for s in sentences]
-                for t, r, sentences in zip(texts, records, split, strict=True)
-            ]
-    with stages.of(app).timed("embed passages"):
-        ran = _run_encoder(app, model, cache, texts, keys, pooled, "passages")
-    codes, scales = cache.stack(keys)
-    writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
-    writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
-    info: dict[str, Any] = {
-        "model": model.files.model_id,
-        "dim": int(codes.shape[1]),
-        "dtype": "int8",
-        "scale_dtype": "float32",
-        "max_tokens": model.max_tokens,
-        "pooling": "mean",
-        "normalized": True,
-        "embedded": ran,
-    }
-    if config.sentence_vectors:
-        info.update(_write_sentences(app, model, cache, split, pooled, writer))
-    if model.load_seconds is not None:  # inside "embed ...": moved to its own stage
-        seconds = stages.of(app).seconds
-        first = "embed passages" if ran else "embed sentences"
-        seconds[first] -= model.load_seconds
-        seconds["load model"] += model.load_seconds
-    logger.info(
-        "ragcite: embedded %d passages and %d sentences on their own in %.1f s "
-        "(%d passages and %d sentences from the cache)",
-        ran,
-        info.get("sentences_embedded", 0),
-        time.perf_counter() - started,
-        len(texts) - ran,
-        info.get("sentences", 0) - info.get("sentences_embedded", 0),
-    )
-    _keep(cache)
-    if not dense_search(config_text(app.config.language) or None, model):
-        info["search"] = False
-        logger.info(
-            "ragcite: the book's language (%s) is written without spaces and "
-            "the encoder %s is English: on the Chinese dev set its vectors "
-            "lowered retrieval (top passage right 0.25 hybrid against 0.64 "
-            "with BM25 alone), so BM25 alone ranks passages and the vectors "
-            "only score sentences. Set ragcite_embedding_model to a "
-            "multilingual model to search with it.",
-            app.config.language,
-            model.files.model_id,
-        )
-    return info
-
-
-def dense_search(language: str | None, model: Model) -> bool:
-    """Whether the dense vectors rank passages in hybrid search.
-
-    Not for a CJK book with the shipped English encoder: measured on
-    benchmarks/qa/xuance_zh.jsonl (BM25 alone: top passage right 0.640, in
-    the top 3 0.840; fused with the English vectors: 0.253, 0.413; the
-    vectors alone 0.080). An encoder the author chose is trusted.
+    Failing costs nothing: the index embeds what is missing at the end.
     """
-    return not (
-        language_code(language) in CJK_LANGUAGES
-        and model.files.model_id == DEFAULT_MODEL_ID
-    )
-
-
-def _write_sentences(
-    app: Sphinx,
-    model: Model,
-    cache: EmbeddingCache,
-    split: list[list[Sentence]],
-    pooled: list[list[tuple[bytes, tuple[int, int]]]] | None,
-    writer: IndexWriter,
-) -> dict[str, Any]:
-    """The sentence matrix; pooled sentences are in the cache already, but for
-    those their passage's truncation cut off, which run on their own."""
-    flat = [s for sentences in split for s in sentences]
-    if pooled is None:
-        keys = [text_key(s.text) for s in flat]
-    else:
-        keys = [key for row in pooled for key, _ in row]
-    cache.load(keys)
-    alone = {k: s.text for k, s in zip(keys, flat, strict=True) if k not in cache.rows}
-    with stages.of(app).timed("embed sentences"):
-        ran = _run_encoder(
-            app, model, cache, list(alone.values()), list(alone), None, "sentences"
-        )
-    offsets = np.zeros(len(split) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(s) for s in split])
-    codes, scales = cache.stack(keys)
-    writer.add(CODES, "sentence_embeddings.npy", npy_bytes(codes))
-    writer.add(SCALES, "sentence_scales.npy", npy_bytes(scales))
-    writer.add(OFFSETS, "sentence_offsets.npy", npy_bytes(offsets))
-    return {
-        "sentences": len(flat),
-        "sentences_embedded": ran,
-        "sentence_pooling": "passage" if pooled is not None else "separate",
-    }
-
-
-def _keep(cache: EmbeddingCache) -> None:
-    """Save the cache for the next build; a cache that fails costs only that."""
-    if cache.damaged:
-        logger.warning(
-            "ragcite: %d damaged file(s) in the embedding cache %s were ignored "
-            "and their vectors computed again (first: %s).",
-            len(cache.damaged),
-            cache.folder,
-            cache.damaged[0].name,
-            type="ragcite",
-            subtype="cache",
-        )
     try:
-        cache.save()
+        records = build_records(app.env, app.builder, on_error=None)
+        start(app, records)
     except Exception as error:
-        logger.warning(
-            "ragcite: could not keep the embeddings in %s for the next build (%s); "
-            'set ragcite_cache_dir to a writable folder, or to "none" to keep '
-            "them with the doctrees.",
-            cache.root,
-            error,
-            type="ragcite",
-            subtype="cache",
-        )
-
-
-def _pooled_key(text: str, sentence: Sentence) -> bytes:
-    """A pooled sentence's vector depends on its whole passage, not its own text."""
-    return text_key(f"pooled\x1f{sentence.start}:{sentence.end}\x1f{text}")
-
-
-def _in_indexed(record: Record, sentence: Sentence) -> tuple[int, int]:
-    """*sentence*'s span of ``record["text"]`` as a span of ``indexed_text(record)``."""
-    shift = len(" ".join(record["heading_path"])) + 1
-    return sentence.start + shift, sentence.end + shift
-
-
-def _run_encoder(
-    app: Sphinx,
-    model: Model,
-    cache: EmbeddingCache,
-    texts: list[str],
-    keys: list[bytes],
-    pooled: list[list[tuple[bytes, tuple[int, int]]]] | None,
-    what: str,
-) -> int:
-    """Encode the texts the cache lacks in one length-sorted pass; how many ran.
-
-    With *pooled* (per text: each sentence's cache key and span), the pass
-    also keeps each sentence's vector pooled from the text's token vectors; a
-    sentence the truncation cut off is left out, for a separate pass.
-    """
-    cache.load(keys + [k for row in pooled or () for k, _ in row])
-    todo = [
-        i
-        for i, key in enumerate(keys)
-        if key not in cache.rows
-        or (pooled is not None and any(k not in cache.rows for k, _ in pooled[i]))
-    ]
-    if not todo:
-        return 0
-    spans = None if pooled is None else [[span for _, span in pooled[i]] for i in todo]
-    for batch in status_iterator(
-        model.embedder.batches([texts[i] for i in todo], spans),
-        f"ragcite: embedding {what}... ",
-        "darkgreen",
-        -(-len(todo) // BATCH),
-        app.verbosity,
-        stringify_func=lambda b: f"{len(b.rows)} {what}",
-    ):
-        rows = [todo[row] for row in batch.rows]
-        cache.put_many([keys[i] for i in rows], batch.vectors)
-        if pooled is None:
-            continue
-        for i, vectors in zip(rows, batch.spans, strict=True):
-            found: list[tuple[bytes, np.ndarray]] = [
-                (k, v)
-                for (k, _), v in zip(pooled[i], vectors, strict=True)
-                if v is not None
-            ]
-            if found:
-                cache.put_many([k for k, _ in found], np.stack([v for _, v in found]))
-    return len(todo)
+        logger.debug("ragcite: the encoder did not start early: %r", error)

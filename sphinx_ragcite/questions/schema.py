@@ -75,6 +75,9 @@ def open_log(path: str | Path, *, create: bool = True) -> sqlite3.Connection:
     except sqlite3.DatabaseError as error:
         connection.close()
         raise LogVersionError(f"{path} is not a question log ({error})") from None
+    if tables and "questions" not in tables:  # some other SQLite file
+        connection.close()
+        raise LogVersionError(f"{path} is not a question log (no questions table)")
     if tables and version != SCHEMA_VERSION:
         connection.close()
         raise LogVersionError(

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8"
-#: all-MiniLM-L6-v2 was trained on 256 word pieces; see docs for the measurement.
+#: all-MiniLM-L6-v2 was trained on 128 word pieces and reads 256; 128 and 192
+#: measured no better on the dev sets (docs/explanation/build-cost.md).
 DEFAULT_MAX_TOKENS = 256
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"

@@ -9,12 +9,12 @@ the same way whichever backend holds the passages.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Sequence
+    from collections.abc import Sequence
 
     from sphinx_ragcite.contracts import Fusion, SearchMode
 
@@ -24,7 +24,15 @@ RRF_K = 60
 #: alternative RRF was measured against (docs/explanation/retrieval.md).
 LINEAR_ALPHA = 0.5
 
-K = TypeVar("K", bound="Hashable")
+
+class _Key(Protocol):
+    """A candidate's key (a passage ID, or a site and ID): hashable, ordered."""
+
+    def __hash__(self) -> int: ...
+    def __lt__(self, other: Any, /) -> bool: ...
+
+
+K = TypeVar("K", bound=_Key)
 
 
 @dataclass

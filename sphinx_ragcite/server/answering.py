@@ -7,6 +7,8 @@ slot is given back when the work really stops, never before, so the queue
 depth counts what is running. The deadline (``--timeout``) expires the
 job's :class:`Cancel`: generation stops and the answer falls back to the
 extractive one; a reader who leaves abandons it: everything stops at once.
+With a question log, every answer given is queued for it (:func:`logged`)
+and carries its ``answer_id``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +25,7 @@ from starlette.responses import Response
 
 from sphinx_ragcite.answer.llm import Cancel
 from sphinx_ragcite.contracts import Answer
+from sphinx_ragcite.questions.log import asked, new_answer_id
 from sphinx_ragcite.retrieval.searchable import Filters
 from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server.schemas import error_body
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
     from sphinx_ragcite.answer.engine import AnswerEngine, Event
+    from sphinx_ragcite.questions.log import Door
     from sphinx_ragcite.server.schemas import AskRequest
     from sphinx_ragcite.server.state import SiteScope, State
 
@@ -165,13 +170,18 @@ class AskFailure(Exception):
 
 
 async def answer(
-    state: State, body: AskRequest, receive: Receive | None = None
+    state: State,
+    body: AskRequest,
+    receive: Receive | None = None,
+    *,
+    door: Door = "api",
 ) -> Answer | None:
     """The answer JSON for a validated request, or None if the reader left.
 
-    The one path of ``POST /api/ask`` and the MCP ``ask`` tool; raises
-    :class:`AskFailure` for a request that cannot be answered.
+    The one path of ``POST /api/ask`` and the MCP ``ask`` tool (*door*
+    ``mcp``); raises :class:`AskFailure` for a request that cannot be answered.
     """
+    started = time.perf_counter()
     options = prepare(state, body)
     scope = scope_of(state, body)
     key = cache_key(scope, body, options["generator"])
@@ -207,7 +217,49 @@ async def answer(
         cached = result
         if not str(cached.metadata.get("fallback", "")).startswith("generation"):
             state.cache.put(key, cached)  # a failed generation may work next time
-    return with_style(cached, body.style)
+    return logged(
+        state,
+        scope,
+        with_style(cached, body.style),
+        selection=options["selection"],
+        started=started,
+        door=door,
+    )
+
+
+def logged(
+    state: State,
+    scope: SiteScope,
+    answer: Answer,
+    *,
+    selection: str | None,
+    started: float,
+    door: Door,
+) -> Answer:
+    """*answer* with its ``answer_id``, queued for the question log (a copy:
+    a cached answer is shared); *answer* itself when there is no log.
+
+    *selection* is the text the engine was given, *started* the
+    ``time.perf_counter()`` of the request.
+    """
+    log = state.questions
+    if log is None:
+        return answer
+    answer_id = new_answer_id()
+    one = scope.members[0] if len(scope.members) == 1 else None
+    log.record(
+        asked(
+            answer,
+            answer_id=answer_id,
+            site=one.name if one else "",
+            version=scope.engine.site_version or (one.version if one else ""),
+            selection=selection,
+            keep_selection=log.keep_selections,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            door=door,
+        )
+    )
+    return answer.model_copy(update={"answer_id": answer_id})
 
 
 def prepare(state: State, body: AskRequest) -> dict[str, Any]:
@@ -280,18 +332,25 @@ class EventStreamResponse(Response):
 
     Starlette's StreamingResponse notices a reader who left only when its
     next write fails, which may be many seconds away while the model reads
-    its prompt; this one listens for the disconnect itself.
+    its prompt; this one listens for the disconnect itself. *final* sees the
+    final answer before it is sent (the question log, :func:`logged`).
     """
 
     media_type = "text/event-stream"
 
-    def __init__(self, job: Job, style: str | None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        style: str | None,
+        final: Callable[[Answer], Answer] | None = None,
+    ) -> None:
         # no super().__init__(): its empty body would set Content-Length: 0
         self.status_code = 200
         self.background = None
         self.init_headers({"X-Accel-Buffering": "no"})
         self.job = job
         self.style = style
+        self.final = final
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         job = self.job
@@ -309,6 +368,8 @@ class EventStreamResponse(Response):
                 if job.cancel.abandoned:
                     break
                 if name == "final":
+                    if self.final is not None:
+                        data = self.final(data)
                     data = data.model_dump(mode="json")
                     if self.style:
                         data["metadata"]["style"] = self.style

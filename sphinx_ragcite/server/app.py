@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 
@@ -28,6 +28,7 @@ from sphinx_ragcite import __version__
 from sphinx_ragcite.formats.manifest import INDEX_DIR
 from sphinx_ragcite.server.guards import ApiGuard, SecurityHeaders
 from sphinx_ragcite.server.openapi import install_openapi
+from sphinx_ragcite.server.pages import page_response, sites_llms_txt
 from sphinx_ragcite.server.responses import install_error_handlers
 from sphinx_ragcite.server.routes import router
 from sphinx_ragcite.server.settings import ENV_SETTINGS, ServerSettings
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 
 #: Headers an MCP client in a browser sends and reads (CORS).
 MCP_HEADERS = ["Mcp-Session-Id", "Mcp-Protocol-Version"]
+#: ... and those a 2026-07-28 client also sends: the method, the tool's name.
+MCP_REQUEST_HEADERS = [*MCP_HEADERS, "Mcp-Method", "Mcp-Name"]
 #: ``_ragcite/NAME.<16 hex>.EXT`` and ``_ragcite/bm25.<16 hex>/FILE``: the
 #: name says the bytes, so they never change (formats/manifest.py)
 HASHED = re.compile(rf"^{INDEX_DIR}/[^/]+\.[0-9a-f]{{16}}(\.[^/]+|/[^/]+)$")
@@ -93,7 +96,7 @@ def create_app(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
-            allow_headers=["Content-Type", *MCP_HEADERS],
+            allow_headers=["Content-Type", *MCP_REQUEST_HEADERS],
             expose_headers=MCP_HEADERS,
         )
     app.add_middleware(SecurityHeaders)
@@ -132,6 +135,14 @@ def mount_sites(app: FastAPI, settings: ServerSettings) -> None:
         methods=["GET", "HEAD"],
         include_in_schema=False,
     )
+    index = sites_llms_txt(specs)
+    if index is not None:
+        app.add_api_route(
+            "/llms.txt",
+            lambda: PlainTextResponse(index),
+            methods=["GET", "HEAD"],
+            include_in_schema=False,
+        )
     for name, folder in specs:
         # /NAME -> NAME/ here, not by the router's redirect, which names the
         # host the Host header says
@@ -158,6 +169,9 @@ async def _load(settings: ServerSettings, llm: Generator | None) -> State:
 class SiteFiles(StaticFiles):
     """The built site, without its dot-files (``.doctrees/``, ``.buildinfo``).
 
+    Pages with a Markdown twin carry llms.txt v2 ``Link`` headers and answer
+    ``Accept: text/markdown`` with the twin (``pages.py``).
+
     Content-addressed index files are cached for a year; the rest (pages,
     ``_static/``, the fixed-name aliases ``search.js``, ``moved.js``,
     ``manifest.json``) is revalidated on every use (ETag, Last-Modified).
@@ -166,7 +180,10 @@ class SiteFiles(StaticFiles):
     async def get_response(self, path: str, scope: Scope) -> Response:
         if any(part.startswith(".") for part in PurePosixPath(path).parts):
             raise StarletteHTTPException(404)
-        response = await super().get_response(path, scope)
+        # a page with a Markdown twin: llms.txt v2 headers, Accept: text/markdown
+        response = await page_response(self, path, scope)
+        if response is None:
+            response = await super().get_response(path, scope)
         if isinstance(response, RedirectResponse):  # a folder: /a/sub -> sub/
             response = _folder_redirect(scope)
         hashed = response.status_code in (200, 304) and HASHED.match(

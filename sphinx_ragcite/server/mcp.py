@@ -4,6 +4,12 @@
 same server at ``/mcp`` (streamable HTTP) behind the API's guards. Its tools
 call what the HTTP API calls: ``ask`` runs :func:`answering.answer`, the one
 path of ``POST /api/ask``, so the same input gives the same answer JSON.
+
+Both doors answer both protocol eras the SDK serves: the ``initialize``
+handshake (2025-11-25 and older) and 2026-07-28's stateless requests, each
+carrying its version in ``_meta`` (stdio: the first request decides; HTTP:
+the ``MCP-Protocol-Version`` header of each POST). The catalog is cacheable
+(:data:`CACHE_HINTS`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import (
     ResourceNotFoundError,
@@ -69,6 +76,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from contextlib import AbstractAsyncContextManager
 
+    from mcp.server.caching import CacheableMethod
     from mcp.server.mcpserver.context import Context
     from pydantic import AnyUrl
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -86,6 +94,24 @@ PASSAGE_URI = "ragcite://passage/{passage_id}"
 TOC_URI = "ragcite://toc"
 #: Characters of a resource URI or tool name read before it is refused.
 MAX_NAME = 200
+#: How long a 2026-07-28 client may reuse the catalog (``ttlMs``). The tools,
+#: their schemas, the resource list and templates, and ``server/discover``
+#: change only with a new sphinx-ragcite, which takes a restart; an hour bounds
+#: how long a client keeps an upgraded server's old list.
+CATALOG_TTL_MS = 60 * 60 * 1000
+#: ``public``: every caller gets the same catalog (no per-user tools). A
+#: passage (``resources/read``) keeps the SDK's 0 ms, ``private``: a rebuilt
+#: book behind a restarted server may change its text at any time.
+CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    method: CacheHint(ttl_ms=CATALOG_TTL_MS, scope="public")
+    for method in (
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+    )
+}
 
 CITATIONS = (
     "A citation names a passage of the book by its ID (chC-secS-pP: chapter, "
@@ -204,6 +230,10 @@ class BookServer(MCPServer[Any]):
     they refuse, or with an argument the tool does not take, gets the
     API's ``field: message`` (never pydantic's report), and nothing
     over-long is echoed back.
+
+    No ``subscriptions/listen``: nothing it lists changes while it runs, so
+    2026-07-28 discovery says ``listChanged: false``, and no stateless POST
+    is held open for notifications that never come (the SDK's default bus).
     """
 
     def __init__(self) -> None:
@@ -216,6 +246,8 @@ class BookServer(MCPServer[Any]):
             version=__version__,
             log_level="WARNING",
             warn_on_duplicate_tools=False,
+            cache_hints=CACHE_HINTS,
+            subscriptions=False,
         )
         #: tool name -> the arguments it takes
         self.arguments: dict[str, frozenset[str]] = {}
@@ -352,7 +384,7 @@ def _add_answer_tools(server: BookServer, current: Callable[[], State]) -> None:
         except ValidationError as error:
             raise ToolError(problem_text(*problem(error.errors()))) from None
         try:
-            answer = await answering.answer(current(), body)
+            answer = await answering.answer(current(), body, door="mcp")
         except answering.AskFailure as failure:
             raise ToolError(failure.message) from None
         if answer is None:  # only when the caller went away
@@ -594,9 +626,11 @@ class HttpMount:
 def run_stdio(settings: ServerSettings, log_level: str = "warning") -> int:
     """``ragcite mcp``: load everything, then speak MCP on stdin/stdout.
 
-    Standard output carries the protocol and nothing else: logs go to
-    standard error, and anything printed while loading (a model's banner)
-    is sent there too.
+    The sites are read as ``ragcite serve`` reads them (one BUILD_DIR or
+    ``--site NAME=BUILD_DIR``, in memory or from ``--qdrant``). Standard
+    output carries the protocol and nothing else: logs go to standard
+    error, and anything printed while loading (a model's banner) is sent
+    there too.
     """
     import contextlib
     import sys
@@ -605,24 +639,23 @@ def run_stdio(settings: ServerSettings, log_level: str = "warning") -> int:
 
     from sphinx_ragcite.server.state import load_state
 
+    settings.check_folders()
     logging.basicConfig(
         level=log_level.upper(),
         format="%(levelname)s: %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    if settings.build_dir is None or not settings.build_dir.is_dir():
-        raise RagciteError(
-            f"{settings.build_dir} is not a folder: pass the HTML output of "
-            "`python -m sphinx -b html SRC OUT`."
-        )
     with contextlib.redirect_stdout(sys.stderr):
         state = load_state(settings)
         server = build_server(lambda: state)
-    logger.info(
-        "MCP on stdio for %s (%d passages)",
-        settings.build_dir,
-        len(state.site.passages),
-    )
+    for member in state.sites:
+        logger.info(
+            "MCP on stdio for %s%s (%d passages; version %s)",
+            member.site.where,
+            f" as site {member.name}" if member.name else "",
+            len(member.site.passages),
+            member.version or "not set",
+        )
     try:
         anyio.run(server.run_stdio_async)
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,6 +13,7 @@ from starlette.routing import Route
 
 from sphinx_ragcite import __version__
 from sphinx_ragcite.contracts import MAX_K, MAX_PASSAGE_ID, MAX_QUESTION, Answer
+from sphinx_ragcite.questions.log import LogUnavailable
 from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server import answering
 from sphinx_ragcite.server.answering import AskFailure, EventStreamResponse, Job
@@ -23,6 +25,8 @@ from sphinx_ragcite.server.schemas import (
     SCOPE_TEXT,
     AskRequest,
     ErrorResponse,
+    FeedbackRequest,
+    FeedbackResponse,
     Health,
     Passage,
     SearchResponse,
@@ -39,6 +43,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorResponse, "description": "generation queue full"},
 }
 METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
+#: Seconds a vote waits for the question log's writer before a 503.
+FEEDBACK_TIMEOUT = 10.0
 
 
 def current(request: Request) -> State:
@@ -100,6 +106,7 @@ async def health(state: Loaded) -> Any:
         queue_depth=state.slots.depth,
         queue_size=state.slots.size,
         sites=[SiteInfo(**m.info()) for m in sites] if sites.several else None,
+        feedback=state.questions is not None,
     )
     if problem:
         return JSONResponse(body.model_dump(mode="json"), status_code=503)
@@ -191,11 +198,73 @@ async def ask_stream(body: AskRequest, state: Loaded) -> Any:
         scope = answering.scope_of(state, body)
     except AskFailure as failure:
         return failed(failure)
+    started = time.perf_counter()
     uses_llm = options["generator"] == "llm"
     if uses_llm and not state.slots.try_acquire():
         return busy()
     job = Job(state, body.question, options, holds_slot=uses_llm, engine=scope.engine)
-    return EventStreamResponse(job, body.style)
+    logged = partial(
+        answering.logged,
+        state,
+        scope,
+        selection=options["selection"],
+        started=started,
+        door="stream",
+    )
+    return EventStreamResponse(job, body.style, logged)
+
+
+@router.post(
+    "/feedback",
+    response_model=FeedbackResponse,
+    responses={
+        400: ERRORS[400],
+        404: {
+            "model": ErrorResponse,
+            "description": "no such answer (`not_found`), or this server keeps "
+            "no question log (`feedback_off`)",
+        },
+        429: ERRORS[429],
+        503: {
+            "model": ErrorResponse,
+            "description": "the question log cannot store it (`log_unavailable`)",
+        },
+    },
+    tags=["answers"],
+)
+async def feedback(body: FeedbackRequest, state: Loaded) -> Any:
+    """A reader's vote on an answer: was it helpful, and if not, why (optional).
+
+    Needs a server started with `--questions-log` (`/api/health` says
+    `"feedback": true`); `answer_id` is the answer's. A second vote on the
+    same answer replaces the first.
+    """
+    log = state.questions
+    if log is None:
+        return error(
+            404,
+            "feedback_off",
+            "This server keeps no question log, so it takes no feedback.",
+        )
+    try:
+        known = await asyncio.wait_for(
+            asyncio.wrap_future(log.vote(body.answer_id, body.helpful, body.reason)),
+            FEEDBACK_TIMEOUT,
+        )
+    except (LogUnavailable, asyncio.TimeoutError):
+        return error(
+            503,
+            "log_unavailable",
+            "The feedback could not be stored now; try again later.",
+            headers={"Retry-After": 30},
+        )
+    if not known:
+        return error(
+            404, "not_found", "No answer has this answer_id.", field="answer_id"
+        )
+    return FeedbackResponse(
+        answer_id=body.answer_id, helpful=body.helpful, reason=body.reason
+    )
 
 
 router.add_api_route(DOCS_PATH.removeprefix("/api"), docs, include_in_schema=False)

@@ -18,12 +18,7 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
     logging.basicConfig(
         level=log_level.upper(), format="%(levelname)s: %(name)s: %(message)s"
     )
-    for name, folder in settings.site_specs():
-        if not folder.is_dir():
-            raise RagciteError(
-                f"{folder}{f' (site {name})' if name else ''} is not a folder: "
-                "pass the HTML output of `python -m sphinx -b html SRC OUT`."
-            )
+    settings.check_folders()
     qdrant = settings.qdrant or ""
     if qdrant and settings.workers > 1 and not is_server(qdrant):
         raise RagciteError(
@@ -45,6 +40,8 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
             member.version or "not set",
         )
     log.info("generator: %s", state.llm.name if state.llm else "extractive")
+    if state.questions is not None:
+        log.info("logging questions to %s", state.questions.path)
     if settings.workers == 1:
         uvicorn.run(
             create_app(settings, state=state),
@@ -53,6 +50,7 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
             log_level=log_level,
         )
     else:
+        state.close()  # each worker loads its own (and its question log writer)
         os.environ[ENV_SETTINGS] = settings.model_dump_json()
         uvicorn.run(
             "sphinx_ragcite.server.app:app_from_env",

@@ -7,6 +7,7 @@ either as ``field: message``: one set of rules, one wording, every door.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 SCOPE_TEXT = 100
 #: Documents or chapters one filter lists.
 MAX_FILTER = 50
+#: Characters of a feedback reason.
+MAX_REASON = 500
+#: An ``answer_id``: ``secrets.token_hex(16)``.
+ANSWER_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _valid_text(value: str) -> str:
@@ -76,6 +81,20 @@ def _scope(value: str) -> str | None:
     return _valid_text(value).strip() or None
 
 
+def _answer_id(value: str) -> str:
+    if not ANSWER_ID.fullmatch(value):
+        raise ValueError("must be the answer_id of an answer (32 hex digits)")
+    return value
+
+
+def _reason(value: str) -> str | None:
+    """Trimmed before its length is checked, like the question."""
+    value = _valid_text(value).strip()
+    if len(value) > MAX_REASON:
+        raise ValueError(f"must be at most {MAX_REASON} characters")
+    return value or None
+
+
 #: A JSON number without a fraction: not true/false, not "3", not 3.0.
 Integer = Annotated[int, BeforeValidator(_not_bool), Strict()]
 Text = Annotated[str, AfterValidator(_valid_text)]
@@ -86,6 +105,8 @@ ScopeText = Annotated[str, Field(max_length=SCOPE_TEXT), AfterValidator(_scope)]
 Docnames = Annotated[list[Text], Field(max_length=MAX_FILTER)]
 Chapters = Annotated[list[Integer], Field(max_length=MAX_FILTER)]
 Count = Annotated[Integer, Field(ge=1, le=MAX_K)]
+AnswerId = Annotated[str, Field(max_length=64), AfterValidator(_answer_id)]
+Reason = Annotated[str, AfterValidator(_reason)]
 #: A passage ID as a request sends it: measured before it is looked up.
 PassageIdText = Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_ID)]
 
@@ -139,6 +160,26 @@ class AskRequest(BaseModel):
         None,
         description="ask only the sites whose conf.py version or release is this",
     )
+
+
+class FeedbackRequest(BaseModel):
+    """``POST /api/feedback``: a reader's vote on an answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer_id: AnswerId = Field(description="the answer's `answer_id`")
+    helpful: Annotated[bool, Strict()] = Field(description="true or false (JSON)")
+    reason: Reason | None = Field(
+        None, description=f"why not: at most {MAX_REASON} characters after trimming"
+    )
+
+
+class FeedbackResponse(BaseModel):
+    """The vote as stored; a later vote on the same answer replaces it."""
+
+    answer_id: str
+    helpful: bool
+    reason: str | None
 
 
 class ErrorDetail(BaseModel):
@@ -199,6 +240,11 @@ class Health(BaseModel):
     )
     reason: str | None = Field(
         None, description="why the status is error, and the fix (else null)"
+    )
+    feedback: bool = Field(
+        False,
+        description="whether POST /api/feedback takes votes (the server keeps "
+        "a question log); answers then carry an answer_id",
     )
 
 

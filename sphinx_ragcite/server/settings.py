@@ -43,6 +43,12 @@ class ServerSettings(BaseModel):
     #: answer from passages pushed to Qdrant (URL or local-mode folder)
     qdrant: str | None = None
     qdrant_collection: str = "ragcite"
+    #: the question log (``--questions-log``): one SQLite row per answer
+    questions_log: Path | None = None
+    #: days a logged question is kept (``--questions-log-days``); None: always
+    questions_log_days: int | None = Field(None, ge=1)
+    #: keep the selected text of a question (``--log-selections``)
+    log_selections: bool = False
 
     @field_validator("sites")
     @classmethod
@@ -67,7 +73,22 @@ class ServerSettings(BaseModel):
                 if self.sites
                 else "give BUILD_DIR or --site NAME=BUILD_DIR"
             )
+        if self.questions_log is None and (
+            self.questions_log_days is not None or self.log_selections
+        ):
+            raise ValueError(
+                "--questions-log-days and --log-selections need --questions-log FILE"
+            )
         return self
+
+    def check_folders(self) -> None:
+        """Raise RagciteError, with the fix, if a BUILD_DIR is not a folder."""
+        for name, folder in self.site_specs():
+            if not folder.is_dir():
+                raise RagciteError(
+                    f"{folder}{f' (site {name})' if name else ''} is not a folder: "
+                    "pass the HTML output of `python -m sphinx -b html SRC OUT`."
+                )
 
     def site_specs(self) -> tuple[SiteSpec, ...]:
         """(name, folder) of every site; the name is "" for the one at ``/``."""

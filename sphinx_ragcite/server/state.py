@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.answer.evidence import SentenceVectors
 from sphinx_ragcite.errors import RagciteError
+from sphinx_ragcite.questions.log import QuestionLog, SiteRow
 from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.retrieval.sites import ServedSite, Sites
 from sphinx_ragcite.server.guards import AnswerCache, GenerationSlots, RateLimiter
@@ -68,6 +69,8 @@ class State:
     sites: Sites
     #: the Qdrant the passages are in (``--qdrant``), else None
     store: QdrantStore | None = None
+    #: the question log (``--questions-log``), else None (or if it cannot open)
+    questions: QuestionLog | None = None
     #: answers running now, stopped at shutdown
     jobs: set[Cancel] = field(default_factory=set)
     _scopes: dict[tuple[Any, ...], SiteScope] = field(default_factory=dict, repr=False)
@@ -117,6 +120,8 @@ class State:
         self.executor.shutdown(wait=False, cancel_futures=True)
         if self.store is not None:
             self.store.close()
+        if self.questions is not None:
+            self.questions.close()
 
 
 def load_llm(settings: ServerSettings) -> Generator | None:
@@ -190,6 +195,29 @@ class QdrantStore:
         self.client.close()
 
 
+def open_questions(settings: ServerSettings, sites: Sites) -> QuestionLog | None:
+    """The question log, each site registered, or None (off, or unusable)."""
+    if settings.questions_log is None:
+        return None
+    folders = dict(settings.site_specs())
+    rows = []
+    for member in sites:
+        baseurl = member.site.manifest.html_baseurl
+        rows.append(
+            SiteRow(
+                name=member.name,
+                build_dir=str(folders[member.name].resolve()),
+                base_url=baseurl.rstrip("/") + "/" if baseurl else "",
+            )
+        )
+    return QuestionLog.open(
+        settings.questions_log,
+        days=settings.questions_log_days,
+        keep_selections=settings.log_selections,
+        sites=rows,
+    )
+
+
 def site_loader(
     settings: ServerSettings, store: QdrantStore | None = None
 ) -> Callable[[Path], SearchableSite]:
@@ -253,6 +281,7 @@ def _load_state(
         ),
         sites=sites,
         store=store,
+        questions=open_questions(settings, sites),
     )
     if sites.several:  # the first site's engine names its site, as its scope's does
         state = replace(state, engine=state.scope(first.name).engine)

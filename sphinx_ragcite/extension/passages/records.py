@@ -94,11 +94,17 @@ def doc_records(
     return records
 
 
-def build_records(env: BuildEnvironment, builder: Builder) -> list[Record]:
+def build_records(
+    env: BuildEnvironment,
+    builder: Builder,
+    *,
+    on_error: Callable[[str, str, BaseException], None] | None = document_failed,
+) -> list[Record]:
     """One record per passage of every current document, in reading order.
 
     A document whose records cannot be made is left out with one
-    ``ragcite.document`` warning; the others keep their IDs.
+    ``ragcite.document`` warning (*on_error*; None: silently, for a second
+    caller); the others keep their IDs.
     """
     domain = passages_of(env)
     labels = env.get_domain("std").labels  # type: ignore[attr-defined]
@@ -135,5 +141,6 @@ def build_records(env: BuildEnvironment, builder: Builder) -> list[Record]:
                 )
             )
         except Exception as error:
-            document_failed(docname, "indexing", error)
+            if on_error is not None:
+                on_error(docname, "indexing", error)
     return records

@@ -1,0 +1,371 @@
+"""Passage and sentence vectors for ``_ragcite/``: cached, and mostly made
+while Sphinx writes the pages.
+
+The texts are known once the documents are read, so the encoder starts in
+a thread when Sphinx starts writing the HTML pages (``write-started``): the
+model runs in onnxruntime, outside Python's lock, on the cores Sphinx's
+single writing thread leaves. At ``build-finished`` the index waits for it
+and encodes only what is still missing (nothing, unless the thread failed).
+A build whose vectors are all cached never loads the model at all.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+import numpy as np
+from sphinx.util import logging
+from sphinx.util.display import status_iterator
+
+from sphinx_ragcite.extension import stages
+from sphinx_ragcite.extension.cache import EmbeddingCache, resolve_dir, text_key
+from sphinx_ragcite.extension.config import RagciteConfig
+from sphinx_ragcite.formats.bm25 import indexed_text
+from sphinx_ragcite.formats.embeddings import npy_bytes
+from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
+from sphinx_ragcite.retrieval.embed import (
+    BATCH,
+    DEFAULT_MODEL_ID,
+    Embedder,
+    ModelFiles,
+    cache_key,
+    model_files,
+)
+from sphinx_ragcite.text import (
+    CJK_LANGUAGES,
+    Sentence,
+    language_code,
+    split_sentences,
+)
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+    from sphinx_ragcite.extension.passages.records import Record
+    from sphinx_ragcite.extension.writer import IndexWriter
+
+logger = logging.getLogger(__name__)
+
+#: Per sentence of a passage: its cache key and its span of the passage's text.
+Pooled = list[list[tuple[bytes, tuple[int, int]]]]
+
+
+class Model:
+    """The encoder, loaded the first time the cache lacks a vector: a build
+    whose vectors are all cached never starts onnxruntime."""
+
+    def __init__(
+        self, files: ModelFiles, max_tokens: int, embedder: Embedder | None = None
+    ) -> None:
+        self.files = files
+        self.max_tokens = max_tokens
+        self.cache_key = cache_key(files.model_id, max_tokens)
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        #: seconds spent loading it (None: never loaded)
+        self.load_seconds: float | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                started = time.perf_counter()
+                self._embedder = Embedder(self.files, max_tokens=self.max_tokens)
+                self.load_seconds = time.perf_counter() - started
+            return self._embedder
+
+
+@dataclass
+class Work:
+    """What the encoder must cover for one build: every passage and sentence."""
+
+    texts: list[str]
+    keys: list[bytes]
+    split: list[list[Sentence]]
+    #: sentences pooled from their passage's pass (``sentence_pooling``), or None
+    pooled: Pooled | None
+    sentence_keys: list[bytes]
+
+    @classmethod
+    def of(cls, config: RagciteConfig, records: list[Record]) -> Work:
+        texts = [indexed_text(r) for r in records]
+        split: list[list[Sentence]] = []
+        pooled = None
+        sentence_keys: list[bytes] = []
+        if config.sentence_vectors:
+            # The same split and text the answer engine uses (record["text"]).
+            split = [split_sentences(r["text"]) for r in records]
+            if config.sentence_pooling == "passage":
+                pooled = [
+                    [(_pooled_key(t, s), _in_indexed(r, s)) for s in sentences]
+                    for t, r, sentences in zip(texts, records, split, strict=True)
+                ]
+                sentence_keys = [key for row in pooled for key, _ in row]
+            else:
+                sentence_keys = [text_key(s.text) for ss in split for s in ss]
+        return cls(texts, [text_key(t) for t in texts], split, pooled, sentence_keys)
+
+
+@dataclass
+class Encoding:
+    """The encoder's state for one build: its model, its cache, its thread."""
+
+    model: Model
+    cache: EmbeddingCache
+    thread: threading.Thread | None = None
+    error: BaseException | None = None
+    seconds: float = 0.0
+    #: passages and sentences embedded so far in this build
+    counts: tuple[int, int] = (0, 0)
+
+
+_encodings: WeakKeyDictionary[Sphinx, Encoding] = WeakKeyDictionary()
+
+
+def _setup(app: Sphinx, config: RagciteConfig) -> Encoding:
+    """Model files and cache of *app*'s build (ModelNotFoundError if missing)."""
+    if app in _encodings:
+        return _encodings[app]
+    folder = config.embedding_model
+    if folder:
+        folder = str(Path(app.confdir, folder))
+    model = Model(model_files(folder or None), config.embedding_max_tokens)
+    cache = EmbeddingCache(
+        resolve_dir(config.cache_dir, app.confdir, app.doctreedir),
+        model.cache_key,
+        None,
+        config.cache_max_mb << 20,
+    )
+    _encodings[app] = encoding = Encoding(model, cache)
+    return encoding
+
+
+def start(app: Sphinx, records: list[Record]) -> None:
+    """Encode what the cache lacks in a thread while Sphinx writes the pages."""
+    config = RagciteConfig.from_sphinx(app.config)
+    # Pages written by forked processes (-j N) must not fork a running model.
+    if not (config.embeddings and records) or app.parallel > 1:
+        return
+    encoding = _setup(app, config)
+    work = Work.of(config, records)
+
+    def run() -> None:
+        started = time.perf_counter()
+        try:
+            _encode(app, encoding, work, progress=False)
+        except BaseException as error:  # reported, then done again in the open
+            encoding.error = error
+        encoding.seconds = time.perf_counter() - started
+
+    encoding.thread = threading.Thread(target=run, name="ragcite-encoder", daemon=True)
+    encoding.thread.start()
+
+
+def write_embeddings(
+    app: Sphinx, config: RagciteConfig, records: list[Record], writer: IndexWriter
+) -> dict[str, Any]:
+    """Add the vectors' files to *writer*; the manifest's ``embedding``.
+
+    Raises ModelNotFoundError when the model is missing.
+    """
+    encoding = _setup(app, config)
+    timed = stages.of(app).timed
+    if encoding.thread is not None:
+        with timed("wait for the encoder"):
+            encoding.thread.join()
+        encoding.thread = None
+        if encoding.error is not None:
+            logger.debug("ragcite: the encoder thread failed: %r", encoding.error)
+    work = Work.of(config, records)
+    cache, model = encoding.cache, encoding.model
+    started = time.perf_counter()
+    ran = _encode(app, encoding, work, progress=True)
+    codes, scales = cache.stack(work.keys)
+    writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
+    writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
+    info: dict[str, Any] = {
+        "model": model.files.model_id,
+        "dim": int(codes.shape[1]),
+        "dtype": "int8",
+        "scale_dtype": "float32",
+        "max_tokens": model.max_tokens,
+        "pooling": "mean",
+        "normalized": True,
+        "embedded": ran[0],
+    }
+    if config.sentence_vectors:
+        offsets = np.zeros(len(work.split) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(s) for s in work.split])
+        s_codes, s_scales = cache.stack(work.sentence_keys)
+        writer.add(CODES, "sentence_embeddings.npy", npy_bytes(s_codes))
+        writer.add(SCALES, "sentence_scales.npy", npy_bytes(s_scales))
+        writer.add(OFFSETS, "sentence_offsets.npy", npy_bytes(offsets))
+        info["sentences"] = len(work.sentence_keys)
+        info["sentences_embedded"] = ran[1]
+        info["sentence_pooling"] = config.sentence_pooling
+    if model.load_seconds is not None:
+        stages.of(app).seconds["load model"] += model.load_seconds
+    logger.info(
+        "ragcite: embedded %d passages and %d sentences on their own in %.1f s "
+        "(%d passages and %d sentences from the cache)",
+        ran[0],
+        ran[1],
+        encoding.seconds + time.perf_counter() - started,
+        len(work.keys) - ran[0],
+        len(work.sentence_keys) - ran[1],
+    )
+    _keep(cache)
+    language = str(app.config.language or "") or None
+    if not dense_search(language, model):
+        info["search"] = False
+        logger.info(
+            "ragcite: the book's language (%s) is written without spaces and "
+            "the encoder %s is English: on the Chinese dev set its vectors "
+            "lowered retrieval (top passage right 0.25 hybrid against 0.64 "
+            "with BM25 alone), so BM25 alone ranks passages and the vectors "
+            "only score sentences. Set ragcite_embedding_model to a "
+            "multilingual model to search with it.",
+            app.config.language,
+            model.files.model_id,
+        )
+    return info
+
+
+def dense_search(language: str | None, model: Model) -> bool:
+    """Whether the dense vectors rank passages in hybrid search.
+
+    Not for a CJK book with the shipped English encoder: measured on
+    benchmarks/qa/xuance_zh.jsonl (BM25 alone: top passage right 0.640, in
+    the top 3 0.840; fused with the English vectors: 0.253, 0.413; the
+    vectors alone 0.080). An encoder the author chose is trusted.
+    """
+    return not (
+        language_code(language) in CJK_LANGUAGES
+        and model.files.model_id == DEFAULT_MODEL_ID
+    )
+
+
+def _encode(
+    app: Sphinx, encoding: Encoding, work: Work, *, progress: bool
+) -> tuple[int, int]:
+    """Passages (and pooled sentences), then sentences on their own; counts run.
+
+    Counts include what an earlier call (the thread) ran, so the manifest
+    says what this build embedded wherever it happened.
+    """
+    cache, model = encoding.cache, encoding.model
+    timed = stages.of(app).timed
+    with timed("embed passages" if progress else "embed while writing pages"):
+        passages = _run_encoder(
+            app, model, cache, work.texts, work.keys, work.pooled, "passages", progress
+        )
+    # Separate sentences, and pooled ones their passage's truncation cut off.
+    cache.load(work.sentence_keys)
+    flat = (s for ss in work.split for s in ss)
+    alone = {
+        k: s.text
+        for k, s in zip(work.sentence_keys, flat, strict=True)
+        if k not in cache.rows
+    }
+    with timed("embed sentences" if progress else "embed while writing pages"):
+        sentences = _run_encoder(
+            app, model, cache, list(alone.values()), list(alone), None, "sentences",
+            progress,
+        )  # fmt: skip
+    before = encoding.counts
+    encoding.counts = (before[0] + passages, before[1] + sentences)
+    return encoding.counts
+
+
+def _keep(cache: EmbeddingCache) -> None:
+    """Save the cache for the next build; a cache that fails costs only that."""
+    if cache.damaged:
+        logger.warning(
+            "ragcite: %d damaged file(s) in the embedding cache %s were ignored "
+            "and their vectors computed again (first: %s).",
+            len(cache.damaged),
+            cache.folder,
+            cache.damaged[0].name,
+            type="ragcite",
+            subtype="cache",
+        )
+    try:
+        cache.save()
+    except Exception as error:
+        logger.warning(
+            "ragcite: could not keep the embeddings in %s for the next build (%s); "
+            'set ragcite_cache_dir to a writable folder, or to "none" to keep '
+            "them with the doctrees.",
+            cache.root,
+            error,
+            type="ragcite",
+            subtype="cache",
+        )
+
+
+def _pooled_key(text: str, sentence: Sentence) -> bytes:
+    """A pooled sentence's vector depends on its whole passage, not its own text."""
+    return text_key(f"pooled\x1f{sentence.start}:{sentence.end}\x1f{text}")
+
+
+def _in_indexed(record: Record, sentence: Sentence) -> tuple[int, int]:
+    """*sentence*'s span of ``record["text"]`` as a span of ``indexed_text(record)``."""
+    shift = len(" ".join(record["heading_path"])) + 1
+    return sentence.start + shift, sentence.end + shift
+
+
+def _run_encoder(
+    app: Sphinx,
+    model: Model,
+    cache: EmbeddingCache,
+    texts: list[str],
+    keys: list[bytes],
+    pooled: Pooled | None,
+    what: str,
+    progress: bool = True,
+) -> int:
+    """Encode the texts the cache lacks in one length-sorted pass; how many ran.
+
+    With *pooled* (per text: each sentence's cache key and span), the pass
+    also keeps each sentence's vector pooled from the text's token vectors; a
+    sentence the truncation cut off is left out, for a separate pass.
+    """
+    cache.load(keys + [k for row in pooled or () for k, _ in row])
+    todo = [
+        i
+        for i, key in enumerate(keys)
+        if key not in cache.rows
+        or (pooled is not None and any(k not in cache.rows for k, _ in pooled[i]))
+    ]
+    if not todo:
+        return 0
+    spans = None if pooled is None else [[span for _, span in pooled[i]] for i in todo]
+    batches = model.embedder.batches([texts[i] for i in todo], spans)
+    if progress:  # never from the thread: its lines would cut into Sphinx's
+        batches = status_iterator(
+            batches,
+            f"ragcite: embedding {what}... ",
+            "darkgreen",
+            -(-len(todo) // BATCH),
+            app.verbosity,
+            stringify_func=lambda b: f"{len(b.rows)} {what}",
+        )
+    for batch in batches:
+        rows = [todo[row] for row in batch.rows]
+        cache.put_many([keys[i] for i in rows], batch.vectors)
+        if pooled is None:
+            continue
+        for i, vectors in zip(rows, batch.spans, strict=True):
+            found: list[tuple[bytes, np.ndarray]] = [
+                (k, v)
+                for (k, _), v in zip(pooled[i], vectors, strict=True)
+                if v is not None
+            ]
+            if found:
+                cache.put_many([k for k, _ in found], np.stack([v for _, v in found]))
+    return len(todo)

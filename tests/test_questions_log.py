@@ -1,0 +1,474 @@
+"""Answer -> question log: a real server writing a real SQLite file, every door."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sphinx_ragcite.questions import log as question_log
+from sphinx_ragcite.questions.log import QuestionLog
+from sphinx_ragcite.questions.schema import SCHEMA_VERSION, open_log
+from sphinx_ragcite.server.app import create_app
+from sphinx_ragcite.server.settings import ServerSettings
+
+from conftest import (
+    free_port,
+    read_manifest,
+    serving,
+    sse_events,
+    wait_until,
+    wait_until_up,
+)
+
+QUESTION = "How long should the bloom take?"
+QUESTIONS = (
+    QUESTION,
+    "Who invented the French press?",
+    "How do I descale an espresso machine?",
+    "What grind size suits a pour-over?",
+    "What is the capital of Peru?",
+)
+WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def log_server(site: Path, db: Path, **settings: Any):  # type: ignore[no-untyped-def]
+    """The app under uvicorn in a thread, logging to *db*; leaving the
+    ``with`` stops it (and so flushes the log)."""
+    settings.setdefault("rate_limit", 0)
+    return serving(
+        create_app(
+            ServerSettings(
+                build_dir=site, generator="extractive", questions_log=db, **settings
+            )
+        )
+    )
+
+
+def rows(db: Path, table: str = "questions") -> list[dict[str, Any]]:
+    connection = sqlite3.connect(db)
+    connection.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in connection.execute(f"SELECT * FROM {table}")]
+    finally:
+        connection.close()
+
+
+def count(db: Path) -> int:
+    return len(rows(db))
+
+
+def final_event(response: httpx.Response) -> dict[str, Any]:
+    return next(data for name, data in sse_events(response.text) if name == "final")
+
+
+async def ask_over_mcp(url: str, question: str) -> dict[str, Any]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        streamable_http_client(f"{url}/mcp") as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("ask", {"question": question})
+    assert not result.is_error, result.content
+    return result.structured_content  # type: ignore[no-any-return]
+
+
+def test_every_door_logs_one_row(example_site: Path, tmp_path: Path) -> None:
+    db = tmp_path / "questions.db"
+    with log_server(example_site, db) as url:
+        assert httpx.get(f"{url}/api/health").json()["feedback"] is True
+        api = httpx.post(f"{url}/api/ask", json={"question": QUESTION}).json()
+        stream = final_event(
+            httpx.post(f"{url}/api/ask/stream", json={"question": QUESTIONS[1]})
+        )
+        mcp = asyncio.run(ask_over_mcp(url, QUESTIONS[2]))
+        # the cached answer again: a new answer_id, a row of its own
+        again = httpx.post(f"{url}/api/ask", json={"question": QUESTION}).json()
+    ids = [a["answer_id"] for a in (api, stream, mcp, again)]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)
+    assert len(set(ids)) == 4
+
+    logged = {r["answer_id"]: r for r in rows(db)}
+    assert set(logged) == set(ids)
+    version = read_manifest(example_site)["version"]
+    doors = ("api", "stream", "mcp", "api")
+    for answer, door in zip((api, stream, mcp, again), doors, strict=True):
+        row = logged[answer["answer_id"]]
+        assert row["door"] == door
+        assert row["question"] == answer["question"]
+        assert row["outcome"] == answer["outcome"]
+        assert row["confidence"] == pytest.approx(answer["confidence"])
+        assert row["answer"] == answer["answer"]
+        assert row["generator"] == answer["metadata"]["generator"] == "extractive"
+        assert row["site"] == ""
+        assert row["version"] == version
+        assert WHEN.match(row["asked_at"])
+        assert row["latency_ms"] > 0
+        assert row["selection_chars"] == 0
+        assert row["selection"] is None
+        shown = (
+            answer["passages"]
+            if answer["outcome"] == "passages"
+            else answer["citations"]
+        )
+        assert json.loads(row["cited"]) == [
+            {"id": s["passage_id"], "url": s["url"]} for s in shown
+        ]
+    assert logged[api["answer_id"]]["outcome"] == "answer"
+    assert json.loads(logged[api["answer_id"]]["cited"])
+    assert rows(db, "sites") == [
+        {"name": "", "build_dir": str(example_site.resolve()), "base_url": ""}
+    ]
+    connection = open_log(db, create=False)
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    connection.close()
+
+
+def test_several_sites_name_the_site_of_each_row_and_citation(
+    example_site: Path, example_site_v2: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "questions.db"
+    settings = ServerSettings(
+        sites=(("v1", example_site), ("v2", example_site_v2)),
+        generator="extractive",
+        rate_limit=0,
+        questions_log=db,
+    )
+    with serving(create_app(settings)) as url:
+        one = httpx.post(
+            f"{url}/api/ask", json={"question": QUESTION, "site": "v2"}
+        ).json()
+        both = httpx.post(f"{url}/api/ask", json={"question": QUESTION}).json()
+    logged = {r["answer_id"]: r for r in rows(db)}
+    assert (logged[one["answer_id"]]["site"], logged[one["answer_id"]]["version"]) == (
+        "v2",
+        "2.0",
+    )
+    assert logged[both["answer_id"]]["site"] == ""
+    for answer in (one, both):
+        cited = json.loads(logged[answer["answer_id"]]["cited"])
+        assert cited
+        for entry, citation in zip(cited, answer["citations"], strict=True):
+            # the URL is the site's own (relative to its build folder)
+            assert entry["site"] == citation["site"]
+            assert f"{entry['site']}/{entry['url']}" == citation["url"]
+    assert {r["name"]: r["build_dir"] for r in rows(db, "sites")} == {
+        "v1": str(example_site.resolve()),
+        "v2": str(example_site_v2.resolve()),
+    }
+
+
+def test_concurrent_asks_lose_no_rows_and_never_wait_for_the_log(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """The log's file is locked (as another replica writing would) while 8
+    threads ask 64 questions: every answer comes back, none is logged yet;
+    once the lock goes every row is written, and none twice."""
+    db = tmp_path / "questions.db"
+    threads, each = 8, 8
+    with log_server(example_site, db) as url:
+        with httpx.Client() as warm:  # load each answer once: the rest are cached
+            for question in QUESTIONS:
+                warm.post(f"{url}/api/ask", json={"question": question})
+        wait_until(lambda: count(db) == len(QUESTIONS), 10)
+        blocker = sqlite3.connect(db, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the writer must wait for this
+        try:
+
+            def asker(n: int) -> list[tuple[str, float]]:
+                out = []
+                with httpx.Client(timeout=30) as client:
+                    for i in range(each):
+                        door = "stream" if (n + i) % 2 else "ask"
+                        started = time.perf_counter()
+                        response = client.post(
+                            f"{url}/api/{'ask/stream' if door == 'stream' else 'ask'}",
+                            json={"question": QUESTIONS[(n + i) % len(QUESTIONS)]},
+                        )
+                        assert response.status_code == 200
+                        body = (
+                            final_event(response)
+                            if door == "stream"
+                            else response.json()
+                        )
+                        out.append((body["answer_id"], time.perf_counter() - started))
+                return out
+
+            with ThreadPoolExecutor(threads) as pool:
+                answered = [a for part in pool.map(asker, range(threads)) for a in part]
+            assert count(db) == len(QUESTIONS)  # nothing got past the lock
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert len(answered) == threads * each
+        # cached answers, logged or not, come back at once
+        assert max(seconds for _, seconds in answered) < 5
+        wait_until(lambda: count(db) == len(QUESTIONS) + threads * each, 30)
+    logged = rows(db)
+    assert len(logged) == len(QUESTIONS) + threads * each
+    assert {a for a, _ in answered} <= {r["answer_id"] for r in logged}
+    assert {r["door"] for r in logged} == {"api", "stream"}
+
+
+def test_a_clean_shutdown_writes_what_is_queued(example_site: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    db = tmp_path / "questions.db"
+    with log_server(example_site, db) as url, httpx.Client() as client:
+        ids = [
+            client.post(f"{url}/api/ask", json={"question": QUESTION}).json()[
+                "answer_id"
+            ]
+            for _ in range(30)
+        ]
+    # the server stopped right after the last answer; its rows are all there
+    assert sorted(r["answer_id"] for r in rows(db)) == sorted(ids)
+
+
+def test_selections_are_measured_not_kept_unless_asked(
+    example_site: Path, tmp_path: Path
+) -> None:
+    selection = "Bloom the grounds with twice their weight of water."
+    body = {
+        "question": "What does this mean?",
+        "mode": "selection",
+        "selection": selection,
+    }
+    for keep in (False, True):
+        db = tmp_path / f"keep-{keep}.db"
+        with log_server(example_site, db, log_selections=keep) as url:
+            answer = httpx.post(f"{url}/api/ask", json=body).json()
+        (row,) = rows(db)
+        assert row["answer_id"] == answer["answer_id"]
+        assert row["selection_chars"] == len(selection)
+        assert row["selection"] == (selection if keep else None)
+        # an answer quoting the selection is kept only with it
+        assert answer["citations"][0]["source_type"] == "selection"
+        assert row["answer"] == (answer["answer"] if keep else "")
+        text = b"".join(p.read_bytes() for p in tmp_path.glob(f"keep-{keep}.db*"))
+        assert (selection.encode() in text) is keep
+
+
+def test_nothing_identifies_a_reader(example_site: Path, tmp_path: Path) -> None:
+    db = tmp_path / "questions.db"
+    agent = "ReaderAgent/9.9 (unique-agent-string)"
+    with log_server(example_site, db) as url:
+        httpx.post(
+            f"{url}/api/ask",
+            json={"question": QUESTION},
+            headers={
+                "User-Agent": agent,
+                "Cookie": "session=unique-cookie-value",
+                "X-Forwarded-For": "203.0.113.77",
+            },
+        )
+    connection = sqlite3.connect(db)
+    columns = {
+        name
+        for (table,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+        )
+        for _, name, *_ in connection.execute(f"PRAGMA table_info({table})")
+    }
+    connection.close()
+    assert not {c for c in columns if re.search(r"ip|addr|agent|cookie|client|host", c)}
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("questions.db*"))
+    for secret in (agent, "unique-cookie-value", "203.0.113.77", "127.0.0.1"):
+        assert secret.encode() not in stored, secret
+
+
+def test_retention_deletes_old_rows_at_start_and_later(
+    example_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "questions.db"
+    connection = open_log(db)
+    old = ("a" * 32, "2020-01-01T00:00:00.000000Z")
+    new = ("b" * 32, question_log.utc_now())
+    with connection:
+        for answer_id, asked_at in (old, new):
+            connection.execute(
+                "INSERT INTO questions (answer_id, asked_at, question, outcome, "
+                "latency_ms, door) VALUES (?, ?, 'q', 'answer', 1, 'api')",
+                (answer_id, asked_at),
+            )
+            connection.execute(
+                "INSERT INTO feedback VALUES (?, 0, 'why', ?)", (answer_id, asked_at)
+            )
+    connection.close()
+    with log_server(example_site, db, questions_log_days=30) as url:
+        assert httpx.get(f"{url}/api/health").status_code == 200
+        assert [r["answer_id"] for r in rows(db)] == [new[0]]
+        assert [r["answer_id"] for r in rows(db, "feedback")] == [new[0]]
+
+    # and while it runs: the writer deletes again every PRUNE_EVERY seconds
+    monkeypatch.setattr(question_log, "PRUNE_EVERY", 0.2)
+    log = QuestionLog.open(db, days=30)
+    assert log is not None
+    try:
+        stale = question_log.Asked(
+            answer_id="c" * 32,
+            asked_at="2021-06-01T00:00:00.000000Z",
+            site="",
+            version="",
+            question="q",
+            selection_chars=0,
+            selection=None,
+            outcome="not_found",
+            confidence=0.1,
+            answer="",
+            cited="[]",
+            latency_ms=1.0,
+            generator="extractive",
+            door="api",
+        )
+        log.record(stale)
+        wait_until(lambda: "c" * 32 in {r["answer_id"] for r in rows(db)}, 5)
+        wait_until(lambda: "c" * 32 not in {r["answer_id"] for r in rows(db)}, 5)
+        assert [r["answer_id"] for r in rows(db)] == [new[0]]
+    finally:
+        log.close()
+
+
+def log_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and "question log" in r.getMessage()
+    ]
+
+
+def test_a_file_that_is_no_database_is_one_warning(
+    example_site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "questions.db"
+    junk = b"this is not a database, it is a shopping list\n" * 100
+    db.write_bytes(junk)
+    with caplog.at_level(logging.WARNING), log_server(example_site, db) as url:
+        assert httpx.get(f"{url}/api/health").json()["feedback"] is False
+        for _ in range(3):
+            answer = httpx.post(f"{url}/api/ask", json={"question": QUESTION})
+            assert answer.status_code == 200
+            assert "answer_id" not in answer.json()
+        stream = httpx.post(f"{url}/api/ask/stream", json={"question": QUESTION})
+        assert "answer_id" not in final_event(stream)
+    (warning,) = log_warnings(caplog)
+    assert str(db) in warning
+    assert db.read_bytes() == junk  # left as it was
+
+
+def test_a_log_that_stops_being_writable_is_one_warning(
+    example_site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The file breaks while the server runs (here its table goes; a full disk
+    fails the same way): answers go on, votes get a 503, one warning."""
+    db = tmp_path / "questions.db"
+    with caplog.at_level(logging.WARNING), log_server(example_site, db) as url:
+        first = httpx.post(f"{url}/api/ask", json={"question": QUESTION}).json()
+        wait_until(lambda: count(db) == 1, 10)
+        breaker = sqlite3.connect(db)
+        breaker.execute("PRAGMA foreign_keys = OFF")
+        breaker.execute("DROP TABLE feedback")
+        breaker.execute("DROP TABLE questions")
+        breaker.commit()
+        breaker.close()
+        for question in QUESTIONS:
+            response = httpx.post(f"{url}/api/ask", json={"question": question})
+            assert response.status_code == 200
+        vote = httpx.post(
+            f"{url}/api/feedback",
+            json={"answer_id": first["answer_id"], "helpful": True},
+        )
+        assert vote.status_code == 503
+        assert vote.json()["error"]["code"] == "log_unavailable"
+        after = httpx.post(f"{url}/api/ask", json={"question": QUESTION})
+        assert after.status_code == 200
+    (warning,) = log_warnings(caplog)
+    assert "cannot write the question log" in warning
+
+
+def test_a_read_only_folder_is_one_warning(example_site: Path, tmp_path: Path) -> None:
+    """A real ``ragcite serve`` asked to log into a folder it cannot write."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    command = [sys.executable, "-m", "sphinx_ragcite", "serve", str(example_site)]
+    if os.geteuid() == 0:  # root writes anywhere: drop that power for the server
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv to drop CAP_DAC_OVERRIDE")
+        command = [
+            setpriv,
+            "--inh-caps=-dac_override,-dac_read_search",
+            "--bounding-set=-dac_override,-dac_read_search",
+            *command,
+        ]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "server.log"
+    args = ["--questions-log", str(folder / "q.db"), "--port", str(port)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*command, *args, "--generator", "extractive"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        health = wait_until_up(process, f"{url}/api/health", log).json()
+        assert health["feedback"] is False
+        for question in QUESTIONS[:3]:
+            answer = httpx.post(
+                f"{url}/api/ask", json={"question": question}, timeout=30
+            )
+            assert answer.status_code == 200
+            assert "answer_id" not in answer.json()
+        off = httpx.post(
+            f"{url}/api/feedback", json={"answer_id": "a" * 32, "helpful": True}
+        )
+        assert off.status_code == 404
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    text = log.read_text("utf-8")
+    warnings = [line for line in text.splitlines() if "question log" in line]
+    assert len(warnings) == 1, text
+    assert warnings[0].startswith("WARNING")
+    assert "cannot open" in warnings[0]
+    assert not list(folder.iterdir())
+
+
+def test_the_writer_thread_is_the_only_one(example_site: Path, tmp_path: Path) -> None:
+    db = tmp_path / "questions.db"
+    before = {t.name for t in threading.enumerate()}
+    with log_server(example_site, db) as url:
+        for question in QUESTIONS:
+            httpx.post(f"{url}/api/ask", json={"question": question})
+        writers = [t for t in threading.enumerate() if t.name == "ragcite-questions"]
+        assert len(writers) == 1
+    assert "ragcite-questions" not in before
+    wait_until(
+        lambda: not [t for t in threading.enumerate() if t.name == "ragcite-questions"],
+        10,
+    )
+
+
+def test_options_of_the_log_need_the_log() -> None:
+    with pytest.raises(ValueError, match="need --questions-log"):
+        ServerSettings(build_dir=Path("."), questions_log_days=3)
+    with pytest.raises(ValueError, match="need --questions-log"):
+        ServerSettings(build_dir=Path("."), log_selections=True)

@@ -1,0 +1,369 @@
+"""``ragcite report``: question logs -> one HTML page and its JSON (issue 27).
+
+Logs are written by ``benchmarks/_question_log.py`` (``open_log`` and plain
+INSERTs, as the server's writer does) against the example book's build. The
+grouping runs the shipped encoder, so no test fakes the meaning of a question.
+The page is opened in Chromium from ``file://`` with hostile log text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from sphinx_ragcite.cli.commands import main
+from sphinx_ragcite.questions.report import build_report
+from sphinx_ragcite.questions.schema import open_log
+
+from conftest import benchmark
+
+qlog = benchmark("_question_log")
+
+REFUNDS = [
+    "How do I get a refund for my order?",
+    "Can I return a damaged package and get my money back?",
+    "what is your refund policy",
+    "I want my money back for the grinder I bought",
+    "return an item I ordered online",
+]
+WIFI = [
+    "How do I connect the kettle app to Wi-Fi?",
+    "wifi setup for the smart kettle",
+    "the kettle will not join my wireless network",
+    "Wi-Fi password for the smart kettle",
+]
+HOSTILE = (
+    '<img src=x onerror="window.pwned=1;alert(1)"></script><script>alert(2)</script>'
+)
+
+
+def _day(n: int, hour: int = 9) -> str:
+    return f"2026-10-{n:02d}T{hour:02d}:00:00.000000Z"
+
+
+def _rows(site: str = "") -> list[dict]:
+    """Answered questions citing the book, and the two missing topics."""
+    rows = [
+        qlog.row(
+            "How long should the bloom take?",
+            "answer",
+            asked_at=_day(1 + i % 3),
+            site=site,
+            answer="About 30 to 45 seconds [1].",
+            cited=[{"id": "ch6-sec4-p1", "url": None}],
+            answer_id=f"{site}a{i}",
+        )
+        for i in range(6)
+    ]
+    for i, question in enumerate(REFUNDS + WIFI):
+        rows.append(
+            qlog.row(
+                question,
+                "not_found",
+                asked_at=_day(2),
+                site=site,
+                answer_id=f"{site}n{i}",
+            )
+        )
+    rows.append(  # asked twice, spelled differently: one question
+        qlog.row(
+            REFUNDS[0].upper(),
+            "not_found",
+            asked_at=_day(3),
+            site=site,
+            answer_id=f"{site}n-again",
+        )
+    )
+    return rows
+
+
+@pytest.fixture(scope="module")
+def log(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("log") / "q.db"
+    rows = _rows()
+    return qlog.write_log(
+        path,
+        rows,
+        sites={"": (str(example_site), "https://book.example.org/")},
+        feedback=[("a0", False, "wrong pour time"), ("a1", True, None)],
+    )
+
+
+@pytest.fixture(scope="module")
+def report(log: Path) -> dict:
+    return build_report([log])
+
+
+def _group_of(report: dict, question: str) -> int:
+    for n, group in enumerate(report["unanswered"]["groups"]):
+        if any(q["question"] == question for q in group["questions"]):
+            return n
+    raise AssertionError(f"{question!r} is in no group")
+
+
+def test_groups_put_paraphrases_of_a_missing_topic_together(report: dict) -> None:
+    refunds = {_group_of(report, q) for q in REFUNDS}
+    wifi = {_group_of(report, q) for q in WIFI}
+    assert len(refunds) == 1, report["unanswered"]["groups"]
+    assert len(wifi) == 1, report["unanswered"]["groups"]
+    assert refunds != wifi
+    group = report["unanswered"]["groups"][refunds.pop()]
+    # the most asked first: the refund question asked twice (case aside)
+    assert group["questions"][0] == {
+        "question": REFUNDS[0],
+        "count": 2,
+        "not_found": 2,
+        "passages": 0,
+    }
+    assert group["count"] == len(REFUNDS) + 1
+    assert group["distinct"] == len(REFUNDS)
+    # the closest passages come from the built book, as deep links
+    assert group["closest"]
+    assert all(
+        c["link"].startswith("https://book.example.org/") for c in group["closest"]
+    )
+    gaps = report["unanswered"]
+    assert (gaps["asked"], gaps["distinct"], gaps["grouped"]) == (10, 9, 9)
+
+
+def test_summary_feedback_and_citations(report: dict, example_site: Path) -> None:
+    assert report["questions"] == 16
+    assert report["outcomes"]["answer"] == {"count": 6, "share": 0.375}
+    assert report["outcomes"]["not_found"]["count"] == 10
+    assert [d["day"] for d in report["per_day"]] == [_day(n)[:10] for n in (1, 2, 3)]
+    assert report["latency_ms"]["all"] == {"p50": 120.0, "p90": 120.0}
+    votes = report["feedback"]
+    assert (votes["helpful"], votes["unhelpful"]) == (1, 1)
+    (bad,) = votes["unhelpful_answers"]
+    assert bad["reason"] == "wrong pour time"
+    # the log had no URL: the index fills it in, under the base URL
+    (cite,) = bad["citations"]
+    assert cite["url"].endswith("#ch6-sec4-p1")
+    assert cite["link"] == "https://book.example.org/" + cite["url"]
+    cited = report["citations"]
+    assert cited["top_passages"][0]["passage_id"] == "ch6-sec4-p1"
+    assert cited["top_passages"][0]["count"] == 6
+    page = cited["top_pages"][0]["page"]
+    never = [p["page"] for p in cited["never_cited"][""]]
+    assert page not in never
+    assert "index.html" in never
+
+
+def test_json_shape(log: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out_html, out_json = tmp_path / "r.html", tmp_path / "r.json"
+    assert (
+        main(["report", str(log), "--html", str(out_html), "--json", str(out_json)])
+        == 0
+    )
+    assert "16 questions" in capsys.readouterr().out
+    data = json.loads(out_json.read_text("utf-8"))
+    assert data["report_version"] == 1
+    assert set(data) >= {
+        "report_version",
+        "generator",
+        "generated_at",
+        "logs",
+        "filters",
+        "rows_read",
+        "duplicates",
+        "sites",
+        "questions",
+        "first_asked",
+        "last_asked",
+        "outcomes",
+        "latency_ms",
+        "doors",
+        "per_day",
+        "unanswered",
+        "feedback",
+        "citations",
+        "seconds",
+    }
+    assert set(data["unanswered"]) == {
+        "low_confidence",
+        "asked",
+        "distinct",
+        "grouped",
+        "grouped_asked",
+        "method",
+        "threshold",
+        "groups",
+    }
+    group = data["unanswered"]["groups"][0]
+    assert set(group) == {"count", "distinct", "sites", "questions", "closest"}
+    assert set(group["closest"][0]) == {
+        "passage_id",
+        "title",
+        "url",
+        "link",
+        "snippet",
+        "score",
+    }
+    assert set(data["citations"]) == {
+        "cited_passages",
+        "top_passages",
+        "top_pages",
+        "never_cited",
+    }
+    (site,) = data["sites"]
+    assert site["index"] == "loaded"
+    assert site["pages"] > 5
+    html = out_html.read_text("utf-8")
+    assert html.startswith("<!doctype html>")
+    assert "<script" not in html
+    assert 'http-equiv="Content-Security-Policy"' in html
+
+
+def test_two_replicas_merge_without_double_counting(
+    log: Path, tmp_path: Path, example_site: Path
+) -> None:
+    other = qlog.write_log(
+        tmp_path / "b.db",
+        [
+            *(r for r in _rows() if r["answer_id"] in ("a0", "a1", "n0")),  # copies
+            qlog.row("What water temperature?", asked_at=_day(4), answer_id="b1"),
+        ],
+        sites={"": (str(example_site), "https://book.example.org/")},
+        feedback=[("a0", False, "wrong pour time"), ("b1", False, "too vague")],
+    )
+    merged = build_report([log, other])
+    assert merged["rows_read"] == 16 + 4
+    assert merged["duplicates"] == 3
+    assert merged["questions"] == 17
+    assert merged["unanswered"]["asked"] == 10
+    assert merged["feedback"]["unhelpful"] == 2
+    assert merged["citations"]["top_passages"][0]["count"] == 6
+
+
+def test_since_and_site_filters(example_site: Path, tmp_path: Path) -> None:
+    path = qlog.write_log(
+        tmp_path / "sites.db",
+        [*_rows("book"), *_rows("other")],
+        sites={"book": (str(example_site), ""), "other": (str(tmp_path / "gone"), "")},
+    )
+    since = build_report([path], since="2026-10-03")
+    assert since["questions"] == 2 * 3  # day 3: two answers and one refund, per site
+    assert since["first_asked"].startswith("2026-10-03")
+    one = build_report([path], site="book")
+    assert one["questions"] == 16
+    assert [s["name"] for s in one["sites"]] == ["book", "other"]
+    both = build_report([path])
+    gone = next(s for s in both["sites"] if s["name"] == "other")
+    assert "is gone" in gone["index"]
+    # links without a base URL go into the build folder
+    top = both["citations"]["top_pages"]
+    assert any(p["link"].startswith(example_site.as_uri()) for p in top)
+    # the gone site's questions are still grouped, with the book's passages
+    assert both["unanswered"]["asked"] == 20
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no question log at"),
+        (b"just some text, not a database at all" * 40, "is not a question log"),
+        ("empty-db", "is not a question log (no questions table)"),
+        ("version-99", "schema version 99; this sphinx-ragcite reads version 1"),
+    ],
+)
+def test_bad_files_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture, content: object, message: str
+) -> None:
+    path = tmp_path / "bad.db"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content == "empty-db":
+        db = sqlite3.connect(path)
+        db.execute("CREATE TABLE other (x)")
+        db.close()
+    elif content == "version-99":
+        open_log(path).close()
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA user_version = 99")
+        db.close()
+    code = main(["report", str(path), "--html", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1
+    assert err.startswith("ragcite: error: ")
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_bad_since(log: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["report", str(log), "--html", "x.html", "--since", "last week"]) == 2
+    assert "not a date" in capsys.readouterr().err
+
+
+def test_hostile_text_never_runs_in_chromium(
+    example_site: Path, tmp_path: Path
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("needs Chromium at /usr/bin/chromium")
+    rows = [
+        qlog.row(
+            HOSTILE,
+            "answer",
+            site=HOSTILE,
+            answer=f"{HOSTILE} [1]",
+            cited=[
+                {"id": "ch6-sec4-p1", "url": "javascript:alert(3)"},
+                {"id": HOSTILE, "url": f"x.html#{HOSTILE}"},
+            ],
+            answer_id="evil",
+        ),
+        qlog.row(f"{HOSTILE} refund", "not_found", site=HOSTILE, answer_id="evil2"),
+        qlog.row("</style><svg onload=alert(4)>", "not_found", answer_id="evil3"),
+    ]
+    path = qlog.write_log(
+        tmp_path / "evil.db",
+        rows,
+        sites={
+            HOSTILE: (str(example_site), "javascript:alert(5)//"),
+            "": (str(example_site), ""),
+        },
+        feedback=[("evil", False, HOSTILE)],
+    )
+    out = tmp_path / "evil.html"
+    assert main(["report", str(path), "--html", str(out)]) == 0
+    html = out.read_text("utf-8")
+    assert "<img" not in html
+    assert "<script" not in html
+    assert "<svg onload" not in html
+    assert not re.search(r"<[^>]*\son\w+\s*=", html)  # no event handler attribute
+    assert 'href="javascript:' not in html
+    console, dialogs, requests = [], [], []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(chromium),
+            args=["--headless", "--no-sandbox", "--disable-gpu"],
+        )
+        page = browser.new_page()
+        page.on("console", lambda m: console.append((m.type, m.text)))
+        page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(out.as_uri())
+        page.wait_for_timeout(300)
+        pwned = page.evaluate("() => window.pwned")
+        headings = page.locator("h2").all_inner_texts()
+        shown = page.locator("body").inner_text()
+        # the style was allowed by its hash (a refused one logs an error)
+        color = page.evaluate(
+            "() => getComputedStyle(document.querySelector('main')).maxWidth"
+        )
+        browser.close()
+    assert dialogs == []
+    assert pwned is None
+    assert console == []
+    assert requests == [out.as_uri()]
+    assert color == "1060px"
+    assert "What the book could not answer" in headings
+    assert HOSTILE in shown  # shown as text
