@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         rows.append(
             [
-                f"{what}: build (index._run_encoder, thr {threads}, batch 8)",
+                f"{what}: build (embedding._run_encoder, thr {threads}, batch 8)",
                 f"{tokens / b_s:,.0f}",
                 f"{len(texts) / b_s:,.1f}",
                 f"{best / b_s:.2f}",

@@ -2,8 +2,9 @@
 
 One folder holds them (``ragcite_cache_dir``), shared by every book built on
 the machine and by builds running at the same time. Below it, one folder per
-model and settings (``v1-<hash of model id and max_tokens>``) holds up to 256
-shards, ``<first byte of the text key>.npz``. Each shard is written whole to
+model and settings (``v2-<hash of model id and max_tokens>``) holds up to 16
+shards, ``<first hex digit of the text key>.npz`` (16, not 256: a warm
+build reads every shard, and opening 256 small files cost it 0.25 s). Each shard is written whole to
 a temporary name and renamed over the old one, after merging what another
 build wrote meanwhile, so a reader sees an old shard or a new one, never half
 of one (a lost race costs a recomputation, not a wrong vector). A shard that
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 #: Bump when the shard layout or quantisation changes: old folders age out.
-FORMAT = 1
+FORMAT = 2
 #: Environment variable read when ``ragcite_cache_dir`` is empty.
 ENV_VAR = "SPHINX_RAGCITE_CACHE_DIR"
 #: Where ``ragcite_cache_dir = "none"`` keeps vectors: with the doctrees.
@@ -101,7 +102,7 @@ class EmbeddingCache:
 
     @staticmethod
     def shard(key: bytes) -> str:
-        return key[:1].hex()
+        return key[:1].hex()[0]
 
     def load(self, keys: Iterable[bytes]) -> None:
         """Read the shards that may hold *keys* into ``rows``."""
