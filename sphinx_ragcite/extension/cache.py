@@ -3,12 +3,12 @@
 One folder holds them (``ragcite_cache_dir``), shared by every book built on
 the machine and by builds running at the same time. Below it, one folder per
 model and settings (``v2-<hash of model id and max_tokens>``) holds up to 16
-shards, ``<first hex digit of the text key>.npz`` (16, not 256: a warm
-build reads every shard, and opening 256 small files cost it 0.25 s). Each shard is written whole to
-a temporary name and renamed over the old one, after merging what another
-build wrote meanwhile, so a reader sees an old shard or a new one, never half
-of one (a lost race costs a recomputation, not a wrong vector). A shard that
-cannot be read as one is recomputed, never trusted.
+shards, ``<first hex digit of the text key>.npz`` (16, not 256: a warm build
+reads every shard, and opening 256 small files cost it 0.25 s). Each shard
+is written whole to a temporary name and renamed over the old one, after
+merging what another build wrote meanwhile, so a reader sees an old shard or
+a new one, never half of one (a lost race costs a recomputation, not a wrong
+vector). A shard that cannot be read as one is recomputed, never trusted.
 
 Bounded size: after a build the folder is cut to 90% of ``max_bytes`` by
 deleting the least recently used shards first (modification time; a build

@@ -610,6 +610,35 @@ class _Sentences:
 _Row = tuple["PassageRecord", "np.ndarray | None", "np.ndarray | None"]
 
 
+def scope_filter(scope: qm.Filter, filters: Filters | None) -> qm.Filter:
+    """The site's scope narrowed by a request's filters, as Qdrant reads them."""
+    from qdrant_client import models
+
+    must = list(scope.must or [])  # type: ignore[arg-type]
+    if filters and filters.docnames:
+        # "guide" is the document guide and those under guide/; "guide/"
+        # only those under it (as Site.mask reads them)
+        whole = [d for d in filters.docnames if not d.endswith("/")]
+        under = [d.rstrip("/") for d in filters.docnames if d.endswith("/")]
+        must.append(
+            models.Filter(
+                should=[
+                    models.FieldCondition(key=key, match=models.MatchAny(any=ds))
+                    for key, ds in (("doc_prefixes", whole), ("doc_parents", under))
+                    if ds
+                ]
+            )
+        )
+    if filters and filters.chapters:
+        must.append(
+            models.FieldCondition(
+                key="chapter_number",
+                match=models.MatchAny(any=list(filters.chapters)),
+            )
+        )
+    return models.Filter(must=must)
+
+
 class QdrantSite(FusedSearch):
     """A pushed site searched in Qdrant; answers the calls of ``retrieval.Site``."""
 
@@ -844,31 +873,7 @@ class QdrantSite(FusedSearch):
     # -- helpers -------------------------------------------------------------
 
     def _filter(self, filters: Filters | None) -> qm.Filter:
-        from qdrant_client import models
-
-        must = list(self._scope.must or [])  # type: ignore[arg-type]
-        if filters and filters.docnames:
-            # "guide" is the document guide and those under guide/; "guide/"
-            # only those under it (as Site.mask reads them)
-            whole = [d for d in filters.docnames if not d.endswith("/")]
-            under = [d.rstrip("/") for d in filters.docnames if d.endswith("/")]
-            must.append(
-                models.Filter(
-                    should=[
-                        models.FieldCondition(key=key, match=models.MatchAny(any=ds))
-                        for key, ds in (("doc_prefixes", whole), ("doc_parents", under))
-                        if ds
-                    ]
-                )
-            )
-        if filters and filters.chapters:
-            must.append(
-                models.FieldCondition(
-                    key="chapter_number",
-                    match=models.MatchAny(any=list(filters.chapters)),
-                )
-            )
-        return models.Filter(must=must)
+        return scope_filter(self._scope, filters)
 
     def _request(
         self, query: Any, using: str, scope: qm.Filter, limit: int
