@@ -224,7 +224,7 @@ def test_a_failing_index_step_keeps_the_previous_index(
 ):  # type: ignore[no-untyped-def]
     srcdir, before = built_then_edited(make_app, rootdir, tmp_path)
 
-    def bm25(records):  # type: ignore[no-untyped-def]
+    def bm25(*args):  # type: ignore[no-untyped-def]
         raise MemoryError("no room for the postings")
 
     monkeypatch.setattr(index_build, "build_bm25", bm25)

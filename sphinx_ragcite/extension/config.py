@@ -73,9 +73,9 @@ class RagciteConfig:
     sentence_pooling: str = _opt(
         "separate",
         "",
-        'How sentence vectors are made: "separate" (each sentence its own '
-        'encoder pass) or "passage" (pooled from the passage pass\'s token '
-        "vectors, no second pass). See the build-cost benchmark for the choice.",
+        "How sentence vectors are made. separate: each sentence its own "
+        "encoder pass; passage: pooled from the passage pass's token vectors, "
+        "no second pass. See the build-cost benchmark for the choice.",
     )
     embedding_max_tokens: int = _opt(
         256,
