@@ -29,6 +29,8 @@
  * @property {string} [segment] "cjk-bigrams": CJK runs become bigrams
  * @property {[number, number][]} [cjk_ranges] inclusive code point ranges
  * @property {boolean} [cjk_unigrams] single characters besides the bigrams
+ * @property {string[]} [cjk_stopwords] words that cut a CJK run in two
+ *   (question words: no bigram spans them), longest first where two overlap
  */
 
 (function () {
@@ -45,6 +47,7 @@
    * @property {RegExp | null} cjkRun global, unicode: a run of CJK characters
    * @property {RegExp | null} cjkChar sticky-free test of one CJK character
    * @property {boolean} unigrams
+   * @property {RegExp | null} cut global, unicode: a word that cuts a CJK run
    */
 
   const DEFAULT_PATTERN = "[\\p{L}\\p{N}]+";
@@ -113,6 +116,14 @@
       .join("");
   }
 
+  /**
+   * @param {string} word
+   * @returns {string} the word as a literal in a regex
+   */
+  function escapeRegExp(word) {
+    return word.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  }
+
   /** @type {WeakMap<object, CompiledSpec>} */
   const compiled = new WeakMap();
 
@@ -136,6 +147,13 @@
       throw new Error(`ragcite tokenize: unknown segmentation ${JSON.stringify(segment)}`);
     }
     const cls = segment === null ? null : charClass(spec.cjk_ranges);
+    const cuts = spec.cjk_stopwords == null ? [] : spec.cjk_stopwords;
+    if (!Array.isArray(cuts) || !cuts.every((w) => typeof w === "string" && w)) {
+      throw new Error("ragcite tokenize: cjk_stopwords must be a list of words");
+    }
+    // longest first: an alternation takes the first word that matches, as
+    // Python's re does
+    const longest = [...cuts].sort((a, b) => Array.from(b).length - Array.from(a).length);
     if (name !== null && !STEMMERS.has(name)) {
       throw new Error(
         `ragcite tokenize: unknown stemmer ${JSON.stringify(name)} ` +
@@ -152,6 +170,7 @@
       cjkRun: cls === null ? null : new RegExp(`[${cls}]+`, "gu"),
       cjkChar: cls === null ? null : new RegExp(`^[${cls}]`, "u"),
       unigrams: Boolean(spec.cjk_unigrams),
+      cut: longest.length ? new RegExp(longest.map(escapeRegExp).join("|"), "gu") : null,
     };
     compiled.set(spec, result);
     return result;
@@ -199,16 +218,28 @@
         out.push(stem ? stem(w) : w);
         continue;
       }
-      // code points, as Python's str counts them (Han extensions are astral)
-      const chars = Array.from(w);
-      if (chars.length === 1) {
-        out.push(w);
-        continue;
+      for (const part of c.cut ? w.split(c.cut) : [w]) {
+        if (part) grams(part, c.unigrams, out);
       }
-      if (c.unigrams) out.push(...chars);
-      for (let i = 0; i + 1 < chars.length; i++) out.push(chars[i] + chars[i + 1]);
     }
     return out;
+  }
+
+  /**
+   * A CJK run's bigrams (and characters, with `unigrams`) appended to `out`.
+   * @param {string} run
+   * @param {boolean} unigrams
+   * @param {string[]} out
+   */
+  function grams(run, unigrams, out) {
+    // code points, as Python's str counts them (Han extensions are astral)
+    const chars = Array.from(run);
+    if (chars.length === 1) {
+      out.push(run);
+      return;
+    }
+    if (unigrams) out.push(...chars);
+    for (let i = 0; i + 1 < chars.length; i++) out.push(chars[i] + chars[i + 1]);
   }
 
   const api = { tokenize, words };

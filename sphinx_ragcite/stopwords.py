@@ -290,3 +290,29 @@ STOPWORDS: dict[str, tuple[str, ...]] = {
         "åt", "över",
     ),
 }  # fmt: skip
+
+#: Words that cut a run of CJK characters in two, in the index and the query
+#: alike, so that no bigram spans them. Only what a *question* is made of:
+#: interrogatives and question-final particles, which a reader's question
+#: always has and a book's prose seldom does, so their bigrams ("是什",
+#: "什么", "么时") would match the odd passage that happens to ask something.
+#: Content words are never here (a book about Go may say 如何 in every
+#: heading: idf still weighs them where they are kept). Chosen from grammar,
+#: not fitted on a dev set; the longest word wins where two overlap.
+CJK_STOPWORDS: dict[str, tuple[str, ...]] = {
+    "zh": (
+        "什么", "什麼", "甚么", "甚麼", "怎么", "怎麼", "怎样", "怎樣", "如何",
+        "为什么", "為什麼", "为何", "為何", "哪些", "哪个", "哪個", "哪里", "哪裡",
+        "哪儿", "哪兒", "哪种", "哪種", "哪", "谁", "誰", "多少", "是否", "吗", "嗎",
+        "呢",
+    ),
+    "ja": (
+        "何", "なに", "なん", "どう", "どの", "どこ", "どれ", "どちら", "どんな",
+        "いつ", "なぜ", "誰", "だれ", "いくつ", "いくら", "ですか", "ますか",
+        "でしょうか", "ませんか",
+    ),
+    "ko": (
+        "무엇", "뭐", "어떻게", "어떤", "어디", "언제", "왜", "누구", "몇", "얼마나",
+        "나요", "까요", "습니까", "입니까", "인가요",
+    ),
+}  # fmt: skip

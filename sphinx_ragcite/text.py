@@ -17,6 +17,7 @@ from typing import Any
 
 import Stemmer
 
+from sphinx_ragcite.stopwords import CJK_STOPWORDS
 from sphinx_ragcite.stopwords import STOPWORDS as STOPWORDS_OF
 
 #: Lucene's English stop words, as bm25s ships them.
@@ -88,6 +89,7 @@ def spec_for(language: str | None) -> dict[str, Any]:
             "language": code,
             "segment": CJK_SCHEME,
             "cjk_ranges": [list(r) for r in CJK_RANGES],
+            "cjk_stopwords": list(CJK_STOPWORDS[code]),
         }
     return {
         **SPEC,
@@ -124,6 +126,9 @@ class Tokenizer:
             isinstance(w, str) for w in stopwords
         ):
             problems.append("stopwords")
+        cuts = spec.get("cjk_stopwords", [])
+        if not isinstance(cuts, list) or not all(isinstance(w, str) and w for w in cuts):
+            problems.append("cjk_stopwords")
         ranges = spec.get("cjk_ranges", [])
         if segment and not (
             isinstance(ranges, list)
@@ -153,6 +158,12 @@ class Tokenizer:
             # finds after spacing the CJK runs apart)
             self._split = re.compile(f"([{cls}]+)|([^{cls}]+)")
         self._unigrams = bool(spec.get("cjk_unigrams", False))
+        # longest first: an alternation takes the first word that matches
+        self._cut = (
+            re.compile("|".join(map(re.escape, sorted(cuts, key=len, reverse=True))))
+            if cuts
+            else None
+        )
 
     def words(self, text: str) -> list[str]:
         """Normalised, lower-cased words before stop-word removal and stemming.
@@ -185,7 +196,9 @@ class Tokenizer:
                 if word not in stop:
                     out.append(next(stems))
             elif run not in stop:
-                out += self._grams(run)
+                for part in self._cut.split(run) if self._cut else (run,):
+                    if part:
+                        out += self._grams(part)
         return out
 
     def _grams(self, run: str) -> list[str]:
@@ -220,7 +233,7 @@ ENGLISH = Tokenizer(SPEC)
 #: The answer layer's words (claims checked against evidence, question terms
 #: weighed by idf): English rules, CJK runs as bigrams in any book, as the
 #: zh/ja/ko index cuts them. Text without CJK tokenizes as :data:`ENGLISH`.
-MIXED = Tokenizer(spec_for("zh"))
+MIXED = Tokenizer({**spec_for("zh"), "cjk_stopwords": []})
 _CJK_CHAR = re.compile(f"[{_char_class(CJK_RANGES)}]")
 
 

@@ -23,9 +23,11 @@ from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.static import read_static, search_static
 from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.text import (
+    CJK_LANGUAGES,
     ENGLISH,
     SNOWBALL,
     SPEC,
+    is_cjk,
     language_code,
     spec_for,
     split_sentences,
@@ -82,6 +84,10 @@ def test_stop_words_are_normalised_lower_case() -> None:
     for code in SNOWBALL:
         for word in spec_for(code)["stopwords"]:
             assert word == unicodedata.normalize("NFKC", word).lower(), (code, word)
+    for code in CJK_LANGUAGES:  # matched in normalised text: written as it is
+        for word in spec_for(code)["cjk_stopwords"]:
+            assert word == unicodedata.normalize("NFKC", word).lower(), (code, word)
+            assert all(is_cjk(c) for c in word), (code, word)
 
 
 def test_unknown_specs_are_refused() -> None:
@@ -90,9 +96,24 @@ def test_unknown_specs_are_refused() -> None:
         {**SPEC, "segment": "jieba"},
         {**SPEC, "pattern": r"\w+"},
         {**spec_for("zh"), "cjk_ranges": [[5, 1]]},
+        {**spec_for("zh"), "cjk_stopwords": ["什么", ""]},
+        {**spec_for("zh"), "cjk_stopwords": "什么"},
     ):
         with pytest.raises(ValueError, match="unknown tokenizer spec"):
             tokenizer(bad)
+
+
+def test_question_words_cut_cjk_runs() -> None:
+    """No bigram spans a question word: "是什么时候" asks, it is not about 是什."""
+    zh = tokenizer(spec_for("zh_CN"))
+    assert zh.tokenize("DQN是什么时候提出的？") == ["dqn", "是", "时候", "候提", "提出", "出的"]
+    # the longest word wins: 为什么 goes whole, no 为 is left
+    assert zh.tokenize("为什么要用目标网络") == ["要用", "用目", "目标", "标网", "网络"]
+    ja = tokenizer(spec_for("ja"))
+    assert "すか" not in ja.tokenize("削除しますか")
+    # an index written before the cut (no cjk_stopwords) is read as it was
+    old = {k: v for k, v in spec_for("zh").items() if k != "cjk_stopwords"}
+    assert tokenizer(old).tokenize("是什么") == ["是什", "什么"]
 
 
 def test_cjk_unigrams_option() -> None:
