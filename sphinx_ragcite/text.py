@@ -9,11 +9,15 @@ module writes into the index, so Python and JS produce identical tokens.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
 
 import Stemmer
 
@@ -127,7 +131,9 @@ class Tokenizer:
         ):
             problems.append("stopwords")
         cuts = spec.get("cjk_stopwords", [])
-        if not isinstance(cuts, list) or not all(isinstance(w, str) and w for w in cuts):
+        if not isinstance(cuts, list) or not all(
+            isinstance(w, str) and w for w in cuts
+        ):
             problems.append("cjk_stopwords")
         ranges = spec.get("cjk_ranges", [])
         if segment and not (
@@ -196,16 +202,85 @@ class Tokenizer:
                 if word not in stop:
                     out.append(next(stems))
             elif run not in stop:
-                for part in self._cut.split(run) if self._cut else (run,):
-                    if part:
-                        out += self._grams(part)
+                for part in self._parts(run):
+                    out += self._grams(part)
         return out
+
+    def _parts(self, run: str) -> Iterator[str]:
+        """A CJK run's pieces no bigram may span: cut at question words."""
+        for part in self._cut.split(run) if self._cut else (run,):
+            if part:
+                yield part
 
     def _grams(self, run: str) -> list[str]:
         if len(run) == 1:
             return [run]
         grams = list(map(str.__add__, run, run[1:]))
         return [*run, *grams] if self._unigrams else grams
+
+
+class WordTokenizer(Tokenizer):
+    """A Chinese book's documents, their CJK runs cut at a word segmenter's
+    boundaries before the bigrams, so the index holds no bigram that spans
+    two words. Build side only: questions keep the spec's plain bigrams (the
+    server and the browser need no segmenter), and a question's bigram that
+    spans two of its words finds no posting, as none was written."""
+
+    def __init__(self, spec: dict[str, Any], words: Callable[[str], Iterable[str]]):
+        super().__init__(spec)
+        self._words = words
+
+    def _parts(self, run: str) -> Iterator[str]:
+        for word in self._words(run):
+            yield from super()._parts(word)
+
+
+#: The word segmenter a Chinese book's index may be cut with (the ``zh``
+#: extra), as the spec's ``index_words`` names it: "jieba <version>".
+JIEBA = "jieba"
+
+
+@lru_cache(maxsize=1)
+def jieba_words() -> tuple[str, Callable[[str], Iterable[str]]]:
+    """jieba's name and version, and its word cutter (default dictionary, HMM
+    on), quiet; an ImportError when the ``zh`` extra is not installed."""
+    import jieba
+
+    quiet_jieba()
+    # its own instance: Sphinx's Chinese search may load a user dictionary
+    # into jieba's global one
+    return f"{JIEBA} {jieba.__version__}", jieba.Tokenizer().cut
+
+
+def quiet_jieba() -> None:
+    """No dictionary progress lines in the author's build output: jieba logs
+    them to stderr at import (Sphinx's own Chinese search uses it too)."""
+    try:
+        import jieba
+    except ImportError:
+        return
+    jieba.setLogLevel(logging.WARNING)
+
+
+def document_tokenizer(spec: dict[str, Any] | None) -> Tokenizer:
+    """How the index cut the book's documents: the spec's own tokenizer, or
+    with ``index_words`` the segmenter it names (``ragcite push`` recomputes
+    the index's terms). ValueError when that segmenter is missing or
+    another version, whose words would not be the index's."""
+    named = (spec or {}).get("index_words")
+    if not named:
+        return tokenizer(spec)
+    try:
+        have, words = jieba_words()
+    except ImportError:
+        have = None
+    if have != named:
+        raise ValueError(
+            f"the index was cut into words with {named}, this Python has "
+            f"{have or 'no jieba'}: pip install 'sphinx-ragcite[zh]' (the same "
+            "jieba version) or rebuild the site"
+        )
+    return WordTokenizer(tokenizer(spec).spec, words)
 
 
 def _key(spec: dict[str, Any]) -> str:

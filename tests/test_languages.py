@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -27,7 +29,10 @@ from sphinx_ragcite.text import (
     ENGLISH,
     SNOWBALL,
     SPEC,
+    WordTokenizer,
+    document_tokenizer,
     is_cjk,
+    jieba_words,
     language_code,
     spec_for,
     split_sentences,
@@ -106,7 +111,14 @@ def test_unknown_specs_are_refused() -> None:
 def test_question_words_cut_cjk_runs() -> None:
     """No bigram spans a question word: "是什么时候" asks, it is not about 是什."""
     zh = tokenizer(spec_for("zh_CN"))
-    assert zh.tokenize("DQN是什么时候提出的？") == ["dqn", "是", "时候", "候提", "提出", "出的"]
+    assert zh.tokenize("DQN是什么时候提出的？") == [
+        "dqn",
+        "是",
+        "时候",
+        "候提",
+        "提出",
+        "出的",
+    ]
     # the longest word wins: 为什么 goes whole, no 为 is left
     assert zh.tokenize("为什么要用目标网络") == ["要用", "用目", "目标", "标网", "网络"]
     ja = tokenizer(spec_for("ja"))
@@ -114,6 +126,46 @@ def test_question_words_cut_cjk_runs() -> None:
     # an index written before the cut (no cjk_stopwords) is read as it was
     old = {k: v for k, v in spec_for("zh").items() if k != "cjk_stopwords"}
     assert tokenizer(old).tokenize("是什么") == ["是什", "什么"]
+
+
+def test_word_boundaries_keep_bigrams_within_words() -> None:
+    spec = spec_for("zh")
+    cut = {"目标网络的参数": ["目标网络", "的", "参数"]}
+    words = WordTokenizer(spec, lambda run: cut.get(run, [run]))
+    # no 络的 or 的参: they span two words
+    assert words.tokenize("目标网络的参数") == ["目标", "标网", "网络", "的", "参数"]
+    assert words.tokenize("DQN") == ["dqn"]
+    # jieba's own cut, as the build uses it
+    named, jieba_cut = jieba_words()
+    assert named.startswith("jieba ")
+    assert "".join(jieba_cut("目标网络的参数")) == "目标网络的参数"
+
+
+def test_a_word_cut_index_needs_the_same_segmenter_to_push() -> None:
+    spec = {**spec_for("zh"), "index_words": jieba_words()[0]}
+    assert isinstance(document_tokenizer(spec), WordTokenizer)
+    assert type(document_tokenizer(spec_for("zh"))) is not WordTokenizer
+    with pytest.raises(ValueError, match=r"jieba 0\.1"):
+        document_tokenizer({**spec, "index_words": "jieba 0.1"})
+
+
+def test_word_segmenter_setting(tmp_path: Path) -> None:
+    """none: plain bigrams; jieba without jieba installed: one warning."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOTS / "test-languages" / "zh_CN", src)
+    sphinx_build(src, tmp_path / "none", "-D", "ragcite_word_segmenter=none")
+    assert "index_words" not in read_manifest(tmp_path / "none")["tokenizer"]
+    hidden = tmp_path / "no-jieba"
+    hidden.mkdir()
+    (hidden / "jieba.py").write_text("raise ImportError('no jieba here')\n")
+    command = [sys.executable, "-m", "sphinx", "-q", "-b", "html"]
+    command += ["-D", "ragcite_word_segmenter=jieba", str(src), str(tmp_path / "j")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden), str(REPO)])}
+    run = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "jieba is not installed" in run.stderr
+    assert "[ragcite.language]" in run.stderr
+    assert read_manifest(tmp_path / "j")["tokenizer"] == spec_for("zh_CN")
 
 
 def test_cjk_unigrams_option() -> None:
@@ -201,7 +253,11 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_build_then_search_every_query_form(books, language) -> None:  # type: ignore[no-untyped-def]
     site = Site.load(books[language])
     spec = read_manifest(books[language])["tokenizer"]
-    assert spec == spec_for(language)
+    # a Chinese book's documents are cut into words first (jieba is in the
+    # test extra); the questions are cut by the spec as it is
+    words = spec.get("index_words")
+    assert words == (jieba_words()[0] if language == "zh_CN" else None)
+    assert {k: v for k, v in spec.items() if k != "index_words"} == spec_for(language)
     assert site.manifest.language == language
     ships = books[language] / "_static" / "ragcite" / "snowball"
     if language == "de":

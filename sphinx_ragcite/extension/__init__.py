@@ -21,6 +21,7 @@ from sphinx_ragcite.extension.passages.collector import (
     passages_of,
 )
 from sphinx_ragcite.extension.passages.ids import PASSAGE_ID, passage_id
+from sphinx_ragcite.text import language_code, quiet_jieba
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -207,6 +208,11 @@ def write_index(app: Sphinx, exception: BaseException | None) -> None:
         logger.debug("ragcite: writing the index\n%s", traceback.format_exc())
 
 
+def _quiet_segmenter(app: Sphinx) -> None:
+    if language_code(str(app.config.language or "")) == "zh":
+        quiet_jieba()
+
+
 def setup(app: Sphinx) -> ExtensionMetadata:
     config.register(app)
     app.add_domain(RagciteDomain)
@@ -217,6 +223,7 @@ def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("builder-inited", register_anchors)
     app.connect("builder-inited", add_widget)
     app.connect("builder-inited", add_llms_links)
+    app.connect("builder-inited", _quiet_segmenter)
     app.connect("build-finished", write_index)
     return {
         "version": __version__,

@@ -23,6 +23,8 @@ Rebuild = Literal["env", "html", ""]
 
 #: ``ragcite_sentence_pooling`` values.
 POOLINGS = ("separate", "passage")
+#: ``ragcite_word_segmenter`` values.
+SEGMENTERS = ("auto", "jieba", "none")
 
 
 def _opt(default: Any, rebuild: Rebuild, help: str) -> Any:  # noqa: A002
@@ -39,6 +41,13 @@ class RagciteConfig:
         "Soft upper bound on words per passage: consecutive blocks of one section "
         "are merged while the passage stays within it. A single longer block "
         "stays whole (its anchor needs an element).",
+    )
+    word_segmenter: str = _opt(
+        "auto",
+        "",
+        "Word boundaries for the index of a Chinese book. auto: jieba when it "
+        "is installed (the zh extra), else plain character bigrams; jieba: warn "
+        "when it is missing; none: plain bigrams.",
     )
     exclude: tuple[str, ...] = _opt(
         (),
@@ -231,12 +240,17 @@ def validate(app: Sphinx, config: Config) -> None:
         problems.append("ragcite_embeddings must be True or False")
     if not isinstance(config.ragcite_sentence_vectors, bool):
         problems.append("ragcite_sentence_vectors must be True or False")
-    if config.ragcite_sentence_pooling not in POOLINGS:
-        problems.append(
-            "ragcite_sentence_pooling must be one of "
-            + ", ".join(repr(p) for p in POOLINGS)
-            + f", got {config.ragcite_sentence_pooling!r}"
-        )
+    for name, allowed in (
+        ("word_segmenter", SEGMENTERS),
+        ("sentence_pooling", POOLINGS),
+    ):
+        value = getattr(config, f"ragcite_{name}")
+        if value not in allowed:
+            problems.append(
+                f"ragcite_{name} must be one of "
+                + ", ".join(repr(p) for p in allowed)
+                + f", got {value!r}"
+            )
     if not isinstance(config.ragcite_embedding_model, str):
         problems.append("ragcite_embedding_model must be a folder path (a string)")
     if not isinstance(config.ragcite_link_history, str):

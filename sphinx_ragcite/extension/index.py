@@ -38,7 +38,13 @@ from sphinx_ragcite.formats.moved import Moved, moved_file
 from sphinx_ragcite.formats.records import passages_jsonl
 from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.formats.static import static_file, static_index
-from sphinx_ragcite.text import spec_for, tokenizer
+from sphinx_ragcite.text import (
+    Tokenizer,
+    WordTokenizer,
+    jieba_words,
+    spec_for,
+    tokenizer,
+)
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -50,6 +56,36 @@ logger = logging.getLogger(__name__)
 HISTORY_FILE = "ragcite-links.json"
 
 
+def _tokenizers(app: Sphinx, config: RagciteConfig) -> tuple[dict[str, Any], Tokenizer]:
+    """The book's tokenizer spec, and how its documents are cut.
+
+    A Chinese book's documents are cut at jieba's word boundaries when it is
+    installed (``ragcite_word_segmenter``): measured on the Chinese dev set
+    with BM25 alone, an index without bigrams that span two words puts the
+    right passage first for 0.733 of the questions, against 0.667 with
+    plain bigrams (in the top 3: 0.907 against 0.840), while the questions
+    keep plain bigrams; cutting the questions as well added little (0.747,
+    0.893), so the server and the browser need no segmenter.
+    """
+    spec = spec_for(config_text(app.config.language) or None)
+    if spec.get("language") != "zh" or config.word_segmenter == "none":
+        return spec, tokenizer(spec)
+    try:
+        named, words = jieba_words()
+    except ImportError:
+        if config.word_segmenter == "jieba":
+            logger.warning(
+                "ragcite: ragcite_word_segmenter is 'jieba' but jieba is not "
+                "installed (pip install 'sphinx-ragcite[zh]'): the index is cut "
+                "into plain character bigrams",
+                type="ragcite",
+                subtype="language",
+            )
+        return spec, tokenizer(spec)
+    spec = {**spec, "index_words": named}
+    return spec, WordTokenizer(spec, words)
+
+
 def write_site_index(app: Sphinx) -> dict[str, Any]:
     config = RagciteConfig.from_sphinx(app.config)
     timed = stages.of(app).timed
@@ -57,9 +93,9 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
         records = build_records(app.env, app.builder)
         writer = IndexWriter(Path(app.builder.outdir))
         writer.add("passages", "passages.jsonl", passages_jsonl(records))
-    spec = spec_for(config_text(app.config.language) or None)
+    spec, documents = _tokenizers(app, config)
     with timed("bm25"):
-        retriever = build_bm25(records, tokenizer(spec))
+        retriever = build_bm25(records, documents)
         for name, data in bm25_files(retriever).items():
             writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
     with timed("static index"):

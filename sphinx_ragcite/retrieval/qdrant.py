@@ -51,7 +51,7 @@ from sphinx_ragcite.retrieval.site import (
     moved_hint,
     read_tokenizer,
 )
-from sphinx_ragcite.text import ENGLISH, Tokenizer
+from sphinx_ragcite.text import ENGLISH, Tokenizer, document_tokenizer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -336,12 +336,12 @@ def _points(site: Site, name: str, version: str) -> Iterator[qm.PointStruct]:
 
     # k1 and b as the site's own BM25 index holds them (formats/bm25.py)
     vocab = site.bm25.vocab_dict
+    try:  # the documents' terms, cut as the build cut them
+        documents = document_tokenizer(site.manifest.tokenizer or None)
+    except ValueError as error:
+        raise SiteIndexError(f"{site.where}: {error}") from None
     sparse = sparse_rows(
-        site.passages,
-        vocab,
-        float(site.bm25.k1),
-        float(site.bm25.b),
-        site.tokenizer,
+        site.passages, vocab, float(site.bm25.k1), float(site.bm25.b), documents
     )
     for row, (record, (indices, values)) in enumerate(
         zip(site.passages, sparse, strict=True)
