@@ -486,7 +486,7 @@ def parity() -> dict[str, Any]:
 # --------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--sets",
@@ -510,49 +510,44 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rebuild", action="store_true", help="ignore cached sites")
     parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    began = time.perf_counter()
-    WORK.mkdir(parents=True, exist_ok=True)
+    return parser.parse_args(argv)
 
-    parity_result: dict[str, Any] = {"skipped": "--skip parity"}
-    if "parity" not in args.skip:
-        print("parity: the case file in Python and in Node ...", flush=True)
-        parity_result = parity()
 
+def answers(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], dict[str, Any]] | None:
+    """Every set answered now and (in a child process) at the baseline: now,
+    before, the sets not built and what the baseline was; None when the
+    Chinese set cannot be built."""
     now: dict[str, Any] = {}
     before: dict[str, Any] = {}
     missing: dict[str, str] = {}
     baseline_info: dict[str, Any] = {"rev": args.baseline}
-    if "answers" not in args.skip:
-        devsets, missing = load_sets(args.sets, args.rebuild)
-        if CHINESE in args.sets and CHINESE not in devsets:
-            print(f"{CHINESE} cannot be built", file=sys.stderr)
-            return 2
-        proc = None
-        if "baseline" not in args.skip and devsets:
-            worktree, full = baseline_worktree(args.baseline)
-            baseline_info.update(commit=full, worktree=str(worktree))
-            print(
-                f"baseline {full[:7]}: answer_quality.py in {worktree} ...", flush=True
-            )
-            proc, bout, blog = start_baseline(worktree, list(devsets))
-        t0 = time.perf_counter()
-        now = answer_now(devsets)
-        baseline_info["now_seconds"] = round(time.perf_counter() - t0, 1)
-        if proc is not None:
-            before, error = finish_baseline(proc, bout, blog)
-            baseline_info["seconds"] = round(time.perf_counter() - t0, 1)
-            if error:
-                print(f"WARNING {error}", file=sys.stderr)
-                baseline_info["error"] = error
+    if "answers" in args.skip:
+        return now, before, missing, baseline_info
+    devsets, missing = load_sets(args.sets, args.rebuild)
+    if CHINESE in args.sets and CHINESE not in devsets:
+        return None
+    proc = None
+    if "baseline" not in args.skip and devsets:
+        worktree, full = baseline_worktree(args.baseline)
+        baseline_info.update(commit=full, worktree=str(worktree))
+        print(f"baseline {full[:7]}: answer_quality.py in {worktree} ...", flush=True)
+        proc, bout, blog = start_baseline(worktree, list(devsets))
+    t0 = time.perf_counter()
+    now = answer_now(devsets)
+    baseline_info["now_seconds"] = round(time.perf_counter() - t0, 1)
+    if proc is not None:
+        before, error = finish_baseline(proc, bout, blog)
+        baseline_info["seconds"] = round(time.perf_counter() - t0, 1)
+        if error:
+            print(f"WARNING {error}", file=sys.stderr)
+            baseline_info["error"] = error
+    return now, before, missing, baseline_info
 
-    builds: dict[str, Any] = {"skipped": "--skip builds"}
-    if "builds" not in args.skip:
-        builds = overhead(args.repeat)
 
-    rows: list[dict[str, Any]] = []
-    english: dict[str, Any] = {}
-    zh_now, zh_before = now.get(CHINESE), before.get(CHINESE)
+def chinese_rows(zh_now: Any, zh_before: Any) -> list[dict[str, Any]]:
+    rows = []
     for key, label, op, goal in CHINESE_TARGETS:
         value = zh_now.get(key) if zh_now else None
         met = (
@@ -569,20 +564,27 @@ def main(argv: list[str] | None = None) -> int:
                 "key": key,
             }
         )
+    return rows
+
+
+def english_rows(
+    args: argparse.Namespace,
+    now: dict[str, Any],
+    before: dict[str, Any],
+    missing: dict[str, str],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One row per English set: no figure lower than at the baseline."""
+    rows: list[dict[str, Any]] = []
+    english: dict[str, Any] = {}
+    target = "no figure lower than before"
     for name in (s for s in args.sets if s != CHINESE):
         if name not in now:
-            rows.append(
-                {
-                    "measure": f"English dev set {name}",
-                    "target": "no figure lower than before",
-                    "figure": "not run: " + missing.get(name, "--skip answers"),
-                    "before": "-",
-                    "met": None,
-                }
-            )
+            figure = "not run: " + missing.get(name, "--skip answers")
+            rows.append(_row(f"English dev set {name}", target, figure, None))
             continue
         english[name] = compare(now[name], before.get(name), args.tolerance)
         worse = english[name]["worse"]
+        figures = english[name]["figures"]
         figure = (
             "no baseline"
             if english[name]["met"] is None
@@ -590,20 +592,38 @@ def main(argv: list[str] | None = None) -> int:
             if not worse
             else "lower: "
             + ", ".join(
-                f"{SHORT[k]} {fmt(english[name]['figures'][k]['before'])}->"
-                f"{fmt(english[name]['figures'][k]['now'])}"
+                f"{SHORT[k]} {fmt(figures[k]['before'])}->{fmt(figures[k]['now'])}"
                 for k in worse
             )
         )
         rows.append(
-            {
-                "measure": f"English dev set {name}",
-                "target": "no figure lower than before",
-                "figure": figure,
-                "before": f"{len(FIGURES)} figures compared",
-                "met": english[name]["met"],
-            }
+            _row(
+                f"English dev set {name}",
+                target,
+                figure,
+                english[name]["met"],
+                f"{len(FIGURES)} figures compared",
+            )
         )
+    return rows, english
+
+
+def _row(
+    measure: str, target: str, figure: str, met: bool | None, before: str = "-"
+) -> dict[str, Any]:
+    return {
+        "measure": measure,
+        "target": target,
+        "figure": figure,
+        "before": before,
+        "met": met,
+    }
+
+
+def other_rows(
+    builds: dict[str, Any], parity_result: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The build overhead and the tokenizers' parity."""
     if "skipped" in builds:
         figure, met = builds["skipped"], None
     else:
@@ -615,15 +635,14 @@ def main(argv: list[str] | None = None) -> int:
             f" = {builds['stage_attributed_ratio']:.3f}x)"
         )
         met = builds["met"]
-    rows.append(
-        {
-            "measure": "build overhead of the CJK tokenizer",
-            "target": f"<= {OVERHEAD_GOAL:g}x English tokenizer",
-            "figure": figure,
-            "before": "-",
-            "met": met,
-        }
-    )
+    rows = [
+        _row(
+            "build overhead of the CJK tokenizer",
+            f"<= {OVERHEAD_GOAL:g}x English tokenizer",
+            figure,
+            met,
+        )
+    ]
     if "skipped" in parity_result:
         figure, met = parity_result["skipped"], None
     else:
@@ -634,108 +653,116 @@ def main(argv: list[str] | None = None) -> int:
         )
         met = parity_result["met"]
     rows.append(
-        {
-            "measure": "static search: Python and JS tokenizers",
-            "target": "identical on the case file (every language)",
-            "figure": figure,
-            "before": "-",
-            "met": met,
-        }
+        _row(
+            "static search: Python and JS tokenizers",
+            "identical on the case file (every language)",
+            figure,
+            met,
+        )
+    )
+    return rows
+
+
+def sets_table(baseline: str, now: dict[str, Any], before: dict[str, Any]) -> str:
+    body = []
+    for name, result in now.items():
+        was = before.get(name, {})
+        body.append([name, "now", *(fmt(result.get(k)) for k in FIGURES)])
+        body.append(["", "before", *(fmt(was.get(k)) for k in FIGURES)])
+    return f"\nDev sets, extractive, now vs before ({baseline}):\n" + table(
+        ["set", "", *(SHORT[k] for k in FIGURES)], body
     )
 
-    text = ["Targets of issue 29:"]
-    text.append(
-        table(
-            ["measure", "target", "figure", "before", "met"],
-            [
-                [
-                    r["measure"],
-                    r["target"],
-                    r["figure"],
-                    r["before"],
-                    met_text(r["met"]),
-                ]
-                for r in rows
-            ],
-        )
+
+def builds_table(builds: dict[str, Any]) -> list[str]:
+    text = [
+        f"\nBuild of {CORPUS} (-D language=zh_CN), warm embedding cache, "
+        f"median of {builds['repeat']}:"
+    ]
+    stage_names = sorted(
+        {s for v in builds["stage_median_seconds"].values() for s in v}
     )
-    if now:
-        text.append(f"\nDev sets, extractive, now vs before ({args.baseline}):")
-        body = []
-        for name, result in now.items():
-            was = before.get(name, {})
-            body.append([name, "now", *(fmt(result.get(k)) for k in FIGURES)])
-            body.append(["", "before", *(fmt(was.get(k)) for k in FIGURES)])
-        text.append(table(["set", "", *(SHORT[k] for k in FIGURES)], body))
-    if "skipped" not in builds:
-        text.append(
-            f"\nBuild of {CORPUS} (-D language=zh_CN), warm embedding cache, "
-            f"median of {builds['repeat']}:"
-        )
-        stage_names = sorted(
-            {s for v in builds["stage_median_seconds"].values() for s in v}
-        )
-        body = [
-            [
-                v,
-                f"{builds['median_seconds'][v]:.2f}",
-                f"{builds['tokenizer_stage_seconds'][v]:.3f}",
-                *(
-                    f"{builds['stage_median_seconds'].get(v, {}).get(s, 0.0):.2f}"
-                    for s in ("read", "write pages", *TOKENIZER_STAGES)
-                ),
-            ]
-            for v in ("zh", "en")
+    body = [
+        [
+            v,
+            f"{builds['median_seconds'][v]:.2f}",
+            f"{builds['tokenizer_stage_seconds'][v]:.3f}",
+            *(
+                f"{builds['stage_median_seconds'].get(v, {}).get(s, 0.0):.2f}"
+                for s in ("read", "write pages", *TOKENIZER_STAGES)
+            ),
         ]
-        text.append(
-            table(
-                [
-                    "tokenizer",
-                    "build s",
-                    "bm25+static s",
-                    "read s",
-                    "write pages s",
-                    *(f"{s} s" for s in TOKENIZER_STAGES),
-                ],
-                body,
-            )
-        )
-        text.append(
-            f"tokenizer stages zh/en: {builds['tokenizer_stage_ratio']}x; "
-            f"stages measured: {', '.join(stage_names)}"
-        )
-        for problem in builds["problems"]:
-            text.append(f"PROBLEM: {problem}")
-    if "skipped" not in parity_result:
-        text.append(
-            "\nPython vs JS tokenizer per language (case file; wider sample: "
-            "the parity tests' tricky and CJK strings):"
-        )
-        body = [
+        for v in ("zh", "en")
+    ]
+    header = ["tokenizer", "build s", "bm25+static s", "read s", "write pages s"]
+    text.append(table([*header, *(f"{s} s" for s in TOKENIZER_STAGES)], body))
+    text.append(
+        f"tokenizer stages zh/en: {builds['tokenizer_stage_ratio']}x; "
+        f"stages measured: {', '.join(stage_names)}"
+    )
+    text += [f"PROBLEM: {problem}" for problem in builds["problems"]]
+    return text
+
+
+def parity_table(parity_result: dict[str, Any]) -> str:
+    body = []
+    for lang, v in parity_result["languages"].items():
+        wider = v["wider_sample"]
+        body.append(
             [
                 lang,
                 str(v["cases"]),
                 str(v["mismatches"]),
                 f"{v['python_differs_from_file']}/{v['js_differs_from_file']}",
                 "yes" if v["file_spec_is_built_spec"] else "NO",
-                f"{v['wider_sample']['words_mismatches']}/{v['wider_sample']['tokens_mismatches']}"
-                f" of {v['wider_sample']['texts']}",
+                f"{wider['words_mismatches']}/{wider['tokens_mismatches']}"
+                f" of {wider['texts']}",
             ]
-            for lang, v in parity_result["languages"].items()
-        ]
-        text.append(
-            table(
-                [
-                    "language",
-                    "cases",
-                    "py != js",
-                    "py/js != file",
-                    "file spec = built",
-                    "wider: words/tokens differ",
-                ],
-                body,
-            )
         )
+    header = ["language", "cases", "py != js", "py/js != file", "file spec = built"]
+    return (
+        "\nPython vs JS tokenizer per language (case file; wider sample: "
+        "the parity tests' tricky and CJK strings):\n"
+        + table([*header, "wider: words/tokens differ"], body)
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    began = time.perf_counter()
+    WORK.mkdir(parents=True, exist_ok=True)
+    parity_result: dict[str, Any] = {"skipped": "--skip parity"}
+    if "parity" not in args.skip:
+        print("parity: the case file in Python and in Node ...", flush=True)
+        parity_result = parity()
+    answered = answers(args)
+    if answered is None:
+        print(f"{CHINESE} cannot be built", file=sys.stderr)
+        return 2
+    now, before, missing, baseline_info = answered
+    builds: dict[str, Any] = {"skipped": "--skip builds"}
+    if "builds" not in args.skip:
+        builds = overhead(args.repeat)
+
+    zh_now, zh_before = now.get(CHINESE), before.get(CHINESE)
+    english_part, english = english_rows(args, now, before, missing)
+    rows = [
+        *chinese_rows(zh_now, zh_before),
+        *english_part,
+        *other_rows(builds, parity_result),
+    ]
+    cells = [
+        [r["measure"], r["target"], r["figure"], r["before"], met_text(r["met"])]
+        for r in rows
+    ]
+    text = ["Targets of issue 29:"]
+    text.append(table(["measure", "target", "figure", "before", "met"], cells))
+    if now:
+        text.append(sets_table(args.baseline, now, before))
+    if "skipped" not in builds:
+        text += builds_table(builds)
+    if "skipped" not in parity_result:
+        text.append(parity_table(parity_result))
     total = time.perf_counter() - began
     report = "\n".join(text)
     print()
