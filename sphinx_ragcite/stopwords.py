@@ -296,9 +296,8 @@ STOPWORDS: dict[str, tuple[str, ...]] = {
 #: interrogatives and question-final particles, which a reader's question
 #: always has and a book's prose seldom does, so their bigrams ("是什",
 #: "什么", "么时") would match the odd passage that happens to ask something.
-#: Content words are never here (a book about Go may say 如何 in every
-#: heading: idf still weighs them where they are kept). Chosen from grammar,
-#: not fitted on a dev set; the longest word wins where two overlap.
+#: Chosen from grammar, not fitted on a dev set; the longest word wins where
+#: two overlap.
 CJK_STOPWORDS: dict[str, tuple[str, ...]] = {
     "zh": (
         "什么", "什麼", "甚么", "甚麼", "怎么", "怎麼", "怎样", "怎樣", "如何",

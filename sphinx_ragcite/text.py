@@ -308,6 +308,8 @@ ENGLISH = Tokenizer(SPEC)
 #: The answer layer's words (claims checked against evidence, question terms
 #: weighed by idf): English rules, CJK runs as bigrams in any book, as the
 #: zh/ja/ko index cuts them. Text without CJK tokenizes as :data:`ENGLISH`.
+#: Question words are kept: cut out here as well, the Chinese dev set's
+#: precision of answers fell from 0.85 to 0.78.
 MIXED = Tokenizer({**spec_for("zh"), "cjk_stopwords": []})
 _CJK_CHAR = re.compile(f"[{_char_class(CJK_RANGES)}]")
 
