@@ -13,7 +13,11 @@
 /** @typedef {import("./types").Answer} Answer */
 /** @typedef {import("./types").AskRequest} AskRequest */
 /** @typedef {import("./types").FeedbackRequest} FeedbackRequest */
-/** @typedef {"invalid" | "busy" | "rate" | "server" | "network" | "static" | "aborted"} ErrorKind */
+/**
+ * What went wrong; "unserved": the `site` asked is not served (any more),
+ * e.g. the server restarted without that version while the page was open.
+ * @typedef {"invalid" | "unserved" | "busy" | "rate" | "server" | "network" | "static" | "aborted"} ErrorKind
+ */
 
 /**
  * One of several sites served together, as `/api/health` lists it.
@@ -26,7 +30,8 @@
  * @typedef {object} VersionChoice
  * @property {string} name the site's name, what a question's `site` says
  * @property {string} version its conf.py `version` ("" when it has none)
- * @property {string} label for people: "2.0", "2.0 (latest)", "1.0 (this page)"
+ * @property {string} label for people: "2.0", "2.0 (latest)", "1.0 (this page)";
+ *   a version that is not plain ASCII between U+2068 and U+2069 (`isolate`)
  * @property {boolean} own whether it is the page's own site
  */
 
@@ -79,10 +84,13 @@
    */
   async function httpError(response) {
     let message = "";
+    let field = "";
     try {
       const body = await response.json();
       const m = body && body.error && body.error.message;
       if (typeof m === "string") message = m;
+      const f = body && body.error && body.error.field;
+      if (typeof f === "string") field = f;
     } catch {
       // not JSON: keep the generic message
     }
@@ -93,6 +101,11 @@
     }
     if (response.status === 429) {
       return new WidgetError(message || "Too many questions at once.", "rate", wait || 5);
+    }
+    // `ragcite serve` refuses a site it does not serve with 400
+    // `invalid_request`, field `site` (see `retrieval/sites.py`'s ScopeError)
+    if (response.status === 400 && field === "site" && message) {
+      return new WidgetError(message, "unserved");
     }
     if (response.status >= 400 && response.status < 500 && message) {
       return new WidgetError(message, "invalid");
@@ -332,8 +345,6 @@
     const same = served.filter((s) => s.project === mine.project);
     if (same.length < 2) return [];
     same.sort((a, b) => compareVersions(b.version, a.version) || compareVersions(b.release, a.release) || (a.name < b.name ? -1 : 1));
-    /** @param {SiteInfo} s */
-    const shownOf = (s) => s.version || s.release || s.name;
     return same.map((s) => {
       const shown = shownOf(s);
       const twin = same.some((t) => t !== s && shownOf(t) === shown);
@@ -344,10 +355,49 @@
       return {
         name: s.name,
         version: s.version,
-        label: notes.length ? `${shown} (${notes.join(", ")})` : shown,
+        label: notes.length ? `${isolate(shown)} (${notes.join(", ")})` : isolate(shown),
         own: s.name === own,
       };
     });
+  }
+
+  /**
+   * How a site's version is shown: conf.py `version`, else `release`, else
+   * the site's name.
+   * @param {SiteInfo} s
+   */
+  function shownOf(s) {
+    return s.version || s.release || s.name;
+  }
+
+  /**
+   * A conf.py version as it goes into a label: plain ASCII as it is, anything
+   * else between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE, so that a
+   * right-to-left version or a stray U+202E reorders nothing after it. A
+   * label also lands where no `<bdi>` can go (an `<option>`); site names
+   * are ASCII (`contracts.SITE_NAME`).
+   * @param {string} text
+   */
+  function isolate(text) {
+    return /^[\x20-\x7e]*$/.test(text) ? text : `\u2068${text}\u2069`;
+  }
+
+  /**
+   * The label of a served site, for the status line: its picker label, or
+   * for a site the picker does not offer (the page's own, left alone, or
+   * another book) its version, "(this page)" after the page's own; "" when
+   * it is not served.
+   * @param {string} own the page's own site
+   * @param {SiteInfo[] | null} served `client.siteList()`
+   * @param {string} site
+   * @returns {string}
+   */
+  function versionLabel(own, served, site) {
+    const choice = versionChoices(own, served).find((c) => c.name === site);
+    if (choice) return choice.label;
+    const s = served ? served.find((t) => t.name === site) : undefined;
+    if (!s) return "";
+    return site === own ? `${isolate(shownOf(s))} (this page)` : isolate(shownOf(s));
   }
 
   /**
@@ -400,12 +450,14 @@
     createClient,
     httpError,
     infosOf,
+    isolate,
     namesOf,
     otherVersion,
     pageVersion,
     scopeSite,
     versionChoices,
     versionKey,
+    versionLabel,
   };
   lib.client = api;
   if (typeof module === "object" && module.exports) {

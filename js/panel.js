@@ -80,6 +80,10 @@
  *   the versions to offer (fewer than two: no picker), the site chosen, the
  *   page's own version ("" unknown: no version badges)
  * @property {(text: string) => void} setStatus
+ * @property {(now: string, gone?: string) => void} sayVersion say in the
+ *   status line which version questions go to now (a label, "" for the
+ *   server's default) and, when the one asked is no longer served, which
+ *   one that was
  * @property {(question: string) => void} setQuestion
  * @property {(busy: boolean) => void} setBusy
  * @property {(text: string) => void} streamText append streamed answer text
@@ -410,7 +414,8 @@
       const other = Boolean(picked && !picked.own);
       w.versionSelect.classList.toggle("ragcite-version-other", other);
       w.versionNote.hidden = !other;
-      w.versionNote.textContent = other && page ? `This page is version ${page}.` : other ? "Not this page's version." : "";
+      if (other && page) w.versionNote.replaceChildren("This page is version ", el("bdi", { text: page }), ".");
+      else w.versionNote.textContent = other ? "Not this page's version." : "";
       refreshBadges();
     }
 
@@ -436,7 +441,8 @@
       const version = badge.getAttribute("data-ragcite-version") || "";
       const other = lib.client.otherVersion(version, pageVersion);
       badge.hidden = !other;
-      badge.title = other ? `From version ${version} of the book; this page is version ${pageVersion}` : "";
+      const { isolate } = lib.client;
+      badge.title = other ? `From version ${isolate(version)} of the book; this page is version ${isolate(pageVersion)}` : "";
     }
 
     function refreshBadges() {
@@ -614,6 +620,23 @@
     }
 
     /**
+     * "Questions now go to version 2.0.", or "Version 2.0 is no longer
+     * served; questions now go to version 1.0 (this page)."; each label
+     * (conf.py text) in its own `<bdi>`.
+     * @param {string} now the label of the version asked from now on, ""
+     *   for the server's default (every site it serves)
+     * @param {string} [gone] the label of a version no longer served
+     */
+    function sayVersion(now, gone) {
+      if (!widget) return;
+      const to = now ? ["version ", el("bdi", { text: now }), "."] : ["every site the server serves."];
+      widget.status.replaceChildren(
+        ...(gone ? ["Version ", el("bdi", { text: gone }), " is no longer served; questions now go to "] : ["Questions now go to "]),
+        ...to,
+      );
+    }
+
+    /**
      * @param {WidgetError} error
      * @param {() => void} retry
      */
@@ -644,7 +667,7 @@
         setStatus("");
         return;
       }
-      const head = error.kind === "invalid" ? "Cannot ask that: " : error.kind === "static" ? "" : "Error: ";
+      const head = error.kind === "invalid" || error.kind === "unserved" ? "Cannot ask that: " : error.kind === "static" ? "" : "Error: ";
       w.error.append(head ? el("strong", { text: head }) : "", isolated(error.message));
       setStatus("");
     }
@@ -1086,6 +1109,7 @@
       showMode,
       showVersions,
       setStatus,
+      sayVersion,
       setQuestion,
       setBusy,
       streamText,

@@ -168,8 +168,11 @@
     return choices.length ? chosen : null;
   }
 
-  /** @param {string} site the version (site) the reader picked */
-  function chooseVersion(site) {
+  /**
+   * Keep the reader's choice for the session; the page's own site forgets it.
+   * @param {string} site
+   */
+  function storeChoice(site) {
     picked = site === settings.site ? null : site;
     try {
       const key = lib.client.versionKey(settings.site);
@@ -178,9 +181,39 @@
     } catch {
       // storage may be off: remembered on this page only
     }
+  }
+
+  /** @param {string} site the version (site) the reader picked */
+  function chooseVersion(site) {
+    storeChoice(site);
     showVersions(true);
     const choice = lib.client.versionChoices(settings.site, server.siteList()).find((c) => c.name === site);
-    if (choice) panel.setStatus(`Questions now go to version ${choice.label}.`);
+    if (choice) panel.sayVersion(choice.label);
+  }
+
+  /**
+   * The site a question asked is not served any more (the server restarted
+   * without that version while this page was open): forget the reader's
+   * choice, read again which sites the server serves (the picker with them)
+   * and ask the page's own version, or the server's default when that is
+   * gone too.
+   * @param {AskRequest} body the request, changed to ask the site now chosen
+   * @returns {Promise<() => void>} says so in the status line
+   */
+  async function fallBack(body) {
+    const gone = body.site || "";
+    const goneLabel = lib.client.versionLabel(settings.site, server.siteList(), gone) || gone;
+    if (picked === gone) storeChoice(settings.site);
+    server.forget();
+    const up = await server.available();
+    panel.showMode(up);
+    const site = showVersions(up) || lib.client.scopeSite(settings, server.sites());
+    if (site) body.site = site;
+    else delete body.site;
+    const now = site ? lib.client.versionLabel(settings.site, server.siteList(), site) || site : "";
+    const say = () => panel.sayVersion(now, goneLabel);
+    say();
+    return say;
   }
 
   // -- asking -----------------------------------------------------------------
@@ -255,31 +288,44 @@
         options.site !== undefined ? options.site : version || lib.client.scopeSite(settings, server.sites());
       if (site) body.site = site;
       if (options.version) body.version = options.version;
+      /** @type {(() => void) | null} says that the version asked has gone */
+      let moved = null;
       let answer;
-      try {
-        answer = await server.stream(body, controller.signal, (event, data) => {
-          if (inflight !== controller) return;
-          if (event === "retrieval") {
-            const n = data && Array.isArray(data.retrieved) ? data.retrieved.length : 0;
-            panel.setStatus(`Found ${n} relevant passage${n === 1 ? "" : "s"}. Writing the answer…`);
-          } else if (event === "token" && data && typeof data.text === "string") {
-            panel.streamText(data.text);
+      for (;;) {
+        try {
+          answer = await server.stream(body, controller.signal, (event, data) => {
+            if (inflight !== controller) return;
+            if (event === "retrieval") {
+              const n = data && Array.isArray(data.retrieved) ? data.retrieved.length : 0;
+              panel.setStatus(`Found ${n} relevant passage${n === 1 ? "" : "s"}. Writing the answer…`);
+            } else if (event === "token" && data && typeof data.text === "string") {
+              panel.streamText(data.text);
+            }
+          });
+          break;
+        } catch (error) {
+          if (controller.signal.aborted) throw new WidgetError("Replaced by a newer question.", "aborted");
+          // the version asked (the picker's or the page's own, not one the
+          // caller named) left the server: fall back once, never loop
+          if (error instanceof WidgetError && error.kind === "unserved" && options.site === undefined && body.site && !moved) {
+            moved = await fallBack(body);
+            if (inflight !== controller) throw new WidgetError("Replaced by a newer question.", "aborted");
+            continue;
           }
-        });
-      } catch (error) {
-        if (controller.signal.aborted) throw new WidgetError("Replaced by a newer question.", "aborted");
-        if (error instanceof WidgetError) throw error;
-        // the server went away after the health check: search instead
-        server.forget();
-        panel.showMode(false);
-        return await askStatic(
-          text,
-          selected,
-          "The answer server stopped responding, so these are the passages that best match your question.",
-        );
+          if (error instanceof WidgetError) throw error;
+          // the server went away after the health check: search instead
+          server.forget();
+          panel.showMode(false);
+          return await askStatic(
+            text,
+            selected,
+            "The answer server stopped responding, so these are the passages that best match your question.",
+          );
+        }
       }
       if (inflight !== controller) throw new WidgetError("Replaced by a newer question.", "aborted");
       panel.renderAnswer(answer);
+      if (moved) moved();
       last = { kind: "answer", question: text, selection: selected, data: answer };
       remember();
       document.dispatchEvent(new CustomEvent("ragcite:answer", { detail: answer }));

@@ -9,13 +9,20 @@ served as ``v1`` beside its edited copy (2.0, the bloom paragraph changed) as
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
 
 import test_widget
 from test_widget import QUESTION, SHOTS, ask, shot
 
-from conftest import BLOOM_V1, BLOOM_V2
+from conftest import BLOOM_V1, BLOOM_V2, free_port, wait_until_up
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 # the widget tests' fixtures: Chromium, a page that fails on errors, the
 # example book alone and beside its version 2.0
@@ -236,3 +243,219 @@ def test_the_choice_lasts_the_session_on_the_site_it_was_made(  # type: ignore[n
         page.screenshot(path=str(SHOTS / "version-picker-own.png"))
     finally:
         fresh.close()
+
+
+# -- a version that leaves the server, and bidi text in a version -------------------
+
+
+@contextlib.contextmanager
+def ragcite_serve_on(port: int, *args: str, log: Path) -> Iterator[str]:
+    """``ragcite serve ARGS`` in a child process on *port*, so that a page
+    stays on one origin across restarts (conftest's ``ragcite_serve`` picks
+    a new port each time)."""
+    url = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sphinx_ragcite", "serve", *args,
+             "--generator", "extractive", "--rate-limit", "0", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_until_up(process, f"{url}/api/health", log)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def asked_sites(sent: list[dict[str, Any]]) -> list[str | None]:
+    return [body.get("site") for body in sent]
+
+
+def test_a_version_removed_while_the_page_is_open_falls_back_once(  # type: ignore[no-untyped-def]
+    page, site: Path, example_site_v2: Path, tmp_path: Path
+) -> None:
+    """Issue 33, defect 12: the server restarts without the version the
+    reader picked; the next question falls back to the page's own version,
+    the picker is read again and the status line says so, in one line; one
+    refusal, one question more, never a loop."""
+    sent: list[dict[str, Any]] = []
+    page.on(
+        "request",
+        lambda r: (
+            sent.append(json.loads(r.post_data or "{}"))
+            if r.url.endswith("/api/ask/stream")
+            else None
+        ),
+    )
+    port = free_port()
+    both = ("--site", f"v1={site}", "--site", f"v2={example_site_v2}")
+    with ragcite_serve_on(port, *both, log=tmp_path / "both.log") as url:
+        page.goto(f"{url}/v1/brewing/pour_over.html")
+        open_panel(page)
+        page.get_by_label(PICKER).select_option("v2")
+        assert ask_in_form(page, QUESTION)["site"] == "v2"
+    assert asked_sites(sent) == ["v2"]
+
+    # the operator drops 2.0; the page stays open, nothing reloads it
+    with ragcite_serve_on(port, "--site", f"v1={site}", log=tmp_path / "v1.log"):
+        sent.clear()
+        answer = ask_in_form(page, QUESTION)
+        assert asked_sites(sent) == ["v2", "v1"]  # refused once, asked again once
+        assert answer["site"] == "v1"
+        assert BLOOM_V1 in answer["answer"]
+        assert BLOOM_V1 in page.locator(".ragcite-answer").text_content()
+        assert page.locator(".ragcite-error").is_hidden()
+        assert page.locator(".ragcite-status").text_content() == (
+            "Version 2.0 is no longer served; "
+            "questions now go to version 1.0 (this page)."
+        )
+        # the picker was read again: one version left, so none to pick
+        assert page.locator(".ragcite-versions").is_hidden()
+        assert page.evaluate("sessionStorage.getItem('ragcite:version:v1')") is None
+        assert shown_badges(page, ".ragcite-output") == []
+
+        # the next question asks 1.0 at once
+        sent.clear()
+        assert ask_in_form(page, QUESTION)["site"] == "v1"
+        assert asked_sites(sent) == ["v1"]
+
+    # now the page's own version goes too: the server's default, every site
+    with ragcite_serve_on(
+        port, "--site", f"v2={example_site_v2}", log=tmp_path / "v2.log"
+    ):
+        sent.clear()
+        answer = ask_in_form(page, QUESTION)
+        assert asked_sites(sent) == ["v1", None]
+        assert answer["site"] == "v2"
+        assert BLOOM_V2 in answer["answer"]
+        assert page.locator(".ragcite-status").text_content() == (
+            "Version 1.0 (this page) is no longer served; "
+            "questions now go to every site the server serves."
+        )
+
+
+def test_a_second_refusal_is_shown_not_asked_again(  # type: ignore[no-untyped-def]
+    page, sites_server: str
+) -> None:
+    """However often the server says "no such site", the widget asks once
+    more and then shows the refusal."""
+    refusal = {
+        "error": {
+            "code": "invalid_request",
+            "message": "No site 'v2' is served here; sites: v1.",
+            "field": "site",
+        }
+    }
+    sent: list[dict[str, Any]] = []
+
+    def refuse(route) -> None:  # type: ignore[no-untyped-def]
+        sent.append(json.loads(route.request.post_data or "{}"))
+        route.fulfill(status=400, json=refusal)
+
+    page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+    open_panel(page)
+    page.get_by_label(PICKER).select_option("v2")
+    page.route("**/api/ask/stream", refuse)
+    box = page.locator("#ragcite-question")
+    box.fill(QUESTION)
+    box.press("Enter")
+    error = page.locator(".ragcite-error")
+    error.wait_for(state="visible")
+    assert error.text_content() == (
+        "Cannot ask that: No site 'v2' is served here; sites: v1."
+    )
+    page.wait_for_timeout(500)  # no third request comes
+    # v2 is still served (only the answers were refused): the fallback asked v1
+    assert asked_sites(sent) == ["v2", "v1"]
+    # a site the page's script names itself is not changed behind its back
+    sent.clear()
+    page.evaluate("window.ragcite.ask('Bloom?', {site: 'v2'}).catch(() => {})")
+    error.wait_for(state="visible")
+    page.wait_for_timeout(300)
+    assert asked_sites(sent) == ["v2"]
+
+
+#: The drop-down's text of each option, laid out in a span of the page (the
+#: native <select> draws it out of the DOM's reach, with the same bidi rules).
+OPTION_IN_A_SPAN = """(value) => {
+  const option = document.querySelector(`#ragcite-version option[value="${value}"]`);
+  const span = document.createElement("span");
+  span.id = "ragcite-test-option";
+  span.style.whiteSpace = "nowrap";
+  span.textContent = option.textContent;
+  document.getElementById("ragcite-test-option")?.remove();
+  document.body.prepend(span);
+}"""
+#: The box of the first character of the first text with *digit* and that
+#: of the element's last character.
+DIGIT_AND_END = """([selector, digit]) => {
+  const root = document.querySelector(selector);
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const box = (n, i) => {
+    const r = document.createRange();
+    r.setStart(n, i);
+    r.setEnd(n, i + 1);
+    const b = r.getBoundingClientRect();
+    return {left: b.left, right: b.right, top: b.top};
+  };
+  let first = null, last = null;
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const i = n.data.indexOf(digit);
+    if (first === null && i >= 0) first = box(n, i);
+    if (n.data.length) last = box(n, n.data.length - 1);
+  }
+  return [first, last];
+}"""
+
+
+def test_a_version_with_a_bidi_override_reorders_nothing_after_it(  # type: ignore[no-untyped-def]
+    page, sites_server: str
+) -> None:
+    """Issue 33, defect 13: a conf.py version holding U+202E (or any
+    right-to-left text) stays inside its label, in the picker's options, the
+    status line and the note under the picker."""
+    rlo = test_widget.RLO
+    versions = {"v1": f"{rlo}1.0", "v2": f"{rlo}2.0"}
+
+    def tampered(route) -> None:  # type: ignore[no-untyped-def]
+        health = route.fetch().json()
+        for info in health["sites"]:
+            info["version"] = info["release"] = versions[info["name"]]
+        route.fulfill(json=health)
+
+    page.route("**/api/health", tampered)
+    page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+    open_panel(page)
+    picker = page.get_by_label(PICKER)
+    picker.wait_for(state="visible")
+    # an <option> holds no <bdi>: the version goes between U+2068 and U+2069
+    assert options(page) == [
+        ("v2", f"\u2068{rlo}2.0\u2069"),
+        ("v1", f"\u2068{rlo}1.0\u2069 (this page)"),
+    ]
+    page.evaluate(OPTION_IN_A_SPAN, "v1")
+    test_widget.assert_reads_in_order(page, "#ragcite-test-option", "(", "this")
+    test_widget.assert_reads_in_order(page, "#ragcite-test-option", "this", "page")
+    page.evaluate("document.getElementById('ragcite-test-option').remove()")
+
+    def ends_after_its_version(selector: str, digit: str) -> None:
+        first, last = page.evaluate(DIGIT_AND_END, [selector, digit])
+        assert abs(first["top"] - last["top"]) < 4, (selector, first, last)
+        assert last["left"] >= first["right"] - 1, (selector, first, last)
+
+    picker.select_option("v2")
+    status = page.locator(".ragcite-status")
+    assert status.text_content() == f"Questions now go to version \u2068{rlo}2.0\u2069."
+    assert status.locator("bdi").count() == 1
+    ends_after_its_version(".ragcite-status", "2")  # the "." after the version
+    note = page.locator("#ragcite-version-note")
+    assert note.text_content() == f"This page is version {rlo}1.0."
+    assert note.locator("bdi").text_content() == f"{rlo}1.0"
+    ends_after_its_version("#ragcite-version-note", "1")
+    page.screenshot(path=str(SHOTS / "version-bidi.png"))

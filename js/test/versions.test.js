@@ -8,11 +8,13 @@ const {
   chosenSite,
   compareVersions,
   createClient,
+  httpError,
   infosOf,
   otherVersion,
   pageVersion,
   versionChoices,
   versionKey,
+  versionLabel,
 } = require("../client.js");
 
 /** @param {string} name @param {string} version @param {string} [project] @param {string} [release] */
@@ -107,4 +109,52 @@ test("the client keeps the sites /api/health lists with their versions", async (
   } finally {
     globalThis.fetch = saved;
   }
+});
+
+/** @param {number} status @param {object} body */
+const reply = (status, body) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+
+test("a site the server no longer serves is an error of its own kind", async () => {
+  // what `ragcite serve` answers today for a site it does not serve (a 400
+  // `invalid_request` naming the field `site`), restarted with or without --site
+  for (const message of ["No site 'v2' is served here; sites: v1.", "This server serves one site; leave out 'site'."]) {
+    const e = await httpError(reply(400, { error: { code: "invalid_request", message, field: "site" } }));
+    assert.equal(e.kind, "unserved", message);
+    assert.equal(e.message, message);
+  }
+  // any other invalid request stays one the reader has to change
+  const other = await httpError(reply(400, { error: { code: "invalid_request", message: "question: too long", field: "question" } }));
+  assert.equal(other.kind, "invalid");
+  const version = await httpError(reply(400, { error: { code: "invalid_request", message: "No site asked has version '9'", field: "version" } }));
+  assert.equal(version.kind, "invalid"); // a version named by the page's script: its own choice
+});
+
+test("a version label with bidi text is isolated; plain ASCII is left as it is", () => {
+  const RLO = "\u202e";
+  const served = infosOf([site("v1", `${RLO}1.0`), site("v2", "2.0"), site("v3", "\u05d2\u05e8\u05e1\u05d4 3")]);
+  const labels = Object.fromEntries(versionChoices("v1", served).map((c) => [c.name, c.label]));
+  assert.deepEqual(labels, {
+    v1: `\u2068${RLO}1.0\u2069 (this page)`,
+    v2: "2.0",
+    v3: "\u2068\u05d2\u05e8\u05e1\u05d4 3\u2069",
+  });
+  // a name beside a version it does not repeat, and two sites of one version
+  const twins = infosOf([site("stable", `${RLO}2.0`), site("latest", `${RLO}2.0`)]);
+  assert.deepEqual(
+    versionChoices("stable", twins).map((c) => c.label),
+    [`\u2068${RLO}2.0\u2069 (latest)`, `\u2068${RLO}2.0\u2069 (stable, this page)`],
+  );
+});
+
+test("versionLabel names a served site, the page's own also when it is the only version left", () => {
+  const two = infosOf([site("v1", "1.0"), site("v2", "2.0"), site("guide", "3.1", "Other book")]);
+  assert.equal(versionLabel("v1", two, "v2"), "2.0");
+  assert.equal(versionLabel("v1", two, "v1"), "1.0 (this page)");
+  assert.equal(versionLabel("v1", two, "guide"), "3.1"); // another book: no picker, still a label
+  assert.equal(versionLabel("v1", two, "gone"), "");
+  assert.equal(versionLabel("v1", null, "v1"), "");
+  // v2 removed: no picker any more, the page's own version still has a label
+  const one = infosOf([site("v1", "\u202e1.0")]);
+  assert.deepEqual(versionChoices("v1", one), []);
+  assert.equal(versionLabel("v1", one, "v1"), "\u2068\u202e1.0\u2069 (this page)");
 });
