@@ -21,7 +21,8 @@
  * The character classes are `tokenizers`' own (the Rust crate
  * `unicode_categories`, Unicode 8.0), written out below as code point ranges,
  * not the JS engine's `\p{...}`: those follow each browser's newer Unicode
- * and would cut ~650 rare characters differently. `tests/test_wordpiece.py`
+ * and would cut ~650 rare characters differently; likewise the 21 characters
+ * its NFD (Unicode 12.1) leaves whole. `tests/test_wordpiece.py`
  * checks every code point against `tokenizers`, and `js/test/wordpiece.test.js`
  * the ids of `tests/golden/wordpiece_cases.json`
  * (written by `tools/write_wordpiece_cases.py`).
@@ -102,6 +103,12 @@
     "1d17b-1d182,1d185-1d18b,1d1aa-1d1ad,1d242-1d244,1da00-1da36,1da3b-1da6c," +
     "1da75,1da84,1da9b-1da9f,1daa1-1daaf,1e8d0-1e8d6,e0100-e01ef";
 
+  /** Left whole by `strip_accents`, whose NFD (Rust's `unicode-normalization`
+   * of Unicode 12.1) predates their decompositions (Unicode 13 to 17), which a
+   * browser's `normalize("NFD")` knows. */
+  const NO_DECOMPOSITION =
+    "105c9,105e4,11383,11385,1138e,11391,113c5,113c7-113c8,11938,16121-16128,16d68-16d6a";
+
   /**
    * A set of code points, as sorted inclusive ranges: [lo0, hi0, lo1, hi1...].
    * @param {string} text "a-b,c,..." in hex
@@ -139,6 +146,7 @@
     cjk: parseRanges(CJK),
     punctuation: parseRanges(PUNCTUATION),
     nonspacing: parseRanges(NONSPACING),
+    noDecomposition: parseRanges(NO_DECOMPOSITION),
   };
 
   /** @param {number} cp */
@@ -331,7 +339,7 @@
       }
       if (strip) {
         let kept = "";
-        for (const ch of out.normalize("NFD")) {
+        for (const ch of nfd(out)) {
           if (!inRanges(TABLES.nonspacing, /** @type {number} */ (ch.codePointAt(0)))) kept += ch;
         }
         out = kept;
@@ -382,6 +390,26 @@
       }
       ids.push(...pieces);
     }
+  }
+
+  /**
+   * Canonical decomposition as `tokenizers` does it: the JS engine's NFD,
+   * except for the characters its older Unicode does not decompose.
+   * @param {string} text
+   * @returns {string}
+   */
+  function nfd(text) {
+    let out = "";
+    let run = "";
+    for (const ch of text) {
+      if (inRanges(TABLES.noDecomposition, /** @type {number} */ (ch.codePointAt(0)))) {
+        out += run.normalize("NFD") + ch;
+        run = "";
+      } else {
+        run += ch;
+      }
+    }
+    return out + run.normalize("NFD");
   }
 
   /**

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -273,7 +274,9 @@ def code_points() -> Iterator[int]:
 
 def unicode_tables() -> dict[str, str]:
     """``tokenizers``' own character classes, probed one code point at a time,
-    as ``js/wordpiece.js`` writes them: hex ranges ``"a-b,c"``."""
+    as ``js/wordpiece.js`` writes them: hex ranges ``"a-b,c"``. The characters
+    whose decomposition it does not know yet come from Node's NFD (its Unicode
+    is newer)."""
     clean = normalizers.BertNormalizer(
         clean_text=True,
         handle_chinese_chars=False,
@@ -309,6 +312,24 @@ def unicode_tables() -> dict[str, str]:
             found["cjk"].append(cp)
         if strip.normalize_str(char) == "":
             found["nonspacing"].append(cp)
+    # A JS string may hold lone surrogates, a Rust one not: JS drops them.
+    found["removed"] += range(0xD800, 0xE000)
+    # Decompositions newer than tokenizers' NFD: those Node's NFD makes.
+    script = (
+        "const out = [];"
+        "for (let cp = 0; cp < 0x110000; cp++) {"
+        "  if (cp >= 0xd800 && cp <= 0xdfff) continue;"
+        "  const c = String.fromCodePoint(cp);"
+        "  if (c.normalize('NFD') !== c) out.push(cp);"
+        "}"
+        "console.log(JSON.stringify(out));"
+    )
+    node = subprocess.run(
+        ["node", "-e", script], capture_output=True, text=True, check=True
+    )
+    found["no_decomposition"] = [
+        cp for cp in json.loads(node.stdout) if strip.normalize_str(chr(cp)) == chr(cp)
+    ]
     return {name: ranges(cps) for name, cps in found.items()}
 
 
