@@ -32,8 +32,7 @@
    *
    * Sets `ort.env.wasm.numThreads = 1` before the session starts. Set
    * `ort.env.wasm.wasmPaths` (or `wasmBinary`) before calling.
-   * @param {{ort: any, model: ArrayBuffer | Uint8Array,
-   *   tokenizer: import("./types").WordPiece, maxTokens: number}} opts
+   * @param {import("./types").EncoderOptions} opts
    * @returns {Promise<import("./types").QuestionEncoder>}
    */
   async function createEncoder({ ort, model, tokenizer, maxTokens }) {

@@ -167,9 +167,11 @@
    * @property {number} sepId
    */
 
+  /** @typedef {import("./types").WordPiece} WordPieceApi */
+
   /**
    * A BERT WordPiece tokenizer built from a `tokenizer.json`.
-   * @implements {import("./types").WordPiece}
+   * @implements {WordPieceApi}
    */
   class WordPiece {
     /** @param {WordPieceSpec} spec */
@@ -246,7 +248,7 @@
      * `maxTokens` in all (the pieces past that are cut).
      * @param {string} text
      * @param {number} maxTokens at least 2
-     * @returns {{ids: number[], attentionMask: number[], typeIds: number[]}}
+     * @returns {import("./types").WordPieceEncoding}
      */
     encode(text, maxTokens) {
       if (!Number.isInteger(maxTokens) || maxTokens < 2) {
