@@ -22,7 +22,7 @@
  * `unicode_categories`, Unicode 8.0), written out below as code point ranges,
  * not the JS engine's `\p{...}`: those follow each browser's newer Unicode
  * and would cut ~650 rare characters differently; likewise the 21 characters
- * its NFD (Unicode 12.1) leaves whole. `tests/test_wordpiece.py`
+ * its NFD (Unicode 12.1) leaves whole. `tests/test_browser_encoder.py`
  * checks every code point against `tokenizers`, and `js/test/wordpiece.test.js`
  * the ids of `tests/golden/wordpiece_cases.json`
  * (written by `tools/write_wordpiece_cases.py`).
@@ -46,7 +46,7 @@
     "0-8,b-c,e-1f,7f-9f,ad,600-605,61c,6dd,70f,180e,200b-200f,202a-202e," +
     "2060-2064,2066-206f,d800-dfff,e000-f8ff,feff,fff9-fffb,fffd,110bd,1bca0-1bca3," +
     "1d173-1d17a,e0001,e0020-e007f,f0000-ffffd,100000-10fffd";
-  /** Rust's `char::is_whitespace` (Unicode White_Space), plus tab, LF, CR. */
+  /** Rust's `char::is_whitespace`: Unicode's White_Space. */
   const WHITESPACE = "9-d,20,85,a0,1680,2000-200a,2028-2029,202f,205f,3000";
   /** Spaced apart by `handle_chinese_chars`: CJK ideographs, as BERT has them. */
   const CJK = "3400-4dbf,4e00-9fff,f900-faff,20000-2a6df,2a700-2b81f,2b920-2ceaf,2f800-2fa1f";
