@@ -154,6 +154,7 @@ def python_words() -> list[str]:
     """``tokenizers``' words of "x<c>x" for every code point but surrogates."""
     from tokenizers import Tokenizer
 
+    need_node()  # no use computing them otherwise
     _, tokenizer_json = question_model_files()
     tokenizer = Tokenizer.from_file(str(tokenizer_json))
     normalize = tokenizer.normalizer.normalize_str
@@ -322,8 +323,17 @@ onmessage = async (event) => {
     vectors.push(Array.from(await encoder.embed(text)));
     times.push(performance.now() - start);
   }
+  // every code point, as in Node: this browser's NFD and lower-casing too
+  const expected = (await (await fetch("words.txt")).text()).split("\n");
+  const wrong = [];
+  let i = 0;
+  for (let cp = 0; cp < 0x110000; cp++) {
+    if (cp >= 0xd800 && cp <= 0xdfff) continue;
+    const got = tokenizer.words("x" + String.fromCodePoint(cp) + "x").join("\u0001");
+    if (got !== expected[i++]) wrong.push(cp.toString(16));
+  }
   postMessage({
-    vectors, times, dim: encoder.dim,
+    vectors, times, dim: encoder.dim, wrong, swept: i,
     fetchMs: fetched - t0, loadMs: loaded - t0, sessionMs: loaded - fetched,
     isolated: self.crossOriginIsolated,
   });
@@ -380,9 +390,12 @@ def serve_with_csp(root: Path) -> Iterator[str]:
         thread.join(10)
 
 
-def test_chromium_worker_gives_python_vectors(tmp_path: Path) -> None:
+def test_chromium_worker_gives_python_vectors(
+    python_words: list[str], tmp_path: Path
+) -> None:
     """A question embedded in a Web Worker of headless Chromium, under a CSP
-    without 'unsafe-eval', equals Python's; load and embed times printed."""
+    without 'unsafe-eval', equals Python's; so does every code point's cut.
+    Load and embed times printed."""
     need_node()
     if not CHROMIUM.exists():
         pytest.skip("needs Chromium at /usr/bin/chromium (apt-get install chromium)")
@@ -402,6 +415,7 @@ def test_chromium_worker_gives_python_vectors(tmp_path: Path) -> None:
     for name in ("wordpiece.js", "encode.js"):
         shutil.copyfile(REPO / "js" / name, tmp_path / name)
     (tmp_path / "worker.js").write_text(WORKER)
+    (tmp_path / "words.txt").write_text("\n".join(python_words), "utf-8")
     (tmp_path / "index.html").write_text(PAGE)
     (tmp_path / "page.js").write_text(PAGE_JS)
     (tmp_path / "favicon.ico").write_bytes(b"")
@@ -430,6 +444,8 @@ def test_chromium_worker_gives_python_vectors(tmp_path: Path) -> None:
     assert min(cosines) >= MIN_COSINE, list(zip(cosines, texts, strict=True))
     assert result["dim"] == golden["dim"]
     assert result["isolated"] is False  # one thread: no COOP/COEP needed
+    assert result["swept"] == len(python_words)
+    assert result["wrong"] == []
     assert errors == []
     assert all(url.startswith(base) for url in requests), requests
     later = statistics.median(result["times"][1:])
