@@ -177,7 +177,7 @@
    * @returns {DeepLinks}
    */
   function createDeepLinks(env) {
-    const { el, reducedMotion, loadScript } = lib.dom;
+    const { el, reducedMotion, loadScript } = /** @type {typeof import("./dom.js")} */ (lib.dom);
     // A page written before quotes.js existed (an incremental build keeps
     // it) loads the new scripts but not quotes.js: passages only, then.
     const quotes = lib.quotes ? lib.quotes.createQuoteMarker() : { mark: () => null, clear: () => {} };

@@ -115,7 +115,7 @@
   function createPanel(settings, hooks) {
     /** @type {typeof import("./citations.js")} */
     const C = lib.citations;
-    const { capital, el, icon, isolated, link, reducedMotion, title } = lib.dom;
+    const { capital, el, icon, isolated, link, reducedMotion, title } = /** @type {typeof import("./dom.js")} */ (lib.dom);
     const { shortcut } = settings;
 
     /** @type {Widget | null} */

@@ -233,6 +233,48 @@ export interface RagciteApi {
   highlight(passageId: string): boolean;
 }
 
+// -- Browser engine ------------------------------------------------------------
+// The answer engine a Web Worker runs when no server answers (issue 35). Its
+// scripts load with importScripts() and register on `globalThis.ragcite_lib`.
+
+/** What the model reads for one text: `[CLS] pieces [SEP]`, all three the
+ * same length (at most `maxTokens`). */
+export interface WordPieceEncoding {
+  ids: number[];
+  /** All 1: one text, no padding. */
+  attentionMask: number[];
+  /** All 0: one segment. */
+  typeIds: number[];
+}
+
+/** `ragcite_lib.wordpiece.WordPiece` (js/wordpiece.js): BERT WordPiece, built
+ * with `WordPiece.fromJSON(tokenizerJson)` from the tokenizer.json the build
+ * embeds with; the same ids as Python's `tokenizers`. */
+export interface WordPiece {
+  encode(text: string, maxTokens: number): WordPieceEncoding;
+}
+
+/** `ragcite_lib.encode.createEncoder` (js/encode.js). */
+export interface EncoderOptions {
+  /** The onnxruntime-web module (`ort` of `ort.wasm.min.js`), its
+   * `env.wasm.wasmPaths` or `wasmBinary` set. */
+  ort: any;
+  /** The bytes of the model.onnx the build embedded passages with. */
+  model: ArrayBuffer | Uint8Array;
+  tokenizer: WordPiece;
+  /** The manifest's `embedding.max_tokens`. */
+  maxTokens: number;
+}
+
+/** The question's vector, as Python's encoder computes it (cosine >= 0.9999):
+ * mean-pooled over the attention mask, length 1. Calls queue: one run at a time. */
+export interface QuestionEncoder {
+  embed(text: string): Promise<Float32Array>;
+  dim: number;
+  /** Free the session's WASM memory. */
+  release(): Promise<void>;
+}
+
 declare global {
   interface Window {
     ragcite: RagciteApi;

@@ -66,7 +66,7 @@
   const staticSearch = lib.staticMode.createStaticLoader(settings);
 
   /** @type {import("./panel.js").Panel} */
-  const panel = lib.panel.createPanel(settings, {
+  const panel = /** @type {typeof import("./panel.js")} */ (lib.panel).createPanel(settings, {
     submit: (question) => {
       ask(question, { selection: selection.current() || undefined, fromForm: true }).catch(() => {
         // the error is on screen already
@@ -187,7 +187,9 @@
   function chooseVersion(site) {
     storeChoice(site);
     showVersions(true);
-    const choice = lib.client.versionChoices(settings.site, server.siteList()).find((c) => c.name === site);
+    const choice = /** @type {typeof import("./client.js")} */ (lib.client)
+      .versionChoices(settings.site, server.siteList())
+      .find((c) => c.name === site);
     if (choice) panel.sayVersion(choice.label);
   }
 

@@ -10,6 +10,7 @@ The build is isolated, as a release build is, so pip fetches hatchling.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,12 @@ import pytest
 
 import sphinx_ragcite
 from sphinx_ragcite.extension.assets import WIDGET_FILES
+from sphinx_ragcite.extension.browser_assets import (
+    NPM_DIST,
+    ORT_MISSING,
+    WHEEL_FOLDER,
+    ort_runtime_files,
+)
 
 from conftest import REPO, ROOTS, read_manifest
 
@@ -141,12 +148,17 @@ def test_the_wheel_works_in_a_fresh_venv(dist: dict[str, Path], tmp_path: Path) 
     where = run(
         python, "-I", "-c",
         "import json, sphinx_ragcite as p, sphinx_ragcite.extension.assets as a, "
-        "sphinx_ragcite.retrieval.embed as e; "
+        "sphinx_ragcite.retrieval.embed as e, "
+        "sphinx_ragcite.extension.browser_assets as b; "
         "print(json.dumps([p.__file__, str(a.widget_dir()), "
-        "str(e.default_model_files().tokenizer)]))",
+        "str(e.default_model_files().tokenizer), "
+        "*map(str, (b.ort_runtime_files() or {}).values())]))",
         cwd=tmp_path, env=env,
     )  # fmt: skip
-    for path in json.loads(where.stdout):
+    found = json.loads(where.stdout)
+    # the wheel's own copy of the WASM runtime, when npm fetched it for the build
+    assert len(found) == (6 if ort_runtime_files() else 3)
+    for path in found:
         assert Path(path).resolve().is_relative_to(fresh_site.resolve()), path
 
     srcdir, outdir = tmp_path / "src", tmp_path / "html"
@@ -166,3 +178,65 @@ def test_the_wheel_works_in_a_fresh_venv(dist: dict[str, Path], tmp_path: Path) 
     hits = run(venv / "bin" / "ragcite", "search", "alpha paragraph", "--site",
                outdir, "--json", cwd=tmp_path, env=env)  # fmt: skip
     assert json.loads(hits.stdout)["hits"]
+
+
+def need_npm() -> dict[str, Path]:
+    """The runtime ``npm ci`` fetched; else skip (fail under ``CI=true``)."""
+    runtime = ort_runtime_files()
+    if runtime is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{ORT_MISSING} (CI=true)")
+        pytest.skip(ORT_MISSING)
+    return runtime
+
+
+def test_the_wheel_and_sdist_carry_the_wasm_runtime(dist: dict[str, Path]) -> None:
+    """onnxruntime-web's three files, byte for byte; nothing else of node_modules."""
+    runtime = need_npm()
+    with zipfile.ZipFile(dist["wheel"]) as wheel:
+        ort = [n for n in wheel.namelist() if f"/{WHEEL_FOLDER}/" in n]
+        for path in runtime.values():
+            data = wheel.read(f"sphinx_ragcite/{WHEEL_FOLDER}/{path.name}")
+            assert data == path.read_bytes(), path.name
+    assert len(ort) == 3
+    top = f"sphinx_ragcite-{sphinx_ragcite.__version__}"
+    with tarfile.open(dist["sdist"]) as sdist:
+        names = {name.removeprefix(f"{top}/") for name in sdist.getnames()}
+    npm = sorted(n for n in names if n.startswith("node_modules/"))
+    assert npm == sorted(
+        [
+            "node_modules/onnxruntime-web/package.json",
+            *(f"{NPM_DIST}/{path.name}" for path in runtime.values()),
+        ]
+    )
+    assert {"package.json", "package-lock.json", "hatch_build.py"} <= names
+
+
+def test_a_wheel_built_without_npm_says_so_in_one_line(tmp_path: Path) -> None:
+    """No node_modules: the wheel builds, without the runtime, and says why."""
+    pytest.importorskip("build", reason="`pip install build` (in the test extra)")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("pyproject.toml", "hatch_build.py", "package.json", "README.md",
+                 "LICENSE", "NOTICE"):  # fmt: skip
+        shutil.copy(REPO / name, tree / name)
+    for folder in ("sphinx_ragcite", "js"):
+        shutil.copytree(
+            REPO / folder, tree / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    outdir = tmp_path / "dist"
+    result = run(sys.executable, "-m", "build", "--wheel", "--outdir", outdir, tree)
+    said = [
+        line
+        for line in (result.stdout + result.stderr).splitlines()
+        if "no browser answers" in line
+    ]
+    assert said == [
+        "sphinx-ragcite: no browser answers in this wheel "
+        "(onnxruntime-web: not in node_modules/; run `npm ci` first)"
+    ]
+    (wheel,) = outdir.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    assert "sphinx_ragcite/static/widget.js" in names
+    assert not [n for n in names if f"/{WHEEL_FOLDER}/" in n]

@@ -24,7 +24,10 @@ const {
 
 const ROOT = "http://127.0.0.1:8000/book/";
 
-/** @returns {any} */
+/**
+ * @param {number} n
+ * @returns {any}
+ */
 function citation(n, extra = {}) {
   return {
     n,

@@ -76,6 +76,7 @@ test("feedback is offered only when /api/health says so, and posted as JSON", as
   const saved = globalThis.fetch;
   /** @type {{url: string, init: any}[]} */
   const sent = [];
+  /** @type {{status: string, feedback?: boolean}} */
   let health = { status: "ok", feedback: true };
   globalThis.fetch = async (url, init) => {
     sent.push({ url: String(url), init });

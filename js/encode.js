@@ -1,0 +1,134 @@
+// @ts-check
+/**
+ * The question's vector, computed in the reader's browser with the very
+ * ONNX model the build embedded the passages with.
+ *
+ * onnxruntime-web's WASM backend runs the model on one thread (threads need
+ * cross-origin isolation, which the big free static hosts do not let an
+ * author turn on); the vector is pooled as Python's encoder pools it
+ * (`sphinx_ragcite/retrieval/embed.py`): the mean of the last hidden states
+ * over the attention mask, scaled to length 1. `js/test/encode.test.js`
+ * holds it to Python's vectors (cosine >= 0.9999) on
+ * `tests/golden/question_vectors.json`.
+ *
+ * Classic script: registers `ragcite_lib.encode` (`{ createEncoder }`) on
+ * `globalThis`, and on `module.exports` under Node. Load `wordpiece.js` and
+ * onnxruntime-web's `ort.wasm.min.js` first; they are passed in, not looked up.
+ */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+
+  /** Python's floor under a norm and a mask sum (`embed.py`'s `_unit`, `_run`). */
+  const MIN_NORM = 1e-12;
+  const MIN_MASK = 1e-9;
+
+  /**
+   * Load the model and make a question encoder.
+   *
+   * Sets `ort.env.wasm.numThreads = 1` before the session starts. Set
+   * `ort.env.wasm.wasmPaths` (or `wasmBinary`) before calling.
+   * @param {import("./types").EncoderOptions} opts
+   * @returns {Promise<import("./types").QuestionEncoder>}
+   */
+  async function createEncoder({ ort, model, tokenizer, maxTokens }) {
+    if (!Number.isInteger(maxTokens) || maxTokens < 2) {
+      throw new RangeError(`maxTokens must be an integer >= 2, not ${maxTokens}`);
+    }
+    ort.env.wasm.numThreads = 1;
+    const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
+    const session = await ort.InferenceSession.create(bytes, {
+      executionProviders: ["wasm"],
+      graphOptimizationLevel: "all",
+    });
+    /** @type {string[]} */
+    const inputs = session.inputNames;
+    for (const name of ["input_ids", "attention_mask"]) {
+      if (!inputs.includes(name)) {
+        throw new Error(`the model has no ${name} input (it has ${inputs.join(", ")})`);
+      }
+    }
+    const output = session.outputNames[0];
+    /** One run at a time: a session is not re-entrant. */
+    let queue = Promise.resolve();
+
+    /**
+     * @param {string} text
+     * @returns {Promise<Float32Array>}
+     */
+    async function run(text) {
+      const { ids, attentionMask, typeIds } = tokenizer.encode(text, maxTokens);
+      const shape = [1, ids.length];
+      /** @param {number[]} values */
+      const int64 = (values) => new ort.Tensor("int64", BigInt64Array.from(values, BigInt), shape);
+      /** @type {Record<string, any>} */
+      const feeds = { input_ids: int64(ids), attention_mask: int64(attentionMask) };
+      if (inputs.includes("token_type_ids")) feeds.token_type_ids = int64(typeIds);
+      const result = await session.run(feeds);
+      const hidden = result[output];
+      try {
+        return pool(/** @type {Float32Array} */ (hidden.data), hidden.dims, attentionMask);
+      } finally {
+        for (const name of Object.keys(result)) result[name].dispose?.();
+      }
+    }
+
+    /** @param {string} text */
+    const embed = (text) => {
+      const next = queue.then(() => run(text));
+      queue = next.then(
+        () => undefined,
+        () => undefined,
+      );
+      return next;
+    };
+
+    // The width of a vector, as Python finds it: one probe run.
+    const dim = (await embed("dimension probe")).length;
+    return {
+      embed,
+      dim,
+      release: () => session.release(),
+    };
+  }
+
+  /**
+   * Mean of the hidden states over the attention mask, scaled to length 1.
+   * @param {Float32Array} hidden [1, tokens, dim], row-major
+   * @param {readonly number[]} dims
+   * @param {number[]} mask one per token
+   * @returns {Float32Array}
+   */
+  function pool(hidden, dims, mask) {
+    const [batch, tokens, dim] = dims;
+    if (dims.length !== 3 || batch !== 1 || tokens !== mask.length) {
+      throw new Error(`unexpected model output of shape [${dims.join(", ")}]`);
+    }
+    const sum = new Float64Array(dim);
+    let weight = 0;
+    for (let t = 0; t < tokens; t++) {
+      if (!mask[t]) continue;
+      weight += mask[t];
+      const row = t * dim;
+      for (let d = 0; d < dim; d++) sum[d] += hidden[row + d] * mask[t];
+    }
+    const denominator = Math.max(weight, MIN_MASK);
+    let norm = 0;
+    for (let d = 0; d < dim; d++) {
+      sum[d] /= denominator;
+      norm += sum[d] * sum[d];
+    }
+    const scale = 1 / Math.max(Math.sqrt(norm), MIN_NORM);
+    return Float32Array.from(sum, (x) => x * scale);
+  }
+
+  const api = { createEncoder, pool };
+  lib.encode = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();
