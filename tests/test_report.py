@@ -9,8 +9,11 @@ The page is opened in Chromium from ``file://`` with hostile log text.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -367,3 +370,162 @@ def test_hostile_text_never_runs_in_chromium(
     assert color == "1060px"
     assert "What the book could not answer" in headings
     assert HOSTILE in shown  # shown as text
+
+
+# -- issue 33: the report's inputs and outputs -----------------------------------
+
+
+def _small_log(path: Path, **sites: tuple[str, str]) -> Path:
+    """Three answered questions: a report of it needs no encoder."""
+    return qlog.write_log(
+        path,
+        [qlog.row(f"question {n}?", "answer", answer_id=f"s{n}") for n in range(3)],
+        sites=sites or None,
+    )
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else b"/"
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def _refusal(
+    tmp_path: Path, capsys: pytest.CaptureFixture, argv: list[str]
+) -> tuple[int, str]:
+    """Run ``ragcite report`` and return its status and stderr, checking that
+    nothing in *tmp_path* was written, truncated or left behind."""
+    before = _listing(tmp_path)
+    code = main(["report", *argv])
+    err = capsys.readouterr().err
+    assert _listing(tmp_path) == before
+    assert "Traceback" not in err
+    return code, err
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        ["--html", "r.html", "--json", "q.db"],
+        ["--html", "q.db"],
+        ["--html", "./sub/../q.db"],
+        ["--html", "link.html"],  # a symlink to the log
+        ["--html", "hard.html"],  # a hard link to the log
+        ["--html", "r.html", "--json", "q.db-wal"],  # where the WAL goes
+        ["--html", "q.db-shm"],
+        ["--html", "r.out", "--json", "r.out"],  # the two outputs in one file
+        ["--html", "r.out", "--json", "link.out"],  # the same through a symlink
+    ],
+)
+def test_no_output_is_written_over_an_input(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    outputs: list[str],
+) -> None:
+    """Issue 33, defect 1: the report would have replaced the log it read."""
+    log = _small_log(tmp_path / "q.db")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.html").symlink_to(log)
+    (tmp_path / "hard.html").hardlink_to(log)
+    (tmp_path / "r.out").write_text("an earlier report", "utf-8")
+    (tmp_path / "link.out").symlink_to(tmp_path / "r.out")
+    monkeypatch.chdir(tmp_path)
+    code, err = _refusal(tmp_path, capsys, ["q.db", *outputs])
+    assert code == 2, err
+    assert err.startswith("ragcite: error: ")
+    assert "refusing to write over it" in err or "two different files" in err
+
+
+def test_the_wal_of_a_log_in_use_is_not_an_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A server holds the log: its last rows are only in the -wal, which the
+    report must not replace (nor read the log through a symlink to it)."""
+    log = _small_log(tmp_path / "q.db")
+    server = sqlite3.connect(log)
+    try:
+        server.execute("PRAGMA wal_autocheckpoint = 0")
+        with server:
+            server.execute(
+                "INSERT INTO questions (answer_id, asked_at, question, outcome, "
+                "latency_ms, door) VALUES ('w1', '2026-10-02T00:00:00Z', 'in the "
+                "WAL?', 'answer', 5, 'api')"
+            )
+        wal = tmp_path / "q.db-wal"
+        assert wal.stat().st_size > 0
+        (tmp_path / "alias.db").symlink_to(log)
+        code, err = _refusal(
+            tmp_path, capsys, [str(tmp_path / "alias.db"), "--html", str(wal)]
+        )
+        assert code == 2, err
+        assert "q.db-wal" in err
+        assert server.execute("SELECT count(*) FROM questions").fetchone()[0] == 4
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("option", ["--html", "--json"])
+def test_an_output_folder_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture, option: str
+) -> None:
+    """Issue 33, defect 16: ``--html DIR`` failed late and left ``DIR.tmp``."""
+    log = _small_log(tmp_path / "q.db")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "kept.txt").write_text("mine", "utf-8")
+    argv = [str(log), "--html", str(tmp_path / "r.html"), option, str(tmp_path / "out")]
+    if option == "--html":
+        argv = [str(log), "--html", str(tmp_path / "out")]
+    code, err = _refusal(tmp_path, capsys, argv)
+    assert code == 2, err
+    assert "is a folder" in err
+
+
+def test_a_failed_write_writes_nothing_and_leaves_no_temporary_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The page and the JSON are written whole or not at all: when the JSON
+    cannot be written (its folder is a file), the page is not either."""
+    log = _small_log(tmp_path / "q.db")
+    (tmp_path / "plain").write_text("a file, not a folder", "utf-8")
+    code, err = _refusal(
+        tmp_path,
+        capsys,
+        [
+            str(log),
+            "--html",
+            str(tmp_path / "r.html"),
+            "--json",
+            str(tmp_path / "plain" / "r.json"),
+        ],
+    )
+    assert code == 2, err
+    assert "cannot write" in err
+
+
+def test_a_link_or_pipe_output_is_written_through_not_replaced(
+    tmp_path: Path,
+) -> None:
+    """A symlinked output is written where it points and a pipe is written
+    into, as the shell's ``>`` would; neither is replaced by a file. (Run as
+    root, the old replace turned ``--json /dev/stdout`` into a regular file
+    named /dev/stdout; a pipe of our own stands for it here, so this test
+    harms nothing on the code it checks.)"""
+    log = _small_log(tmp_path / "q.db")
+    (tmp_path / "published").mkdir()
+    (tmp_path / "r.html").symlink_to(tmp_path / "published" / "r.html")
+    pipe = tmp_path / "r.pipe"
+    os.mkfifo(pipe)
+    got: list[bytes] = []
+    reader = threading.Thread(  # a daemon: if the pipe is replaced, it waits on
+        target=lambda: got.append(pipe.read_bytes()), daemon=True
+    )
+    reader.start()
+    argv = [str(log), "--html", str(tmp_path / "r.html"), "--json", str(pipe)]
+    assert main(["report", *argv]) == 0
+    reader.join(10)
+    assert (tmp_path / "r.html").is_symlink()
+    assert "<!doctype html>" in (tmp_path / "published" / "r.html").read_text()
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert json.loads(got[0])["questions"] == 3

@@ -132,14 +132,17 @@ def _is_dir(path: Path) -> bool:
 def write_all(files: list[tuple[Path, str]]) -> None:
     """Each text to its path, whole or not at all: all are written to
     temporary files beside their targets first, then each replaces its
-    target; whatever fails, no temporary file is left behind. A target that
-    exists and is no regular file (``/dev/stdout``, a pipe) is written to
-    directly: replacing it would put a file where the device was."""
+    target; whatever fails, no temporary file is left behind.
+
+    A target that is there and no plain file (a symlink, ``/dev/stdout``, a
+    pipe) is written through, as the shell's ``>`` would: replacing it would
+    put a file where the link or the device was.
+    """
     temps: list[Path] = []
     target = Path()
     try:
         for target, text in files:
-            if _special(target):
+            if _through(target):
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             temp = target.with_name(f".ragcite-{secrets.token_hex(6)}.tmp")
@@ -148,7 +151,7 @@ def write_all(files: list[tuple[Path, str]]) -> None:
                 out.write(text)
         left = iter(temps)
         for target, text in files:
-            if _special(target):
+            if _through(target):
                 with open(target, "w", encoding="utf-8") as out:
                     out.write(text)
             else:
@@ -161,9 +164,10 @@ def write_all(files: list[tuple[Path, str]]) -> None:
                 temp.unlink(missing_ok=True)
 
 
-def _special(path: Path) -> bool:
+def _through(path: Path) -> bool:
+    """Whether *path* is there and is no plain file (see :func:`write_all`)."""
     try:
-        mode = path.stat().st_mode
+        mode = path.lstat().st_mode
     except (OSError, ValueError):
         return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+    return not stat.S_ISREG(mode)
