@@ -46,9 +46,9 @@ _TEXT_OR_NULL = "typeof({}) IN ('text', 'null')"
 CHECKS: dict[str, dict[str, str]] = {
     "questions": {
         "answer_id": _TEXT,
-        # a real day first (SQLite's date() moves 02-31 to 03-03: not equal)
-        "asked_at": "typeof({0}) = 'text' AND coalesce(date(substr({0}, 1, 10)) "
-        "= substr({0}, 1, 10) AND substr({0}, 1, 4) >= '0001', 0)",
+        # a real day first: through julianday() 02-31 comes back as 03-03
+        "asked_at": "typeof({0}) = 'text' AND coalesce(date(julianday(substr({0}, "
+        "1, 10))) = substr({0}, 1, 10) AND substr({0}, 1, 4) >= '0001', 0)",
         "site": _TEXT,
         "question": _TEXT,
         "outcome": _TEXT,
