@@ -338,8 +338,9 @@ def _citations(db: sqlite3.Connection, books: dict[str, Book]) -> dict[str, Any]
     for site, passage_id, url, count in db.execute(
         "SELECT coalesce(json_extract(j.value, '$.site'), q.site), "
         "json_extract(j.value, '$.id'), json_extract(j.value, '$.url'), count(*) "
-        "FROM q, json_each(q.cited) AS j WHERE json_valid(q.cited) "
-        "AND json_type(j.value) = 'object' GROUP BY 1, 2, 3"
+        "FROM q, json_each(CASE WHEN json_valid(q.cited) THEN CASE WHEN "
+        "json_type(q.cited) = 'array' THEN q.cited END END) AS j "
+        "WHERE j.type = 'object' GROUP BY 1, 2, 3"  # (a list, as _citations_of)
     ):
         if not isinstance(passage_id, str) or not isinstance(site, str):
             continue
