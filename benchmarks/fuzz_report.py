@@ -527,7 +527,8 @@ def run_case(case: Case, root: Path) -> tuple[int | None, str, list[str]]:
         problems.append(f"exit status {code}")
     if "Traceback" in stderr:
         problems.append("Traceback on stderr")
-    if code == 2 and not (stderr.startswith("ragcite: error: ") or "usage:" in stderr):
+    last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+    if code == 2 and not (last.startswith("ragcite: error: ") or "usage:" in stderr):
         problems.append(f"exit 2 without a message: {stderr[:200]!r}")
     if case.good and code == 2:
         problems.append(f"a readable log refused: {_kind(stderr, str(root))}")
