@@ -25,14 +25,15 @@ logs, each
   a BLOB, and base URLs such as ``javascript:``;
 - a file: kept in WAL mode and closed, left with its ``-wal`` (a copy taken
   while a connection held it), reached through a symlink, or no log at
-  all (missing, a folder, empty, text, a truncated database);
+  all (missing, a folder, empty, text, a truncated database, a symlink to
+  itself);
 - named with spaces, ``?``, ``#``, ``%20``, ``'``, non-ASCII or a leading
   ``-``;
 
 and outputs (``--html``, ``--json``) in a fresh folder, a folder not yet
-made, an existing folder, under a file, 300 characters long, or on a log,
-its ``-wal``, a symlink to it, or each other; and ``--since`` / ``--site``
-from valid, empty and garbage values.
+made, an existing folder, under a file, 300 characters long, a symlink to
+itself, or on a log, its ``-wal``, a symlink to it, or each other; and
+``--since`` / ``--site`` from valid, empty and garbage values.
 
 A failure is: an exception out of ``main()`` (a traceback), an exit status
 other than 0 or 2, "Traceback" on stderr, an exit 2 without its
@@ -104,7 +105,7 @@ class Log:
     feedback: list[tuple[Any, ...]]
     sites: list[tuple[Any, ...]]
     #: "closed", "wal" (its -wal left), "symlink", "missing", "folder",
-    #: "empty", "text", "truncated"
+    #: "empty", "text", "truncated", "loop" (a symlink to itself)
     file: str
 
 
@@ -295,7 +296,7 @@ FILE_NAMES = st.sampled_from(
 GOOD_SCHEMAS = ["schema", "schema", "loose"]
 GOOD_FILES = ["closed", "closed", "closed", "wal", "symlink"]
 BAD_SCHEMAS = ["no-feedback", "no-sites", "no-column"]
-BAD_FILES = ["missing", "folder", "empty", "text", "truncated"]
+BAD_FILES = ["missing", "folder", "empty", "text", "truncated", "loop"]
 
 
 def _log(example: str, schemas: list[str], files: list[str]) -> st.SearchStrategy[Log]:
@@ -318,6 +319,7 @@ BAD_OUTPUTS = [
     "LOG",
     "LOG-wal",
     "LOGLINK",
+    "LOOP",
     "out/same",
 ]
 GOOD_SINCE = st.one_of(st.none(), st.sampled_from(["2026-10-05", "9999-12-31"]))
@@ -395,6 +397,9 @@ def write_log(folder: Path, log: Log, n: int) -> Path:
     path = folder / f"{n}-{log.name}"
     if log.file == "missing":
         return path
+    if log.file == "loop":
+        path.symlink_to(path)
+        return path
     if log.file == "folder":
         path.mkdir()
         return path
@@ -461,6 +466,10 @@ def _output(spec: str, root: Path, first_log: Path) -> str:
         return str(first_log)
     if spec == "LOG-wal":
         return f"{first_log}-wal"
+    if spec == "LOOP":
+        loop = root / "out" / "loop.html"
+        loop.symlink_to(loop)
+        return str(loop)
     if spec == "LOGLINK":
         link = root / "out" / "to-log.html"
         if not link.is_symlink():

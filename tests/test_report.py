@@ -798,3 +798,15 @@ def test_hand_edited_rows_are_skipped_and_counted(
     html_text = out.read_text("utf-8")
     assert "Left out 12 rows" in html_text
     assert "row 1: latency_ms" in html_text
+
+
+@pytest.mark.fuzz
+def test_fuzzed_logs_paths_and_arguments_never_crash(example_site: Path) -> None:
+    """``benchmarks/fuzz_report.py`` on 120 cases (seed 0): garbled rows,
+    broken files, odd paths and arguments give a report or one error line,
+    never a traceback, a changed log or a ``*.tmp`` left (``-m fuzz``)."""
+    fuzz_report = benchmark("fuzz_report")
+    tally = fuzz_report.fuzz(120, 0, str(example_site))
+    assert tally.cases == 120
+    assert tally.failures == {}
+    assert tally.statuses["0"] > 40  # the rows reached the report's code

@@ -38,11 +38,13 @@ def report(
             since = date.fromisoformat(since).isoformat()
         except ValueError:
             raise RagciteError(f"--since {since!r}: not a date (YYYY-MM-DD)") from None
+    if any("\x00" in name for name in [*logs, html, json_out or ""]):
+        raise RagciteError("a file name holds a NUL character")
     outputs = {"--html": Path(html)}
     if json_out:
         outputs["--json"] = Path(json_out)
     check_outputs(outputs, [Path(p) for p in logs])
-    paths = list(dict.fromkeys(Path(p).resolve() for p in logs))
+    paths = list(dict.fromkeys(_resolved(Path(p)) for p in logs))
     try:
         data = build_report(paths, since=since, site=site)
     except (FileNotFoundError, LogVersionError) as error:
@@ -118,7 +120,7 @@ def _identities(path: Path) -> set[object]:
 def _resolved(path: Path) -> Path:
     try:
         return path.resolve()
-    except (OSError, RuntimeError):  # a symlink loop: compare it as given
+    except (OSError, RuntimeError):  # a symlink loop: take it as given
         return path.absolute()
 
 

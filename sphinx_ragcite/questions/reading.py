@@ -42,7 +42,10 @@ def read_only(path: Path) -> Iterator[str]:
     Raises :class:`FileNotFoundError`, :class:`LogVersionError`,
     :class:`sqlite3.Error` or :class:`OSError` (the file cannot be read).
     """
-    path = path.resolve()  # where SQLite looks for the -wal: past symlinks
+    try:
+        path = path.resolve()  # where SQLite looks for the -wal: past symlinks
+    except RuntimeError:  # a symlink loop
+        raise FileNotFoundError(f"no question log at {path} (a symlink loop)") from None
     if not path.is_file():
         raise FileNotFoundError(f"no question log at {path}")
     wal, shm = (path.with_name(path.name + end) for end in ("-wal", "-shm"))
