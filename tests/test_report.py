@@ -608,7 +608,14 @@ def test_links_into_the_build_folder_open_the_page(
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=str(chromium),
-            args=["--headless", "--no-sandbox", "--disable-gpu"],
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+            ],
         )
         page = browser.new_page()
         titles = {}
