@@ -221,9 +221,10 @@ def _report_parser(commands: Any) -> None:
         "wrote (several: one per replica, merged) and write one self-contained "
         "HTML page: questions per day and by outcome, the questions the book "
         "could not answer grouped by meaning with the closest passages, answers "
-        "readers marked unhelpful, the most and never cited pages. Exit status "
-        "2 for a missing file, a file that is not a log, or a log of another "
-        "schema version.",
+        "readers marked unhelpful, the most and never cited pages. The logs "
+        "are only read. Exit status 2 for a missing file, a file that is not a "
+        "log, a log of another schema version, or an output that is a log (or "
+        "its -wal/-shm), the other output or a folder.",
     )
     report.add_argument("logs", nargs="+", metavar="FILE", help="question log")
     report.add_argument(

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from sphinx_ragcite.errors import RagciteError
 
@@ -41,14 +42,19 @@ class Book:
 
     def link(self, url: str | None) -> str | None:
         """*url* (relative to the site's root, as logged) as a deep link: under
-        the base URL when the log knows it, else into the build folder."""
+        the base URL when the log knows it, else into the build folder.
+
+        A logged URL is quoted already (``weird%20name.html``): it goes under
+        the base URL as it is, and is unquoted into the file's own name before
+        :meth:`Path.as_uri` quotes that once again.
+        """
         if not url:
             return None
         if self.base_url:
             return self.base_url.rstrip("/") + "/" + url.lstrip("/")
-        if self.build_dir:
+        if Path(self.build_dir).is_absolute():
             page, _, fragment = url.partition("#")
-            uri = (Path(self.build_dir) / page.lstrip("/")).as_uri()
+            uri = (Path(self.build_dir) / unquote(page).lstrip("/")).as_uri()
             return f"{uri}#{fragment}" if fragment else uri
         return None
 

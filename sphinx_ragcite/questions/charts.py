@@ -28,6 +28,12 @@ def _step(top: int) -> int:
     return int(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
 
 
+#: Days filled in between the first and the last at most: a longer span (a
+#: date edited by hand, centuries off) charts only the days with questions,
+#: so the page grows with the rows, not with the span.
+MAX_FILLED = 3660
+
+
 def days_filled(per_day: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every day from the first to the last, days without questions as zeros."""
     if not per_day:
@@ -37,6 +43,8 @@ def days_filled(per_day: list[dict[str, Any]]) -> list[dict[str, Any]]:
         date.fromisoformat(per_day[0]["day"]),
         date.fromisoformat(per_day[-1]["day"]),
     )
+    if (last - first).days >= MAX_FILLED:
+        return per_day
     out = []
     for i in range((last - first).days + 1):
         day = (first + timedelta(days=i)).isoformat()

@@ -64,6 +64,7 @@ def render(report: dict[str, Any]) -> str:
         f"<style>{STYLE}</style></head><body><main>",
         "<h1>What readers asked</h1>",
         _lede(report),
+        _skipped(report),
         _glance(report),
         _unanswered(report["unanswered"]),
         _unhelpful(report["feedback"], several=len(report["sites"]) > 1),
@@ -91,6 +92,26 @@ def _lede(report: dict[str, Any]) -> str:
         f"{_count(len(gaps['groups']), 'topic')} below. Readers marked "
         f"{_count(votes['unhelpful'], 'answer')} unhelpful and "
         f"{votes['helpful']:,} helpful.</p>"
+    )
+
+
+def _skipped(report: dict[str, Any]) -> str:
+    """Rows left out because a column held what the server never writes."""
+    if not report["skipped"]:
+        return ""
+    rows = "".join(
+        f"<li>{e(r['log'])}, table {e(r['table'])}, row {e(r['row'])}: "
+        f"{e(r['column'])}</li>"
+        for r in report["skipped_rows"]
+    )
+    more = report["skipped"] - len(report["skipped_rows"])
+    return (
+        f'<div class="note"><p>Left out {_count(report["skipped"], "row")} of the '
+        "logs whose columns hold what the server never writes (a log edited by "
+        "hand?): text where a number belongs, a BLOB, a date that is none. The "
+        f"first (file, table, rowid: the first wrong column):</p><ul>{rows}</ul>"
+        + (f"<p>and {more:,} more.</p>" if more > 0 else "")
+        + "</div>"
     )
 
 

@@ -65,6 +65,8 @@ def build_report(
         "filters": {"since": since, "site": site},
         "rows_read": merged.rows_read,
         "duplicates": merged.rows_read - total,
+        "skipped": merged.skipped,
+        "skipped_rows": merged.skipped_rows,
         "sites": [b.as_json() for b in books.values()],
         **_summary(db, total),
         "per_day": _per_day(db),
@@ -84,9 +86,8 @@ def _summary(db: sqlite3.Connection, total: int) -> dict[str, Any]:
         for o in (*OUTCOMES, *sorted(set(counts) - set(OUTCOMES)))
     }
     rows = db.execute("SELECT outcome, latency_ms FROM q").fetchall()
-    latency = {"all": _percentiles([ms for _, ms in rows])}
-    for outcome in outcomes:
-        latency[outcome] = _percentiles([ms for o, ms in rows if o == outcome])
+    latency = {o: _percentiles([ms for x, ms in rows if x == o]) for o in outcomes}
+    latency["all"] = _percentiles([ms for _, ms in rows])  # past any outcome "all"
     first, last = db.execute("SELECT min(asked_at), max(asked_at) FROM q").fetchone()
     doors = dict(db.execute("SELECT door, count(*) FROM q GROUP BY door ORDER BY 1"))
     return {
@@ -116,9 +117,9 @@ def _per_day(db: sqlite3.Connection) -> list[dict[str, Any]]:
         "SELECT substr(asked_at, 1, 10), outcome, count(*) FROM q GROUP BY 1, 2 "
         "ORDER BY 1"
     ):
-        days.setdefault(day, {"day": day, **dict.fromkeys(OUTCOMES, 0)})[outcome] = (
-            count
-        )
+        entry = days.setdefault(day, {"day": day, **dict.fromkeys(OUTCOMES, 0)})
+        if outcome in OUTCOMES:  # another one (a newer server's) is no column
+            entry[outcome] = count
     return list(days.values())
 
 
@@ -310,7 +311,7 @@ def _citations_of(
     question's) and its URL filled in from the index when missing."""
     try:
         items = json.loads(cited)
-    except ValueError:
+    except (ValueError, RecursionError):  # hand-edited: not JSON, or too deep
         return []
     out = []
     for item in items if isinstance(items, list) else []:
@@ -337,14 +338,15 @@ def _citations(db: sqlite3.Connection, books: dict[str, Book]) -> dict[str, Any]
     for site, passage_id, url, count in db.execute(
         "SELECT coalesce(json_extract(j.value, '$.site'), q.site), "
         "json_extract(j.value, '$.id'), json_extract(j.value, '$.url'), count(*) "
-        "FROM q, json_each(q.cited) AS j WHERE json_valid(q.cited) "
-        "AND json_type(j.value) = 'object' GROUP BY 1, 2, 3"
+        "FROM q, json_each(CASE WHEN json_valid(q.cited) THEN CASE WHEN "
+        "json_type(q.cited) = 'array' THEN q.cited END END) AS j "
+        "WHERE j.type = 'object' GROUP BY 1, 2, 3"  # (a list, as _citations_of)
     ):
         if not isinstance(passage_id, str) or not isinstance(site, str):
             continue
         book = _book(books, site)
         record = book.passage(passage_id)
-        url = url or (record and record["url"]) or ""
+        url = (url if isinstance(url, str) else "") or (record and record["url"]) or ""
         page = url.partition("#")[0]
         pages[site, page] += count
         passages.append(
