@@ -99,7 +99,7 @@ def cases_for(
     return {
         "format": FORMAT,
         "set": name,
-        "site": str(site.resolve()),
+        "site": _shown_path(site),
         "digest": site_digest(site),
         "index_version": loaded.version,
         "embedding_model": loaded.manifest.embedding.model
@@ -111,13 +111,24 @@ def cases_for(
     }
 
 
+def _shown_path(site: Path) -> str:
+    """The site's path, relative to the repository when it is inside it."""
+    resolved = site.resolve()
+    try:
+        return resolved.relative_to(REPO).as_posix()
+    except ValueError:
+        return str(resolved)
+
+
 def qa_questions(path: Path) -> list[tuple[str, str]]:
     """(id, question) of a QA file in ``ragcite eval`` format."""
     out = []
     lines = path.read_text("utf-8").splitlines()
     for number, line in enumerate(filter(str.strip, lines), start=1):
         record = json.loads(line)
-        out.append((str(record.get("id") or f"{path.stem}:{number}"), record["question"]))
+        out.append(
+            (str(record.get("id") or f"{path.stem}:{number}"), record["question"])
+        )
     return out
 
 
@@ -131,8 +142,12 @@ def dev_set(name: str, rebuild: bool = False) -> tuple[Path, list[tuple[str, str
 
 
 def write(path: Path, payload: dict[str, Any]) -> None:
+    """The case file, one case per line (a diff shows which answers changed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(payload, ensure_ascii=False, indent=1) + "\n"
+    head = {k: v for k, v in payload.items() if k != "cases"}
+    text = json.dumps(head, ensure_ascii=False, indent=1)[:-2] + ',\n "cases": [\n'
+    text += ",\n".join(json.dumps(c, ensure_ascii=False) for c in payload["cases"])
+    text += "\n ]\n}\n"
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, "utf-8")
     tmp.replace(path)

@@ -91,7 +91,7 @@ test("parity with the Python engine", { skip: files.length ? false : "RAGCITE_PA
   for (const file of files) {
     const data = JSON.parse(fs.readFileSync(file, "utf8"));
     await t.test(`parity: ${data.set}`, async () => {
-      const site = process.env.RAGCITE_PARITY_SITE || data.site;
+      const site = process.env.RAGCITE_PARITY_SITE || path.resolve(__dirname, "..", "..", data.site);
       const store = fileStore(site);
       const loading = performance.now();
       const engine = await createEngine(store);
