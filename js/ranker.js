@@ -15,6 +15,23 @@
 /** @typedef {import("./types").EngineEvidence} Evidence */
 /** @typedef {import("./types").EngineCandidate} Candidate */
 
+/**
+ * A logistic model over standardised inputs (`ranker.Logistic`).
+ * @typedef {{weights: number[], bias: number, mean: number[], scale: number[]}} Logistic
+ */
+
+/**
+ * The parsed ranker (`ranker.Ranker`).
+ * @typedef {object} Ranker
+ * @property {Logistic} units which unit answers (every signal)
+ * @property {Logistic} gateUnits the gate's unit model (a unit's own signals)
+ * @property {Logistic} gate whether the best unit's passage answers
+ * @property {number} second a second unit is cited only when this close
+ * @property {{x: number[], y: number[]}} calibration gate output -> probability
+ * @property {number} answerAt calibrated confidence from which it answers
+ * @property {number} passagesAt ... from which it shows passages
+ */
+
 (function () {
   "use strict";
 
@@ -27,23 +44,6 @@
   const S = lib.sentences || need("sentences");
   /** @type {typeof import("./units.js")} */
   const U = lib.units || need("units");
-
-  /**
-   * A logistic model over standardised inputs (`ranker.Logistic`).
-   * @typedef {{weights: number[], bias: number, mean: number[], scale: number[]}} Logistic
-   */
-
-  /**
-   * The parsed ranker (`ranker.Ranker`).
-   * @typedef {object} Ranker
-   * @property {Logistic} units which unit answers (every signal)
-   * @property {Logistic} gateUnits the gate's unit model (a unit's own signals)
-   * @property {Logistic} gate whether the best unit's passage answers
-   * @property {number} second a second unit is cited only when this close
-   * @property {{x: number[], y: number[]}} calibration gate output -> probability
-   * @property {number} answerAt calibrated confidence from which it answers
-   * @property {number} passagesAt ... from which it shows passages
-   */
 
   /**
    * @param {any} data
