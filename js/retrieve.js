@@ -164,8 +164,13 @@
    * @param {number} k
    */
   function topScores(scores, k) {
-    return [...scores]
-      .filter(([, s]) => s > 0)
+    let found = [...scores].filter(([, s]) => s > 0);
+    if (found.length > k) {
+      // the k-th best score; every row scoring it stays, so ties go by row
+      const kth = Float64Array.from(found, ([, s]) => s).sort()[found.length - k];
+      found = found.filter(([, s]) => s >= kth);
+    }
+    return found
       .sort((a, b) => b[1] - a[1] || a[0] - b[0])
       .slice(0, k)
       .map(([row]) => row);

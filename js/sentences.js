@@ -336,6 +336,7 @@
   }
 
   const api = {
+    SPACE,
     pyRegExp,
     matchStart,
     isSpace,

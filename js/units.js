@@ -66,11 +66,24 @@
   /** Which patterns Python compiles with re.IGNORECASE. */
   const IGNORECASE = new Set(["BACK_REFERENCE", "NUMBER_WORD", "CAUSE"]);
 
+  /** @type {Map<string, RegExp>} */
+  const compiled = new Map();
+
   /**
+   * A pattern of units.py, compiled once per flags.
    * @param {keyof typeof SOURCES} name
    * @param {string} [flags] "g" to find all, "y" for re.match
    */
-  const rx = (name, flags = "") => pyRegExp(SOURCES[name], (IGNORECASE.has(name) ? "i" : "") + flags);
+  function rx(name, flags = "") {
+    const key = name + flags;
+    let made = compiled.get(key);
+    if (!made) {
+      made = pyRegExp(SOURCES[name], (IGNORECASE.has(name) ? "i" : "") + flags);
+      compiled.set(key, made);
+    }
+    made.lastIndex = 0;
+    return made;
+  }
 
   /**
    * `units.QUESTION_KINDS`: question kinds and the words that ask for them,
@@ -106,30 +119,32 @@
    */
   function questionKind(question) {
     const text = S.pyStrip(question).toLowerCase();
-    for (const [kind, source] of QUESTION_KINDS) {
-      if (pyRegExp(source).test(text)) return kind;
+    if (kindPatterns === null) kindPatterns = QUESTION_KINDS.map(([kind, source]) => [kind, pyRegExp(source)]);
+    for (const [kind, pattern] of kindPatterns) {
+      if (/** @type {RegExp} */ (pattern).test(text)) return /** @type {string} */ (kind);
     }
     return "other";
   }
+  /** @type {Array<[string, RegExp]> | null} */
+  let kindPatterns = null;
 
   /** `units._CJK_PROSE`: full-width prose punctuation, not code symbols. */
   const CJK_PROSE = "、。，．；：？！（）「」『』《》〈〉【】〔〕～・";
   /** Characters that are no code symbols besides letters, digits and spaces. */
   const PROSE_MARKS = ".,;:'\"()-%°";
-  const NOT_SYMBOL = new Set(Array.from(PROSE_MARKS + CJK_PROSE));
+  /** A code symbol: no letter, number, Python whitespace or prose mark. */
+  const SYMBOL = new RegExp(
+    `[^\\p{L}\\p{N}${S.SPACE}${(PROSE_MARKS + CJK_PROSE).replace(/[\\\]^-]/g, "\\$&")}]`,
+    "gu",
+  );
 
   /**
    * `units.looks_like_code`.
    * @param {string} text
    */
   function looksLikeCode(text) {
-    let symbols = 0;
-    let length = 0;
-    for (const c of text) {
-      length++;
-      if (!(S.isAlnum(c) || S.isSpace(c) || NOT_SYMBOL.has(c))) symbols++;
-    }
-    return symbols > CODE_SYMBOLS * Math.max(length, 1);
+    const symbols = (text.match(SYMBOL) || []).length;
+    return symbols > CODE_SYMBOLS * Math.max(S.codePoints(text), 1);
   }
 
   /** `units._OPENERS`: capitalised words that open a sentence without naming anyone. */
@@ -156,6 +171,8 @@
     return false;
   }
 
+  const WORDS = pyRegExp("\\w+", "g");
+
   /**
    * `units.kind_match`: 1 if `text` holds the kind of answer asked for, 0 if
    * not, 0.5 if unknown; what the question itself contains does not count.
@@ -164,7 +181,7 @@
    * @param {string} [question]
    */
   function kindMatch(kind, text, question = "") {
-    const asked = new Set(question.toLowerCase().match(pyRegExp("\\w+", "g")) || []);
+    const asked = new Set(question.toLowerCase().match(WORDS) || []);
     /** @param {keyof typeof SOURCES} name */
     const fresh = (name) => {
       for (const m of text.matchAll(rx(name, "g"))) {
