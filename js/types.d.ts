@@ -91,6 +91,11 @@ export interface AnswerMetadata {
   retrieval_ms?: number;
   generation_ms?: number;
   index_version?: string;
+  /** "browser": answered by the engine in the reader's browser (js/engine.js). */
+  engine?: string;
+  /** The browser engine only: passages it judged without sentence similarity
+   * (the build split them into other sentences), each with why. */
+  problems?: string[];
   [key: string]: unknown;
 }
 
