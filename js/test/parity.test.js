@@ -141,7 +141,6 @@ test("parity with the Python engine", { skip: files.length ? false : "RAGCITE_PA
         load_ms: Number(loadMs.toFixed(1)),
         p50_ms: Number((percentile(times, 0.5) || 0).toFixed(2)),
         p90_ms: Number((percentile(times, 0.9) || 0).toFixed(2)),
-        python_ms_per_question: data.python_ms_per_question,
         mismatches,
       };
       console.log(`PARITY ${JSON.stringify(summary)}`);
