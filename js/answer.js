@@ -11,7 +11,7 @@
  * counts them.
  *
  * Classic script: registers on `globalThis.ragcite_lib.answer` (load
- * `sentences.js` and `ranker.js` first), and on `module.exports` under Node.
+ * `sentences.js`, `evidence.js` and `ranker.js` first), and on `module.exports` under Node.
  */
 
 /** @typedef {import("./types").Answer} Answer */
@@ -33,6 +33,8 @@
   const S = lib.sentences || need("sentences");
   /** @type {typeof import("./ranker.js")} */
   const R = lib.ranker || need("ranker");
+  /** @type {typeof import("./evidence.js")} */
+  const E = lib.evidence || need("evidence");
 
   /** `engine.NOT_FOUND` and `engine.MAYBE_HERE`: the texts of abstentions. */
   const NOT_FOUND = "I could not find an answer to this in the book.";
@@ -144,11 +146,7 @@
     /** @type {string[]} */
     const parts = [];
     for (const claim of claims) {
-      let similarity = 0;
-      if (claim.vector && qvec) {
-        for (let d = 0; d < qvec.length; d++) similarity += claim.vector[d] * qvec[d];
-        similarity = Math.fround(similarity);
-      }
+      const similarity = claim.vector && qvec ? E.dot(claim.vector, 0, qvec) : 0;
       const claimFit = answerFit(asked, similarity, claim.text);
       const marks = [];
       for (const source of claim.sources) {

@@ -14,8 +14,9 @@
  *
  * Classic script: registers on `globalThis.ragcite_lib.engine` (load, in
  * order, `stemmer.js`, `tokenize.js`, `search.js`, `sentences.js`,
- * `fusion.js`, `retrieve.js`, `units.js`, `ranker.js`, `evidence.js`,
- * `verify.js`, `answer.js`), and on `module.exports` under Node.
+ * `fusion.js`, `retrieve.js`, `units.js`, `evidence.js`, `ranker.js`,
+ * `verify.js`, `answer.js`: `ENGINE_SCRIPTS`), and on `module.exports`
+ * under Node.
  */
 
 /** @typedef {import("./types").Answer} Answer */
@@ -46,6 +47,11 @@
   /** @type {typeof import("./answer.js")} */
   const A = lib.answer || need("answer");
 
+  /** The engine's scripts in load order (for `importScripts`). */
+  const ENGINE_SCRIPTS = [
+    "stemmer.js", "tokenize.js", "search.js", "sentences.js", "fusion.js", "retrieve.js",
+    "units.js", "evidence.js", "ranker.js", "verify.js", "answer.js", "engine.js",
+  ];
   /** `AnswerEngine.k`: passages retrieved (the ranker is trained on this many). */
   const DEFAULT_K = 6;
   /** `contracts.MAX_K` and `MAX_QUESTION`: the limits of a request. */
@@ -72,7 +78,17 @@
     const core = await store.core();
     const ranker = R.parseRanker(core.ranker);
     const vectors = core.passageVectors;
-    const dim = vectors ? vectors.dim : core.manifest.embedding ? core.manifest.embedding.dim : 0;
+    const embedding = core.manifest.embedding;
+    const dim = vectors ? vectors.dim : embedding ? embedding.dim : 0;
+    if (vectors && (vectors.codes.length !== vectors.rows * dim || vectors.scales.length !== vectors.rows)) {
+      throw new Error("the passage vectors do not fit their shape; rebuild the documentation");
+    }
+    if (vectors && embedding && embedding.dim !== dim) {
+      throw new Error(`the passage vectors have ${dim} numbers each, the manifest says ${embedding.dim}`);
+    }
+    if (vectors && vectors.rows !== core.staticIndex.passages.length) {
+      throw new Error("the passage vectors and the static index hold different passages; rebuild the documentation");
+    }
     const retriever = retrieval.createRetriever(core);
     const dense = retriever.dense;
     const passageVector = dense ? dense.vector : null;
@@ -148,7 +164,7 @@
     return { answer };
   }
 
-  const api = { DEFAULT_K, MAX_K, MAX_QUESTION, createEngine };
+  const api = { ENGINE_SCRIPTS, DEFAULT_K, MAX_K, MAX_QUESTION, createEngine };
   lib.engine = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

@@ -57,6 +57,20 @@
   }
 
   /**
+   * The question's cosine with each sentence of an item (0 without vectors).
+   * @param {Evidence} item
+   * @param {Float32Array | null} qvec
+   * @returns {number[]}
+   */
+  function sentenceSims(item, qvec) {
+    const n = item.sentences.length;
+    if (qvec === null || item.vectors === null) return new Array(n).fill(0);
+    const out = new Array(n);
+    for (let s = 0; s < n; s++) out[s] = dot(item.vectors, s * item.dim, qvec);
+    return out;
+  }
+
+  /**
    * `evidence.build_evidence` (book mode): evidence in citation order.
    * @param {PassageFull[]} passages the retrieved passages, by rank
    * @param {Float32Array | null} qvec
@@ -105,7 +119,7 @@
     });
   }
 
-  const api = { dequantize, dot, buildEvidence };
+  const api = { dequantize, dot, sentenceSims, buildEvidence };
   lib.evidence = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

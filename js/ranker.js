@@ -9,7 +9,7 @@
  * than this script computes is refused, as Python refuses it.
  *
  * Classic script: registers on `globalThis.ragcite_lib.ranker` (load
- * `sentences.js` and `units.js` first), and on `module.exports` under Node.
+ * `sentences.js`, `units.js` and `evidence.js` first), and on `module.exports` under Node.
  */
 
 /** @typedef {import("./types").EngineEvidence} Evidence */
@@ -44,6 +44,8 @@
   const S = lib.sentences || need("sentences");
   /** @type {typeof import("./units.js")} */
   const U = lib.units || need("units");
+  /** @type {typeof import("./evidence.js")} */
+  const E = lib.evidence || need("evidence");
 
   /**
    * @param {any} data
@@ -196,7 +198,7 @@
     const own = [];
     evidence.forEach((item, e) => {
       if (!item.sentences.length) return;
-      const sims = sentenceSims(item, qvec);
+      const sims = E.sentenceSims(item, qvec);
       const share = best > 0 && e < bm25.length ? bm25[e] / best : 0.0;
       for (const unit of U.unitsOf(e, item)) {
         units.push(unit);
@@ -210,26 +212,6 @@
         b.probability - a.probability || a.unit.evidence - b.unit.evidence || a.unit.first - b.unit.first,
     );
     return ranked;
-  }
-
-  /**
-   * The question's cosine with each sentence of an item (0 without a vector).
-   * @param {Evidence} item
-   * @param {Float32Array | null} qvec
-   * @returns {number[]}
-   */
-  function sentenceSims(item, qvec) {
-    const n = item.sentences.length;
-    if (qvec === null || item.vectors === null) return new Array(n).fill(0);
-    const dim = qvec.length;
-    const out = new Array(n);
-    for (let s = 0; s < n; s++) {
-      let sum = 0;
-      const base = s * dim;
-      for (let d = 0; d < dim; d++) sum += item.vectors[base + d] * qvec[d];
-      out[s] = Math.fround(sum);
-    }
-    return out;
   }
 
   /**
@@ -321,7 +303,6 @@
     pyRound,
     calibrate,
     rankUnits,
-    sentenceSims,
     answerability,
     choose,
     passageConfidences,

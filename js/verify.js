@@ -9,7 +9,7 @@
  * citation's confidence means what it means on the server.
  *
  * Classic script: registers on `globalThis.ragcite_lib.verify` (load
- * `sentences.js` first), and on `module.exports` under Node.
+ * `sentences.js` and `evidence.js` first), and on `module.exports` under Node.
  */
 
 /** @typedef {import("./types").EngineEvidence} Evidence */
@@ -27,6 +27,8 @@
     typeof require === "function" ? require(`./${name}.js`) : null;
   /** @type {typeof import("./sentences.js")} */
   const S = lib.sentences || need("sentences");
+  /** @type {typeof import("./evidence.js")} */
+  const E = lib.evidence || need("evidence");
 
   /** `grounding.SUPPORT_SIMILARITY` and `SUPPORT_OVERLAP`: weights of support. */
   const SUPPORT_SIMILARITY = 0.5;
@@ -52,7 +54,7 @@
       best = 0;
       similarity = -Infinity;
       for (let s = 0; s < evidence.sentences.length; s++) {
-        const sim = vector && evidence.vectors ? dot(evidence.vectors, s * evidence.dim, vector) : 0;
+        const sim = vector && evidence.vectors ? E.dot(evidence.vectors, s * evidence.dim, vector) : 0;
         if (sim > similarity) {
           similarity = sim;
           best = s;
@@ -61,17 +63,6 @@
     }
     const score = SUPPORT_SIMILARITY * Math.max(similarity, 0.0) + SUPPORT_OVERLAP * overlap;
     return { score: numbersOk ? score : 0.0, similarity, overlap, numbersOk, sentence: best };
-  }
-
-  /**
-   * @param {Float32Array} a
-   * @param {number} offset
-   * @param {Float32Array} b
-   */
-  function dot(a, offset, b) {
-    let sum = 0;
-    for (let d = 0; d < b.length; d++) sum += a[offset + d] * b[d];
-    return Math.fround(sum);
   }
 
   /** `engine._BRACKETED_NUMBER`, the Python source. */

@@ -238,10 +238,7 @@ test("a bad question or k is a RangeError, as the server's 400", async () => {
 test("the engine's files work as classic browser scripts, in load order", () => {
   /** @type {any} */
   const context = vm.createContext({});
-  const order = [
-    "stemmer.js", "tokenize.js", "search.js", "sentences.js", "fusion.js", "retrieve.js",
-    "units.js", "ranker.js", "evidence.js", "verify.js", "answer.js", "engine.js",
-  ];
+  const order = require("../engine.js").ENGINE_SCRIPTS;
   for (const name of order) {
     const file = path.join(__dirname, "..", name);
     vm.runInContext(fs.readFileSync(file, "utf8"), context, { filename: file });
