@@ -77,7 +77,7 @@ def _write(source: Path, directory: Path, passages: int) -> float:
     from sphinx_ragcite.extension.passages.ids import passage_id
     from sphinx_ragcite.extension.passages.records import content_hash
     from sphinx_ragcite.extension.writer import IndexWriter
-    from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25
+    from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25, tokenized
     from sphinx_ragcite.formats.embeddings import npy_bytes, quantize
     from sphinx_ragcite.formats.records import passages_jsonl
     from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
@@ -122,10 +122,12 @@ def _write(source: Path, directory: Path, passages: int) -> float:
         shutil.rmtree(directory)
     writer = IndexWriter(directory)
     writer.add("passages", "passages.jsonl", passages_jsonl(records))
-    retriever = build_bm25(records)
+    corpus = tokenized(records)
+    retriever = build_bm25(records, corpus=corpus)
     for name, data in bm25_files(retriever).items():
         writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
-    writer.add("static", STATIC_FILE, static_file(static_index(retriever, records)))
+    static = static_file(static_index(records, corpus, params=PARAMS))
+    writer.add("static", STATIC_FILE, static)
     vectors = np.random.default_rng(SEED).standard_normal((passages, DIM))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     codes, scales = quantize(vectors.astype(np.float32))

@@ -1,9 +1,12 @@
 // @ts-check
 /**
  * Search the static index in the browser, as `search_static` does in Python
- * (`sphinx_ragcite/index/static.py`): a passage's score is the sum of the
- * integer weights of the query's tokens (a repeated token counts each time),
- * ties go to the passage that comes first in the book.
+ * (`sphinx_ragcite/formats/static.py`): a term's weight in a passage is
+ * computed from its count there as bm25s computes it (float64, rounded to
+ * float32), a passage's score is the float32 sum of the query's tokens'
+ * weights in query order (a repeated token counts each time), so the scores
+ * are bm25s's to the bit; ties go to the passage that comes first in the book.
+ * The answer engine (`retrieve.js`) takes its BM25 scores from here too.
  *
  * Classic script: registers `createStaticSearch` on `globalThis.ragcite_lib`
  * (load `stemmer.js` and `tokenize.js` first), and on `module.exports` under
@@ -13,13 +16,14 @@
 /** @typedef {import("./tokenize.js").TokenizerSpec} TokenizerSpec */
 
 /**
- * The static index, `format_version` 1.
+ * The static index, `format_version` 2.
  * @typedef {object} StaticIndex
  * @property {number} format_version
  * @property {TokenizerSpec} tokenizer
- * @property {number} weight_scale weights are round(bm25 weight * scale)
+ * @property {{k1: number, b: number, method: string}} bm25 the BM25 parameters
+ * @property {number[]} lengths each passage's token count, as indexed
  * @property {string[]} terms sorted; terms[i] owns postings[i]
- * @property {number[][]} postings [doc_delta, weight, doc_delta, weight, ...]
+ * @property {number[][]} postings [doc_delta, tf, doc_delta, tf, ...]
  * @property {string[]} pages page URLs, each once
  * @property {string[]} headings chapter and section titles, each once
  * @property {Array<[string, number, number, number, string]>} passages
@@ -34,18 +38,22 @@
  * @property {string} chapter
  * @property {string} section
  * @property {string} snippet
- * @property {number} score the summed weights over `weight_scale`
+ * @property {number} score the BM25 score (float32, as bm25s's)
  */
 
 /**
  * @typedef {object} StaticSearch
  * @property {(query: string, k?: number) => Hit[]} search
+ * @property {(tokens: string[]) => Map<number, number>} scores every
+ *   passage's score for the tokens (passages that hold none left out)
+ * @property {(query: string) => string[]} tokens the query's BM25 tokens
+ * @property {(term: string) => number} df how many passages hold the term
  */
 
 (function () {
   "use strict";
 
-  const FORMAT_VERSION = 1;
+  const FORMAT_VERSION = 2;
 
   const g = /** @type {any} */ (globalThis);
   /** @type {Record<string, any>} */
@@ -90,8 +98,12 @@
     if (/** @type {unknown[]} */ (ix.terms).length !== /** @type {unknown[]} */ (ix.postings).length) {
       throw new Error("ragcite search: the static index must have one postings list per term");
     }
-    if (typeof ix.weight_scale !== "number" || !(ix.weight_scale > 0)) {
-      throw new Error("ragcite search: the static index has no positive weight_scale");
+    const bm25 = /** @type {Record<string, unknown>} */ (ix.bm25 || {});
+    if (bm25.method !== "lucene" || typeof bm25.k1 !== "number" || typeof bm25.b !== "number") {
+      throw new Error("ragcite search: the static index has no lucene BM25 parameters");
+    }
+    if (!Array.isArray(ix.lengths) || ix.lengths.length !== /** @type {unknown[]} */ (ix.passages).length) {
+      throw new Error("ragcite search: the static index must have one length per passage");
     }
     if (ix.tokenizer === null || typeof ix.tokenizer !== "object") {
       throw new Error("ragcite search: the static index has no tokenizer spec");
@@ -99,7 +111,8 @@
   }
 
   /**
-   * A searcher over one static index; the term lookup is built once.
+   * A searcher over one static index; the term lookup is built once, a
+   * term's weights the first time a query has it.
    * @param {StaticIndex} index the parsed `_ragcite/` static index JSON
    * @returns {StaticSearch}
    */
@@ -111,7 +124,57 @@
     /** @type {Map<string, number>} */
     const lookup = new Map();
     index.terms.forEach((term, i) => lookup.set(term, i));
-    const { postings, passages, pages, headings, weight_scale: scale } = index;
+    const { postings, passages, pages, headings, lengths } = index;
+    const { k1, b } = index.bm25;
+    const n = lengths.length;
+    let sum = 0;
+    for (const length of lengths) sum += length;
+    const average = sum / n;
+    /** @type {Map<number, {docs: Int32Array, weights: Float32Array}>} */
+    const cache = new Map();
+
+    /**
+     * A term's passages and its weight in each: bm25s's lucene weight,
+     * operation for operation (see `weights` in formats/static.py).
+     * @param {number} i the term's index
+     */
+    function weightsOf(i) {
+      const hit = cache.get(i);
+      if (hit) return hit;
+      const flat = postings[i];
+      const df = flat.length >> 1;
+      const idf = Math.fround(Math.log(1 + (n - df + 0.5) / (df + 0.5)));
+      const docs = new Int32Array(df);
+      const weights = new Float32Array(df);
+      let doc = 0;
+      for (let j = 0; j < df; j++) {
+        doc += flat[2 * j];
+        const tf = flat[2 * j + 1];
+        docs[j] = doc;
+        weights[j] = idf * (tf / (k1 * (1 - b + (b * lengths[doc]) / average) + tf));
+      }
+      const made = { docs, weights };
+      cache.set(i, made);
+      return made;
+    }
+
+    /**
+     * @param {string[]} tokens
+     * @returns {Map<number, number>}
+     */
+    function scores(tokens) {
+      /** @type {Map<number, number>} */
+      const totals = new Map();
+      for (const token of tokens) {
+        const i = lookup.get(token);
+        if (i === undefined) continue;
+        const { docs, weights } = weightsOf(i);
+        for (let j = 0; j < docs.length; j++) {
+          totals.set(docs[j], Math.fround((totals.get(docs[j]) || 0) + weights[j]));
+        }
+      }
+      return totals;
+    }
 
     /**
      * The `k` best passages for `query`, best first.
@@ -120,19 +183,7 @@
      * @returns {Hit[]}
      */
     function search(query, k = 10) {
-      /** @type {Map<number, number>} */
-      const totals = new Map();
-      for (const token of tokenize(query, spec)) {
-        const i = lookup.get(token);
-        if (i === undefined) continue;
-        const flat = postings[i];
-        let doc = 0;
-        for (let j = 0; j + 1 < flat.length; j += 2) {
-          doc += flat[j];
-          totals.set(doc, (totals.get(doc) || 0) + flat[j + 1]);
-        }
-      }
-      const ranked = [...totals].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+      const ranked = [...scores(tokenize(query, spec))].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
       return ranked.slice(0, k).map(([doc, total]) => {
         const [passage_id, page, chapter, section, snippet] = passages[doc];
         return {
@@ -141,12 +192,20 @@
           chapter: headings[chapter],
           section: headings[section],
           snippet,
-          score: total / scale,
+          score: total,
         };
       });
     }
 
-    return { search };
+    return {
+      search,
+      scores,
+      tokens: (query) => tokenize(query, spec),
+      df: (term) => {
+        const i = lookup.get(term);
+        return i === undefined ? 0 : postings[i].length >> 1;
+      },
+    };
   }
 
   const api = { createStaticSearch, FORMAT_VERSION };

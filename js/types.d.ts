@@ -91,6 +91,11 @@ export interface AnswerMetadata {
   retrieval_ms?: number;
   generation_ms?: number;
   index_version?: string;
+  /** "browser": answered by the engine in the reader's browser (js/engine.js). */
+  engine?: string;
+  /** The browser engine only: passages it judged without sentence similarity
+   * (the build split them into other sentences), each with why. */
+  problems?: string[];
   [key: string]: unknown;
 }
 
@@ -273,6 +278,121 @@ export interface QuestionEncoder {
   dim: number;
   /** Free the session's WASM memory. */
   release(): Promise<void>;
+}
+
+// -- Browser engine: the extractive answer engine (js/engine.js) ------------
+// The store hands the engine a built site's `_ragcite/` files; the engine
+// answers as `POST /api/ask` does in book mode with the extractive generator.
+
+/** What the engine keeps of each passage without its text (row order). */
+export interface PassageMeta {
+  passage_id: string;
+  docname: string;
+  url: string;
+  chapter: string;
+  section: string;
+  heading_path: string[];
+  snippet: string;
+}
+
+/** Everything retrieval needs, loaded once. */
+export interface EngineCore {
+  /** `_ragcite/manifest.json`. */
+  manifest: any;
+  /** The parsed ranker.json (the file the Python engine reads). */
+  ranker: any;
+  /** The parsed static index (format 2; `search.<h>.js`'s JSON). */
+  staticIndex: any;
+  /** The passage vectors: row r is `codes[r * dim : (r + 1) * dim] * scales[r]`
+   * (null for an index built without embeddings). */
+  passageVectors: { codes: Int8Array; scales: Float32Array; dim: number; rows: number } | null;
+  /** Per row, in the row order of passages.jsonl. */
+  passages: PassageMeta[];
+}
+
+/** One retrieved passage in full. */
+export interface PassageFull {
+  row: number;
+  /** The full passages.jsonl record, with `text`. */
+  record: any;
+  /** Its sentences' vectors (rows `offsets[row]:offsets[row + 1]` of
+   * sentence_embeddings / sentence_scales), null without them. */
+  sentences: { codes: Int8Array; scales: Float32Array } | null;
+}
+
+/** Where the engine's files come from (Node: `js/test/file_store.js`;
+ * the browser: shard files). */
+export interface EngineStore {
+  core(): Promise<EngineCore>;
+  /** Per question: only the rows it needs, in the order asked. */
+  passages(rows: number[]): Promise<PassageFull[]>;
+}
+
+export interface BrowserEngine {
+  /** The answer JSON of `POST /api/ask` (`metadata.engine` is "browser").
+   * `qvec`: the question's vector from the encoder, or null (BM25 alone).
+   * Throws a RangeError for a question that is empty or over 2000 characters. */
+  answer(question: string, qvec: Float32Array | null, opts?: { k?: number }): Promise<Answer>;
+}
+
+/** A sentence and its [start, end) in its text (UTF-16 offsets). */
+export interface EngineSentence {
+  text: string;
+  start: number;
+  end: number;
+}
+
+/** One source an answer may cite (`answer/evidence.py`'s Evidence). */
+export interface EngineEvidence {
+  key: string;
+  record: any;
+  text: string;
+  sentences: EngineSentence[];
+  /** float32 sentence vectors, `dim` numbers each; null when unknown. */
+  vectors: Float32Array | null;
+  dim: number;
+  words: Set<string>;
+  numbers: Set<string>;
+  /** Cosine of the question and the whole passage. */
+  relevance: number;
+  /** 1-based retrieval rank. */
+  rank: number;
+  /** Why the passage is judged without sentence similarity, if it is. */
+  problem: string | null;
+}
+
+/** Consecutive sentences `first..last` of evidence item `evidence`. */
+export interface EngineUnit {
+  evidence: number;
+  first: number;
+  last: number;
+  text: string;
+  start: number;
+  end: number;
+  extended: boolean;
+}
+
+/** A unit with its signals (`units.FEATURES`) and the ranker's probability. */
+export interface EngineCandidate {
+  unit: EngineUnit;
+  probability: number;
+  row: number[];
+}
+
+export interface EngineSupport {
+  score: number;
+  similarity: number;
+  overlap: number;
+  numbersOk: boolean;
+  sentence: number;
+}
+
+export interface EngineClaim {
+  text: string;
+  sources: number[];
+  supports: EngineSupport[];
+  vector: Float32Array | null;
+  quote: EngineSentence;
 }
 
 declare global {

@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 import Stemmer
 
-from sphinx_ragcite.formats.static import read_static, search_static, static_passage
+from sphinx_ragcite.formats.static import (
+    bm25_scores,
+    read_static,
+    search_static,
+    static_passage,
+)
 from sphinx_ragcite.text import SPEC, spec_for, tokenize, tokenizer, words
 
 from conftest import EXAMPLE_BOOK, REPO, ROOTS, read_manifest, read_passages
@@ -213,12 +218,12 @@ def static_index(book: Path) -> dict:
     if "static" in files:
         return read_static((book / "_ragcite" / files["static"]).read_bytes())
     # The build does not ship the static index yet: make it from the passages.
-    from sphinx_ragcite.formats.bm25 import build_bm25
+    from sphinx_ragcite.formats.bm25 import tokenized
     from sphinx_ragcite.formats.static import static_index as make_static
 
     records = read_passages(book)
     # Through JSON, as the browser gets it.
-    return json.loads(json.dumps(make_static(build_bm25(records), records)))  # type: ignore[no-any-return]
+    return json.loads(json.dumps(make_static(records, tokenized(records))))  # type: ignore[no-any-return]
 
 
 def test_passage_text_tokenize_parity(book, tmp_path):  # type: ignore[no-untyped-def]
@@ -241,30 +246,35 @@ def test_search_parity(static_index, tmp_path):  # type: ignore[no-untyped-def]
     k = 10
     got = node("search", {"index": static_index, "queries": queries, "k": k}, tmp_path)
     passages = static_index["passages"]
-    scale = static_index["weight_scale"]
-    lookup = {term: i for i, term in enumerate(static_index["terms"])}
     for query, hits in zip(queries, got, strict=True):
         docs = search_static(static_index, tokenize(query), k)
         assert [h["passage_id"] for h in hits] == [passages[d][0] for d in docs], query
+        scores = bm25_scores(static_index, tokenize(query))
         for hit, doc in zip(hits, docs, strict=True):
-            score = total(static_index, lookup, tokenize(query), doc) / scale
-            assert hit == {**static_passage(static_index, doc), "score": score}, query
+            # to the bit: JS sums float32 weights as Python does
+            assert hit == {**static_passage(static_index, doc), "score": scores[doc]}
     # Not vacuous: every question of the QA set finds something.
     assert all(got[: len(questions)]), [
         q for q, h in zip(questions, got[: len(questions)], strict=True) if not h
     ]
 
 
-def total(index: dict, lookup: dict[str, int], tokens: list[str], doc: int) -> int:
-    """The summed weight of *doc* for *tokens*, as search_static adds it."""
-    score = 0
-    for token in tokens:
-        i = lookup.get(token)
-        if i is None:
-            continue
-        flat, at = index["postings"][i], 0
-        for j in range(0, len(flat), 2):
-            at += flat[j]
-            if at == doc:
-                score += flat[j + 1]
-    return score
+def test_static_scores_are_bm25s_scores(book):  # type: ignore[no-untyped-def]
+    """The static index's BM25 scores equal the server's (bm25s) to the bit,
+    so the answer engine in the browser retrieves what the server does."""
+    from sphinx_ragcite.retrieval.site import Site
+
+    site = Site.load(book)
+    static = read_static((book / "_ragcite" / "search.js").read_bytes())
+    lines = (EXAMPLE_BOOK / "qa.jsonl").read_text("utf-8").splitlines()
+    questions = [json.loads(line)["question"] for line in lines]
+    queries = [*questions, "coffee coffee coffee", "zzzz", ""]
+    compared = 0
+    for query in queries:
+        expected = site.bm25_scores(query)
+        got = bm25_scores(static, site.tokenizer.tokenize(query))
+        assert set(got) == {int(d) for d in expected.nonzero()[0]}, query
+        for doc, score in got.items():
+            assert score == float(expected[doc]), (query, doc)
+            compared += 1
+    assert compared > 1000

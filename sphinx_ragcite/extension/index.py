@@ -30,7 +30,7 @@ from sphinx_ragcite.extension.llms_txt import (
 from sphinx_ragcite.extension.passages.ids import toctree_docs
 from sphinx_ragcite.extension.passages.records import build_records, page_url
 from sphinx_ragcite.extension.writer import IndexWriter, build_time
-from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25
+from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25, tokenized
 from sphinx_ragcite.formats.files import atomic_write
 from sphinx_ragcite.formats.manifest import INDEX_DIR, MANIFEST
 from sphinx_ragcite.formats.moved import FILE_NAME as MOVED_FILE
@@ -95,12 +95,13 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
         writer.add("passages", "passages.jsonl", passages_jsonl(records))
     spec, documents = _tokenizers(app, config)
     with timed("bm25"):
-        retriever = build_bm25(records, documents)
+        corpus = tokenized(records, documents)
+        retriever = build_bm25(records, documents, corpus)
         for name, data in bm25_files(retriever).items():
             writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
     with timed("static index"):
         # The widget loads these two by name as well (see IndexWriter).
-        static = static_file(static_index(retriever, records, spec))
+        static = static_file(static_index(records, corpus, spec, PARAMS))
         writer.add("static", STATIC_FILE, static, alias=True)
     with timed("links"):
         links = _follow_links(app, config, records)

@@ -45,8 +45,21 @@ def indexed_text(record: Record) -> str:
     return " ".join(record["heading_path"]) + "\n" + record["text"]
 
 
-def build_bm25(records: Sequence[Record], tokenizer: Tokenizer = ENGLISH) -> bm25s.BM25:
-    corpus = [tokenizer.tokenize(indexed_text(r)) for r in records]
+def tokenized(
+    records: Sequence[Record], tokenizer: Tokenizer = ENGLISH
+) -> list[list[str]]:
+    """Each passage's BM25 tokens, in row order (the static index counts them too)."""
+    return [tokenizer.tokenize(indexed_text(r)) for r in records]
+
+
+def build_bm25(
+    records: Sequence[Record],
+    tokenizer: Tokenizer = ENGLISH,
+    corpus: Sequence[Sequence[str]] | None = None,
+) -> bm25s.BM25:
+    """The index of *records*; *corpus*: their :func:`tokenized` tokens, if cut."""
+    if corpus is None:
+        corpus = tokenized(records, tokenizer)
     terms = sorted({t for doc in corpus for t in doc})
     # bm25s cannot index an empty vocabulary (a book with no passage or no word)
     vocab = {term: i for i, term in enumerate(terms)} or {"": 0}

@@ -1,17 +1,18 @@
-"""BM25 weights -> one file the browser searches without a server.
+"""BM25 postings -> one file the browser searches without a server.
 
 The file is ``_ragcite/search.js``: one JSON object behind a fixed prefix,
 ``globalThis.ragcite_static_index=<JSON>;``. Over HTTP the widget fetches it,
 strips the prefix and parses JSON; from disk (``file://``, where fetch is
 blocked) it loads it as a script. Either way it is data, never code to run.
 
-The JSON (``format_version`` 1)::
+The JSON (``format_version`` 2)::
 
-    {"format_version": 1,
+    {"format_version": 2,
      "tokenizer": {... the book's text.spec_for(language) ...},
-     "weight_scale": 100,           # weights are round(bm25_weight * scale)
+     "bm25": {"k1": 1.5, "b": 0.75, "method": "lucene"},
+     "lengths": [58, 41, ...],      # tokens of each passage as indexed
      "terms": ["bloom", ...],       # sorted; terms[i] owns postings[i]
-     "postings": [[doc, w, doc_delta, w, ...], ...],   # doc ids delta-encoded
+     "postings": [[doc, tf, doc_delta, tf, ...], ...],  # doc ids delta-encoded
      "pages": ["water.html", ...],     # page URLs, each stored once
      "headings": ["3. Water", ...],    # chapter and section titles, once each
      "passages": [[passage_id, page, chapter, section, snippet], ...]}
@@ -19,13 +20,21 @@ The JSON (``format_version`` 1)::
 ``page``, ``chapter`` and ``section`` index ``pages`` and ``headings``; a
 passage's URL is ``pages[page] + "#" + passage_id``.
 
-A query's score for a passage is the sum of its terms' weights, exactly the
-bm25s score up to the rounding of the weights.
+A term's weight in a passage is computed from its count there (``tf``), the
+passage's length and the term's document frequency exactly as bm25s computes
+it (:func:`weights`: float64 arithmetic, rounded to float32), and a query's
+score is the float32 sum of its tokens' weights in query order, as bm25s adds
+them: the browser's BM25 scores are bm25s's to the bit, so the answer engine
+running in the browser retrieves what the server retrieves. Counts and
+lengths also take fewer bytes than weights rounded to two decimals (format 1).
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,17 +45,14 @@ from sphinx_ragcite.text import SPEC
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    import bm25s
-
     from sphinx_ragcite.contracts import PassageRecord as Record
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 FILE_NAME = "search.js"
 PREFIX = b"globalThis.ragcite_static_index="
 SUFFIX = b";\n"
-#: Two decimals of BM25 weight: rankings match bm25s on the example book's QA
-#: set (benchmarks/index_build.py), one digit less per posting than 1000.
-WEIGHT_SCALE = 100
+#: The BM25 variant the weights follow (bm25s's ``lucene`` method).
+METHOD = "lucene"
 
 
 def _interned(values: Sequence[str]) -> tuple[list[str], dict[str, int]]:
@@ -55,30 +61,30 @@ def _interned(values: Sequence[str]) -> tuple[list[str], dict[str, int]]:
 
 
 def static_index(
-    retriever: bm25s.BM25,
     records: Sequence[Record],
+    corpus: Sequence[Sequence[str]],
     tokenizer: dict[str, Any] = SPEC,
+    params: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    scores = retriever.scores
-    indptr = np.asarray(scores["indptr"])
-    indices = np.asarray(scores["indices"])
-    weights = np.rint(np.asarray(scores["data"]) * WEIGHT_SCALE).astype(np.int64)
-    terms: list[str] = []
-    postings: list[list[int]] = []
-    for term, column in sorted(retriever.vocab_dict.items()):
-        if not term or column + 1 >= len(indptr):  # bm25s's empty token
-            continue
-        start, end = int(indptr[column]), int(indptr[column + 1])
-        if start == end:
-            continue
-        docs = indices[start:end].astype(np.int64)
-        order = np.argsort(docs, kind="stable")
-        docs, ws = docs[order], weights[start:end][order]
-        deltas = np.diff(docs, prepend=0)
-        flat = np.empty(2 * len(docs), dtype=np.int64)
-        flat[0::2], flat[1::2] = deltas, ws
-        terms.append(term)
-        postings.append(flat.tolist())
+    """The static index of *records*, whose BM25 tokens are *corpus* (in step:
+    ``formats.bm25.tokenized``); *params* are the BM25 index's k1 and b."""
+    if len(records) != len(corpus):
+        raise ValueError("one token list per record is needed")
+    bm25 = {"method": METHOD, "k1": 1.5, "b": 0.75, **(params or {})}
+    if bm25["method"] != METHOD:
+        raise ValueError(f"the static index follows BM25 {METHOD!r} only")
+    found: dict[str, list[int]] = {}
+    for doc, tokens in enumerate(corpus):
+        for term, tf in sorted(Counter(tokens).items()):
+            if term:
+                found.setdefault(term, []).extend((doc, tf))
+    terms = sorted(found)
+    postings = []
+    for term in terms:
+        flat = found[term]
+        docs = flat[0::2]
+        flat[0::2] = [docs[0], *(b - a for a, b in pairwise(docs))]
+        postings.append(flat)
     pages, page_of = _interned([r["url"].split("#", 1)[0] for r in records])
     headings, heading_of = _interned(
         [h for r in records for h in (r["chapter"], r["section"])]
@@ -86,7 +92,8 @@ def static_index(
     return {
         "format_version": FORMAT_VERSION,
         "tokenizer": tokenizer,
-        "weight_scale": WEIGHT_SCALE,
+        "bm25": {"method": METHOD, "k1": bm25["k1"], "b": bm25["b"]},
+        "lengths": [len(tokens) for tokens in corpus],
         "terms": terms,
         "postings": postings,
         "pages": pages,
@@ -128,19 +135,46 @@ def static_passage(index: dict[str, Any], doc: int) -> dict[str, str]:
     }
 
 
-def search_static(
-    index: dict[str, Any], tokens: Sequence[str], k: int = 10
-) -> list[int]:
-    """Reference implementation of the browser's search (used in parity tests)."""
+def weights(index: dict[str, Any], term: int) -> tuple[list[int], np.ndarray]:
+    """The passages holding ``terms[term]`` and its float32 BM25 weight in each.
+
+    bm25s's lucene weight: ``idf * tf / (k1 * (1 - b + b * length / average)
+    + tf)`` with ``idf = log(1 + (n - df + 0.5) / (df + 0.5))`` rounded to
+    float32, computed in float64 and rounded to float32 (``js/search.js``
+    computes the same, operation for operation).
+    """
+    flat = index["postings"][term]
+    lengths = index["lengths"]
+    n = len(lengths)
+    average = sum(lengths) / n
+    k1, b = float(index["bm25"]["k1"]), float(index["bm25"]["b"])
+    docs = np.cumsum(flat[0::2]).tolist()
+    df = len(docs)
+    idf = float(np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5))))
+    out = np.empty(df, dtype=np.float32)
+    for i, (doc, tf) in enumerate(zip(docs, flat[1::2], strict=True)):
+        out[i] = idf * (tf / (k1 * ((1 - b) + b * lengths[doc] / average) + tf))
+    return docs, out
+
+
+def bm25_scores(index: dict[str, Any], tokens: Sequence[str]) -> dict[int, float]:
+    """Each passage's score for *tokens*: float32 sums in token order, as
+    bm25s adds them (a repeated token counts each time)."""
     lookup = {term: i for i, term in enumerate(index["terms"])}
-    totals: dict[int, int] = {}
+    totals: dict[int, np.float32] = {}
     for token in tokens:
         i = lookup.get(token)
         if i is None:
             continue
-        flat, doc = index["postings"][i], 0
-        for j in range(0, len(flat), 2):
-            doc += flat[j]
-            totals[doc] = totals.get(doc, 0) + flat[j + 1]
-    ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+        docs, ws = weights(index, i)
+        for doc, w in zip(docs, ws, strict=True):
+            totals[doc] = totals.get(doc, np.float32(0)) + w
+    return {doc: float(score) for doc, score in totals.items()}
+
+
+def search_static(
+    index: dict[str, Any], tokens: Sequence[str], k: int = 10
+) -> list[int]:
+    """Reference implementation of the browser's search (used in parity tests)."""
+    ranked = sorted(bm25_scores(index, tokens).items(), key=lambda i: (-i[1], i[0]))
     return [doc for doc, _ in ranked[:k]]

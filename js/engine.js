@@ -1,0 +1,172 @@
+// @ts-check
+/**
+ * The extractive answer engine in the browser: retrieve -> choose -> verify
+ * -> assemble, the path `POST /api/ask` takes in book mode with the
+ * extractive generator (`AnswerEngine.stream`). Python is the reference; the
+ * parity test (`js/test/parity.test.js`) holds the two together.
+ *
+ * `createEngine(store)` loads what every question needs once
+ * (`store.core()`: manifest, ranker.json, static index, passage vectors) and
+ * asks the store per question for the few passages it retrieved
+ * (`store.passages(rows)`: texts and sentence vectors). The question vector
+ * comes from the caller (`encode.js` in the browser); null means no encoder,
+ * and BM25 ranks alone.
+ *
+ * Classic script: registers on `globalThis.ragcite_lib.engine` (load, in
+ * order, `stemmer.js`, `tokenize.js`, `search.js`, `sentences.js`,
+ * `fusion.js`, `retrieve.js`, `units.js`, `evidence.js`, `ranker.js`,
+ * `verify.js`, `answer.js`: `ENGINE_SCRIPTS`), and on `module.exports`
+ * under Node.
+ */
+
+/** @typedef {import("./types").Answer} Answer */
+/** @typedef {import("./types").EngineStore} EngineStore */
+/** @typedef {import("./types").EngineCore} EngineCore */
+/** @typedef {import("./types").BrowserEngine} BrowserEngine */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const need = (/** @type {string} */ name) =>
+    typeof require === "function" ? require(`./${name}.js`) : null;
+  /** @type {typeof import("./sentences.js")} */
+  const S = lib.sentences || need("sentences");
+  /** @type {typeof import("./retrieve.js")} */
+  const retrieval = lib.retrieve || need("retrieve");
+  /** @type {typeof import("./units.js")} */
+  const U = lib.units || need("units");
+  /** @type {typeof import("./ranker.js")} */
+  const R = lib.ranker || need("ranker");
+  /** @type {typeof import("./evidence.js")} */
+  const E = lib.evidence || need("evidence");
+  /** @type {typeof import("./verify.js")} */
+  const V = lib.verify || need("verify");
+  /** @type {typeof import("./answer.js")} */
+  const A = lib.answer || need("answer");
+
+  /** The engine's scripts in load order (for `importScripts`). */
+  const ENGINE_SCRIPTS = [
+    "stemmer.js", "tokenize.js", "search.js", "sentences.js", "fusion.js", "retrieve.js",
+    "units.js", "evidence.js", "ranker.js", "verify.js", "answer.js", "engine.js",
+  ];
+  /** `AnswerEngine.k`: passages retrieved (the ranker is trained on this many). */
+  const DEFAULT_K = 6;
+  /** `contracts.MAX_K` and `MAX_QUESTION`: the limits of a request. */
+  const MAX_K = 20;
+  const MAX_QUESTION = 2000;
+
+  const now = () => (typeof performance === "object" ? performance.now() : Date.now());
+  /** @param {number} since */
+  const ms = (since) => R.pyRound(now() - since, 2);
+
+  /**
+   * `contracts.timestamp(citation_time())`: now in UTC to the second.
+   * @param {Date} moment
+   */
+  const timestamp = (moment) => moment.toISOString().replace(/\.\d{3}Z$/, "Z");
+
+  /**
+   * The engine over one site.
+   * @param {EngineStore} store
+   * @param {{clock?: () => Date}} [options] `clock` gives the citation date
+   * @returns {Promise<BrowserEngine>}
+   */
+  async function createEngine(store, options = {}) {
+    const core = await store.core();
+    const ranker = R.parseRanker(core.ranker);
+    const vectors = core.passageVectors;
+    const embedding = core.manifest.embedding;
+    const dim = vectors ? vectors.dim : embedding ? embedding.dim : 0;
+    if (vectors && (vectors.codes.length !== vectors.rows * dim || vectors.scales.length !== vectors.rows)) {
+      throw new Error("the passage vectors do not fit their shape; rebuild the documentation");
+    }
+    if (vectors && embedding && embedding.dim !== dim) {
+      throw new Error(`the passage vectors have ${dim} numbers each, the manifest says ${embedding.dim}`);
+    }
+    if (vectors && vectors.rows !== core.staticIndex.passages.length) {
+      throw new Error("the passage vectors and the static index hold different passages; rebuild the documentation");
+    }
+    const retriever = retrieval.createRetriever(core);
+    const dense = retriever.dense;
+    const passageVector = dense ? dense.vector : null;
+    const sha = core.manifest.sha256 && core.manifest.sha256.passages;
+    const indexVersion = typeof sha === "string" ? sha.slice(0, 16) : "";
+    const clock = options.clock || (() => new Date());
+
+    /**
+     * The answer JSON of `POST /api/ask` (book mode, extractive generator).
+     * @param {string} asked the question (1 to 2000 characters, trimmed)
+     * @param {Float32Array | null} qvec its vector, or null without an encoder
+     * @param {{k?: number}} [opts] passages retrieved (default 6, at most 20)
+     * @returns {Promise<Answer>}
+     */
+    async function answer(asked, qvec, opts = {}) {
+      const question = S.pyStrip(String(asked));
+      if (!question) throw new RangeError("question: must not be empty");
+      if (S.codePoints(question) > MAX_QUESTION) {
+        throw new RangeError(`question: must be at most ${MAX_QUESTION} characters`);
+      }
+      const k = opts.k ?? DEFAULT_K;
+      if (!Number.isInteger(k) || k < 1 || k > MAX_K) throw new RangeError(`k: must be 1 to ${MAX_K}`);
+      if (qvec !== null && dim && qvec.length !== dim) {
+        throw new RangeError(`the question vector has ${qvec.length} numbers, the index ${dim}`);
+      }
+      const started = now();
+      const hits = retriever.retrieve(question, qvec, k);
+      const full = await store.passages(hits.map((h) => h.row));
+      const evidence = E.buildEvidence(full, qvec, passageVector, dim);
+      /** @type {Record<string, unknown>} */
+      const timings = { retrieval_ms: ms(started) };
+
+      const generating = now();
+      /** @type {Record<string, unknown>} */
+      const meta = { generator: "extractive", model: "extractive", engine: "browser" };
+      const bm25 = hits.map((h) => h.bm25 || 0.0);
+      const units = R.rankUnits(question, qvec, evidence, bm25, retriever.idf, ranker);
+      const answerable = R.answerability(units, ranker);
+      const confidence = units.length ? R.calibrate(ranker, answerable) : 0.0;
+      if (units.length) meta.answerability = R.pyRound(answerable, 4);
+      const chosen = R.choose(units, ranker, confidence, U.questionKind(question));
+      const retrieved = { retrieved: evidence.map((e) => e.key), index_version: indexVersion };
+      const problems = evidence.filter((e) => e.problem).map((e) => e.problem);
+      if (problems.length) meta.problems = problems;
+      if (!chosen.length) {
+        timings.generation_ms = ms(generating);
+        return A.abstain({
+          question,
+          evidence,
+          candidates: units,
+          confidence,
+          ranker,
+          meta: { ...meta, ...timings, ...retrieved },
+        });
+      }
+      timings.generation_ms = ms(generating);
+      const verifying = now();
+      const verified = V.quoteUnits(chosen, evidence);
+      timings.verification_ms = ms(verifying);
+      const result = A.assemble({
+        question,
+        qvec,
+        evidence,
+        verified,
+        confidence,
+        meta: { ...meta, ...retrieved },
+        stamp: timestamp(clock()),
+      });
+      Object.assign(result.metadata, timings);
+      return result;
+    }
+
+    return { answer };
+  }
+
+  const api = { ENGINE_SCRIPTS, DEFAULT_K, MAX_K, MAX_QUESTION, createEngine };
+  lib.engine = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();
