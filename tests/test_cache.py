@@ -265,3 +265,163 @@ def test_a_sentence_cut_off_by_truncation_is_embedded_on_its_own(
     assert warnings == ""
     info = read_manifest(out)["embedding"]
     assert 0 < info["sentences_embedded"] < info["sentences"]
+
+
+# --- Issue 33: a shared folder holds other people's files and can be altered.
+# These tests build a tiny book in-process (sphinx.testing), each in its own
+# folders, so they need none of the fixtures above.
+
+TINY_PAGES = {
+    "index.rst": """\
+Tiny Book
+=========
+
+Caching keeps the vectors of every passage between builds of this book.
+
+.. toctree::
+
+   other
+
+Eviction
+--------
+
+Eviction deletes the least recently used shard files of the cache.
+
+A second paragraph about folders that hold files of other programs.
+""",
+    "other.rst": """\
+Other Page
+==========
+
+Trust
+-----
+
+A cache folder restored from another branch may hold altered vectors.
+
+Verification recomputes a few of them. It compares them by cosine.
+""",
+}
+
+
+def tiny_build(
+    tmp: Path, name: str, cache: Path | str, **overrides: object
+) -> tuple[Path, str]:
+    """A clean in-process build of the tiny book; its output and warnings."""
+    from io import StringIO
+
+    from sphinx.testing.util import SphinxTestApp
+
+    src = tmp / name / "src"
+    src.mkdir(parents=True)
+    (src / "conf.py").write_text('extensions = ["sphinx_ragcite"]\nproject = "Tiny"\n')
+    for page, text in TINY_PAGES.items():
+        (src / page).write_text(text)
+    warnings = StringIO()
+    app = SphinxTestApp(
+        "html",
+        srcdir=src,
+        confoverrides={"ragcite_cache_dir": str(cache), **overrides},
+        status=StringIO(),
+        warning=warnings,
+    )
+    try:
+        app.build()
+    finally:
+        app.cleanup()
+    return app.outdir, warnings.getvalue()
+
+
+def aged(path: Path, seconds: float = 7200) -> Path:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+    return path
+
+
+def test_a_build_deletes_no_file_the_cache_did_not_write(tmp_path: Path) -> None:
+    """Issue 33, defect 2: a cache folder that also holds someone's
+    ``v1-experiment/results.npz`` and ``.notes.tmp`` (2 hours old), bound
+    at 2 MiB: the build keeps both and writes its own shards."""
+    cache = tmp_path / "cache"
+    experiment = cache / "v1-experiment"
+    experiment.mkdir(parents=True)
+    results = experiment / "results.npz"
+    np.savez(results, scores=np.arange(3 << 18, dtype=np.float32))  # 3 MiB
+    notes = [cache / ".notes.tmp", experiment / ".notes.tmp"]
+    for path in notes:
+        path.write_text("my notes")
+    for path in [results, *notes]:
+        aged(path)
+    kept = {path: path.read_bytes() for path in [results, *notes]}
+    _, warnings = tiny_build(tmp_path, "a", cache, ragcite_cache_max_mb=2)
+    assert warnings == ""
+    for path, data in kept.items():
+        assert path.exists(), f"{path.relative_to(cache)} was deleted"
+        assert path.read_bytes() == data
+    assert shards(cache)  # its own went in as usual
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The tiny book built once with an empty cache: its output and that cache."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    out, warnings = tiny_build(tmp, "cold", tmp / "cache")
+    assert warnings == ""
+    return out, tmp / "cache"
+
+
+def negated(cache: Path) -> Path:
+    """Every shard rewritten well-formed, keys kept, vectors negated."""
+    for path in shards(cache):
+        with np.load(path) as data:
+            arrays = {name: data[name] for name in data.files}
+        arrays["codes"] = -arrays["codes"]
+        np.savez(path, **arrays)  # type: ignore[arg-type]
+    return cache
+
+
+def cache_warnings(warnings: str) -> list[str]:
+    return [line for line in warnings.splitlines() if "ragcite.cache" in line]
+
+
+def test_altered_vectors_are_caught_when_the_encoder_runs(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 33, defect 7: negated vectors under their own keys, and one
+    shard missing, so the build loads the encoder anyway. It checks a sample,
+    warns once, computes every vector again (the output is the honest one)
+    and leaves honest shards behind."""
+    out, pristine = tiny
+    cache = tmp_path / "cache"
+    shutil.copytree(pristine, cache)
+    negated(cache)
+    shards(cache)[0].unlink()
+    built, warnings = tiny_build(tmp_path, "a", cache)
+    [warning] = cache_warnings(warnings)
+    assert "differ" in warning, warning
+    assert index_files(built) == index_files(out)
+    again, warnings = tiny_build(tmp_path, "b", cache)  # warm: no encoder
+    assert warnings == ""
+    assert embedded(again) == (0, 0)
+    assert index_files(again) == index_files(out)
+
+
+def test_cache_verify_checks_a_warm_build(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 33, defect 7: ``ragcite_cache_verify = 4`` loads the encoder on a
+    build that needs no vector computed, to check 4 cached ones. An honest
+    cache passes silently with the same bytes; a negated one is caught."""
+    out, pristine = tiny
+    honest = tmp_path / "honest"
+    shutil.copytree(pristine, honest)
+    built, warnings = tiny_build(tmp_path, "a", honest, ragcite_cache_verify=4)
+    assert warnings == ""
+    assert embedded(built) == (0, 0)
+    assert index_files(built) == index_files(out)
+    assert "load model" in stages(built)  # what the check costs: the encoder
+    altered = tmp_path / "altered"
+    shutil.copytree(pristine, altered)
+    negated(altered)
+    built, warnings = tiny_build(tmp_path, "b", altered, ragcite_cache_verify="4")
+    assert len(cache_warnings(warnings)) == 1, warnings
+    assert index_files(built) == index_files(out)
