@@ -21,6 +21,7 @@ from sphinx_ragcite.extension.cache import (
     DOCTREE_FOLDER,
     ENV_VAR,
     SUFFIX,
+    EmbeddingCache,
     default_dir,
     evict,
     resolve_dir,
@@ -67,6 +68,12 @@ def sentence_vectors(out: Path) -> np.ndarray:
 
 def shards(cache: Path) -> list[Path]:
     return sorted(cache.glob(f"v*-*/*{SUFFIX}"))
+
+
+def aged(path: Path, seconds: float = 7200) -> Path:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -169,16 +176,27 @@ def test_concurrent_builds_share_one_cache(
     assert not list(cache.rglob("*.tmp"))
 
 
+def own_shards(root: Path, model: str, count: int, rows: int, dim: int = 8) -> Path:
+    """*count* shards of *rows* vectors each, written by the cache itself for
+    *model* (one per first hex digit of the key); their folder."""
+    cache = EmbeddingCache(root, model, None, 1 << 40)
+    rng = np.random.default_rng(count)
+    for digit in range(count):
+        keys = [bytes([digit << 4]) + i.to_bytes(15, "big") for i in range(rows)]
+        cache.put_many(keys, rng.standard_normal((rows, dim)).astype(np.float32))
+    cache.save()
+    assert len(list(cache.folder.iterdir())) == count
+    return cache.folder
+
+
 def test_eviction_keeps_the_cache_under_its_bound(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
-    old = cache / "v1-0000000000000000"
-    old.mkdir(parents=True)
-    for i in range(8):  # 2 MiB of another model's shards, a day old
-        path = old / f"{i:02x}{SUFFIX}"
-        path.write_bytes(b"\0" * (256 << 10))
-        os.utime(path, (time.time() - 86400, time.time() - 86400))
+    # 2 MiB of another model's shards, a day old
+    old = own_shards(cache, "another model", 8, rows=650, dim=384)
+    for path in old.iterdir():
+        aged(path, 86400)
     _, warnings = clean_build(tmp_path, "a", cache, "-D", "ragcite_cache_max_mb=1")
     assert warnings == ""
     assert sum(p.stat().st_size for p in shards(cache)) <= 0.9 * (1 << 20)
@@ -190,17 +208,74 @@ def test_eviction_keeps_the_cache_under_its_bound(
 
 
 def test_evict_deletes_least_recently_used_first(tmp_path: Path) -> None:
-    folder = tmp_path / "v1-abc"
-    folder.mkdir()
+    folder = own_shards(tmp_path, "a model", 10, rows=2)
+    files = sorted(folder.iterdir())
+    size = files[0].stat().st_size
+    assert all(p.stat().st_size == size for p in files)
     now = time.time()
-    for i in range(10):
-        path = folder / f"{i:02x}{SUFFIX}"
-        path.write_bytes(b"x" * 1000)
+    for i, path in enumerate(files):
         os.utime(path, (now - 100 + i, now - 100 + i))
-    assert evict(tmp_path, 10_000) == []  # at the bound: nothing to do
-    deleted = evict(tmp_path, 5_000)
+    assert evict(tmp_path, 10 * size) == []  # at the bound: nothing to do
+    deleted = evict(tmp_path, 5 * size)
     # down to 90% of the bound: the five oldest and one more
-    assert [p.name for p in deleted] == [f"{i:02x}{SUFFIX}" for i in range(6)]
+    assert deleted == files[:6]
+
+
+def test_evict_touches_only_the_files_of_the_cache(tmp_path: Path) -> None:
+    """Issue 33, defect 2, unit by unit: what eviction counts and deletes is
+    a shard by folder, name and header, or a stale temporary file of its
+    own naming; everything else stays, however old, and counts for nothing."""
+    root = tmp_path / "cache"
+    folder = own_shards(root, "a model", 3, rows=2)
+    shard = folder / f"0{SUFFIX}"
+    data = shard.read_bytes()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / f"0{SUFFIX}").write_bytes(data)
+    foreign_npz = tmp_path / "foreign.npz"
+    np.savez(foreign_npz, scores=np.arange(1000, dtype=np.float32))
+    theirs: dict[Path, bytes] = {
+        root / "results.npz": foreign_npz.read_bytes(),
+        root / "v1-experiment" / f"0{SUFFIX}": data,  # a shard, not in our folder
+        root / "v2-notours" / f"0{SUFFIX}": data,
+        folder / f"notes{SUFFIX}": data,  # not a shard's name
+        folder / f"a{SUFFIX}": foreign_npz.read_bytes(),  # not a shard's header
+        folder / f"b{SUFFIX}": b"\0" * 5000,
+        root / ".notes.tmp": b"notes",
+        folder / ".notes.tmp": b"notes",
+        folder / ".3.abcd1234.tmp": b"notes in our naming",
+        folder / ".4.abcd1234.tmp": foreign_npz.read_bytes(),
+    }
+    for path, content in theirs.items():
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(content)
+    links = [folder / f"c{SUFFIX}", root / f"v2-{'1' * 16}"]
+    links[0].symlink_to(outside / f"0{SUFFIX}")
+    links[1].symlink_to(outside, target_is_directory=True)
+    # what a killed build leaves: an empty temporary file, or part of a shard
+    stale = [folder / ".5.0000aaaa.tmp", folder / ".6.0000aaaa.tmp"]
+    stale[0].write_bytes(b"")
+    stale[1].write_bytes(data[:40])
+    fresh = folder / ".7.0000aaaa.tmp"
+    fresh.write_bytes(data[:40])
+    # a format-1 folder (256 shards named by two hex digits) ages out too
+    format1 = root / f"v1-{'0' * 16}"
+    format1.mkdir()
+    (format1 / f"ab{SUFFIX}").write_bytes(data)
+    for path in [*theirs, *stale, shard, format1 / f"ab{SUFFIX}"]:
+        aged(path, 86400)
+    mine = [folder / f"{d}{SUFFIX}" for d in "012"]
+    bound = sum(p.stat().st_size for p in mine) + len(data)  # ours only
+    assert evict(root, bound) == []
+    assert not any(p.exists() for p in stale)
+    assert fresh.exists()
+    # over the bound: the two old shards go, oldest first, then it is under 90%
+    assert evict(root, bound * 5 // 8) == [shard, format1 / f"ab{SUFFIX}"]
+    assert not format1.exists()  # emptied, so removed
+    for path, content in theirs.items():
+        assert path.read_bytes() == content, path
+    assert all(p.is_symlink() for p in links)
+    assert (outside / f"0{SUFFIX}").read_bytes() == data
 
 
 def test_cache_folder_resolution(
@@ -329,12 +404,6 @@ def tiny_build(
     finally:
         app.cleanup()
     return app.outdir, warnings.getvalue()
-
-
-def aged(path: Path, seconds: float = 7200) -> Path:
-    then = time.time() - seconds
-    os.utime(path, (then, then))
-    return path
 
 
 def test_a_build_deletes_no_file_the_cache_did_not_write(tmp_path: Path) -> None:
