@@ -9,6 +9,9 @@ is written whole to a temporary name and renamed over the old one, after
 merging what another build wrote meanwhile, so a reader sees an old shard or
 a new one, never half of one (a lost race costs a recomputation, not a wrong
 vector). A shard that cannot be read as one is recomputed, never trusted.
+A shard that reads well but holds altered vectors is caught only by
+computing some of them again (``embedding.py`` does, on a sample, and then
+calls ``distrust``): see "Who can write the cache" in docs/howto/ci-cache.md.
 
 Bounded size: after a build the folder is cut to 90% of ``max_bytes`` by
 deleting the least recently used shards first (modification time; a build
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sphinx_ragcite.formats.embeddings import quantize
+from sphinx_ragcite.formats.embeddings import dequantize, quantize
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -116,6 +119,11 @@ class EmbeddingCache:
         self._new: dict[str, dict[bytes, Row]] = {}
         #: Shards that could not be read as one (recomputed).
         self.damaged: list[Path] = []
+        #: Keys whose rows were read from the folder, not computed by this build.
+        self._stored: set[bytes] = set()
+        #: False once altered rows were found: the folder is read no more,
+        #: and the shards written hold only what this build computed.
+        self.trusted = True
 
     @staticmethod
     def shard(key: bytes) -> str:
@@ -123,11 +131,28 @@ class EmbeddingCache:
 
     def load(self, keys: Iterable[bytes]) -> None:
         """Read the shards that may hold *keys* into ``rows``."""
+        if not self.trusted:
+            return
         for name in sorted({self.shard(k) for k in keys} - self._read):
             self._read.add(name)
-            self.rows.update(self._read_shard(name, note=True))
+            rows = self._read_shard(name, note=True)
+            self.rows.update(rows)
+            self._stored.update(rows)
+
+    def stored(self, keys: Iterable[bytes]) -> list[bytes]:
+        """Those of *keys* whose rows came from the folder (loaded first)."""
+        return [k for k in keys if k in self._stored]
+
+    def distrust(self) -> None:
+        """Forget every row read from the folder: this build computes them
+        again, and ``save`` writes back only what it computed."""
+        for key in self._stored:
+            del self.rows[key]
+        self._stored.clear()
+        self.trusted = False
 
     def put(self, key: bytes, code: np.ndarray, scale: np.float32) -> None:
+        self._stored.discard(key)
         self.rows[key] = (code, scale)
         self._new.setdefault(self.shard(key), {})[key] = (code, scale)
 
@@ -150,6 +175,12 @@ class EmbeddingCache:
         codes = np.stack([self.rows[k][0] for k in keys]).astype(np.int8)
         scales = np.array([self.rows[k][1] for k in keys], dtype=np.float32)
         return codes, scales
+
+    def unit_vectors(self, keys: list[bytes]) -> np.ndarray:
+        """float32 [len(keys), dim] of *keys*' rows, dequantised, unit length."""
+        vectors = dequantize(*self.stack(keys))
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{name}{SUFFIX}"
@@ -194,16 +225,19 @@ class EmbeddingCache:
     def save(self) -> None:
         """Write the shards that gained rows, refresh the others', then evict.
 
+        Distrusted (``distrust``), it writes its shards with only the rows it
+        computed, over the altered ones, and refreshes none.
         Raises ``OSError`` when the folder cannot be written.
         """
         if self._new:
             self.folder.mkdir(parents=True, exist_ok=True)
         for name, rows in sorted(self._new.items()):
             # Merge what a concurrent build may have written since we read.
-            merged = {**self._read_shard(name, note=False), **rows}
-            self._write(self._path(name), merged)
+            if self.trusted:
+                rows = {**self._read_shard(name, note=False), **rows}
+            self._write(self._path(name), rows)
         now = time.time()
-        for name in sorted(self._read - set(self._new)):
+        for name in sorted(self._read - set(self._new) if self.trusted else ()):
             with contextlib.suppress(OSError):
                 os.utime(self._path(name), (now, now))
         self._new.clear()
