@@ -494,3 +494,37 @@ def test_cache_verify_checks_a_warm_build(
     built, warnings = tiny_build(tmp_path, "b", altered, ragcite_cache_verify="4")
     assert len(cache_warnings(warnings)) == 1, warnings
     assert index_files(built) == index_files(out)
+
+
+def test_the_doctree_cache_is_checked_too(tmp_path: Path) -> None:
+    """``ragcite_cache_dir = "none"`` keeps the vectors beside the doctrees,
+    in the same shards: an incremental build that embeds an edited passage
+    checks them as a clean build with a shared cache does."""
+    from io import StringIO
+
+    from sphinx.testing.util import SphinxTestApp
+
+    first, warnings = tiny_build(tmp_path, "a", "none")
+    assert warnings == ""
+    src = first.parents[1]
+    doctree_cache = first.parent / "doctrees" / DOCTREE_FOLDER
+    negated(doctree_cache)
+    (src / "other.rst").write_text(
+        TINY_PAGES["other.rst"] + "\nAn added paragraph the encoder must embed.\n"
+    )
+    warnings_io = StringIO()
+    app = SphinxTestApp(
+        "html",
+        srcdir=src,
+        confoverrides={"ragcite_cache_dir": "none"},
+        status=StringIO(),
+        warning=warnings_io,
+    )
+    try:
+        app.build()
+    finally:
+        app.cleanup()
+    assert len(cache_warnings(warnings_io.getvalue())) == 1, warnings_io.getvalue()
+    assert (
+        0 < embedded(app.outdir)[0] == read_manifest(app.outdir)["counts"]["passages"]
+    )

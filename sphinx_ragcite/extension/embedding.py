@@ -151,6 +151,8 @@ class Check:
     vectors: int
     differing: int
     lowest: float
+    #: encoding and comparing (loading the model is its own stage)
+    seconds: float
 
 
 _encodings: WeakKeyDictionary[Sphinx, Encoding] = WeakKeyDictionary()
@@ -239,6 +241,8 @@ def write_embeddings(
         info["sentence_pooling"] = config.sentence_pooling
     if model.load_seconds is not None:
         stages.of(app).seconds["load model"] += model.load_seconds
+    if encoding.check is not None:
+        stages.of(app).seconds["check the cache"] += encoding.check.seconds
     _report(encoding)
     logger.info(
         "ragcite: embedded %d passages and %d sentences on their own in %.1f s "
@@ -292,8 +296,7 @@ def _encode(
     timed = stages.of(app).timed
     if not encoding.checked:
         encoding.checked = True
-        with timed("check the cache"):
-            encoding.check = _check_cache(encoding, work)
+        encoding.check = _check_cache(encoding, work)
     with timed("embed passages" if progress else "embed while writing pages"):
         passages = _run_encoder(
             app, model, cache, work.texts, work.keys, work.pooled, "passages", progress
@@ -337,15 +340,22 @@ def _check_cache(encoding: Encoding, work: Work) -> Check | None:
         return None
     # Unpredictable, so that altering only the entries a check skips is luck.
     picked = random.SystemRandom().sample(candidates, min(size, len(candidates)))
+    embedder = encoding.model.embedder  # loaded here on a warm build
+    started = time.perf_counter()
     keys, fresh = _encode_again(
-        encoding.model.embedder,
+        embedder,
         work,
         sorted(i for kind, i in picked if kind == 0),
         sorted(j for kind, j in picked if kind == 1),
         stored,
     )
     agreement = (cache.unit_vectors(keys) * fresh).sum(axis=1)
-    check = Check(len(keys), int((agreement < AGREEMENT).sum()), float(agreement.min()))
+    check = Check(
+        len(keys),
+        int((agreement < AGREEMENT).sum()),
+        float(agreement.min()),
+        time.perf_counter() - started,
+    )
     if check.differing:
         cache.distrust()
     return check
