@@ -20,7 +20,11 @@ and doctree folders every build, ``--repeat`` rounds, variants alternating:
 Each variant: the median build seconds, and the stages the check adds
 (``load model``, ``check the cache`` from ``ragcite-stages.json``).
 
-Then the agreement: every cached text encoded again in random groups of 16,
+Then, in one process, what the check itself costs, less exposed to other
+processes' load than whole builds (minimum and median of 7): loading the
+encoder, and encoding and comparing one random sample of 16 cached texts.
+
+And the agreement: every cached text encoded again in random groups of 16,
 as the check does, and its cosine with the cached int8 vector (lowest, 0.1th
 percentile, median), against each text's nearest other cached vector (a
 vector swapped between two texts that close would pass the check). The
@@ -32,6 +36,8 @@ Run (from the repository root, after ``pip install -e ".[corpora]"``)::
 
     .venv/bin/python benchmarks/cache_verify.py [--repeat 2] [--corpus NAME ...]
 
+``--repeat 0`` skips the timed builds (one build per corpus, then the rest).
+
 Results go to ``benchmarks/results/cache_verify.json`` unless ``--out``.
 """
 
@@ -41,9 +47,10 @@ import argparse
 import json
 import random
 import shutil
-import statistics
 import tempfile
+import time
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import numpy as np
@@ -53,6 +60,8 @@ from _harness import RESULTS, envelope, read_passages, sphinx_build, table, writ
 
 DEFAULT_OUT = RESULTS / "cache_verify.json"
 SAMPLE = 16
+#: in-process timings: the minimum and median of this many
+ROUNDS = 7
 
 
 def build(src: Path, work: Path, name: str, cache: Path, verify: str) -> dict[str, Any]:
@@ -89,7 +98,9 @@ def fresh_copy(cache: Path, target: Path, *, drop_one: bool) -> Path:
 
 
 def agreement(site: Path, cache: Path, *, other_kernels: bool) -> dict[str, Any]:
-    """Every cached text encoded again, as the check does, against its entry."""
+    """Every cached text encoded again, as the check does, against its entry;
+    without *other_kernels*, also what loading the encoder and one check of
+    16 texts cost, in this process."""
     from sphinx_ragcite.extension.cache import EmbeddingCache
     from sphinx_ragcite.extension.config import RagciteConfig
     from sphinx_ragcite.extension.embedding import AGREEMENT, Work, _encode_again
@@ -102,7 +113,12 @@ def agreement(site: Path, cache: Path, *, other_kernels: bool) -> dict[str, Any]
         cache, cache_key(files.model_id, config.embedding_max_tokens), None, 1 << 40
     )
     stored.load(work.keys + work.sentence_keys)
-    embedder = Embedder(files, max_tokens=config.embedding_max_tokens)
+    everything = set(stored.rows)
+    loads = []
+    for _ in range(1 if other_kernels else ROUNDS):
+        started = time.perf_counter()
+        embedder = Embedder(files, max_tokens=config.embedding_max_tokens)
+        loads.append(time.perf_counter() - started)
     if other_kernels:
         import onnxruntime
 
@@ -116,30 +132,36 @@ def agreement(site: Path, cache: Path, *, other_kernels: bool) -> dict[str, Any]
         )
     picks = [(0, i) for i in range(len(work.keys))]
     picks += [(1, j) for j in range(len(work.sentence_keys))]
+
+    def again(group: list[tuple[int, int]]) -> tuple[list[bytes], np.ndarray]:
+        passages = sorted(i for kind, i in group if kind == 0)
+        sentences = sorted(j for kind, j in group if kind == 1)
+        return _encode_again(embedder, work, passages, sentences, everything)
+
+    checks = []
+    for n in range(0 if other_kernels else ROUNDS):
+        group = random.Random(n).sample(picks, SAMPLE)
+        started = time.perf_counter()
+        keys, fresh = again(group)
+        (stored.unit_vectors(keys) * fresh).sum(axis=1)
+        checks.append(time.perf_counter() - started)
     random.Random(0).shuffle(picks)
-    keys: list[bytes] = []
-    fresh: list[np.ndarray] = []
+    keys = []
+    parts = []
     for start in range(0, len(picks), SAMPLE):
-        group = picks[start : start + SAMPLE]
-        k, f = _encode_again(
-            embedder,
-            work,
-            sorted(i for kind, i in group if kind == 0),
-            sorted(j for kind, j in group if kind == 1),
-            set(stored.rows),
-        )
+        k, f = again(picks[start : start + SAMPLE])
         keys += k
-        fresh.append(f)
+        parts.append(f)
     # one row per distinct text (a sentence may repeat)
     first = {key: n for n, key in reversed(list(enumerate(keys)))}
     rows = sorted(first.values())
-    vectors = np.concatenate(fresh)[rows]
+    vectors = np.concatenate(parts)[rows]
     cached = stored.unit_vectors([keys[n] for n in rows])
     own = (vectors * cached).sum(axis=1)
     others = vectors @ cached.T
     np.fill_diagonal(others, -1.0)
     nearest = others.max(axis=1)
-    return {
+    figures: dict[str, Any] = {
         "texts": len(rows),
         "own_lowest": round(float(own.min()), 6),
         "own_p0_1": round(float(np.percentile(own, 0.1)), 6),
@@ -150,9 +172,14 @@ def agreement(site: Path, cache: Path, *, other_kernels: bool) -> dict[str, Any]
         "nearest_other_at_or_above_threshold": int((nearest >= AGREEMENT).sum()),
         "threshold": AGREEMENT,
     }
+    if checks:
+        figures["load_model_s"] = [round(min(loads), 3), round(median(loads), 3)]
+        figures["check_16_s"] = [round(min(checks), 3), round(median(checks), 3)]
+    return figures
 
 
 def measure(name: str, src: Path, work: Path, repeat: int) -> dict[str, Any]:
+    """*repeat* rounds of timed builds, then the agreement on the cache."""
     cache = work / "cache"
     runs: dict[str, list[dict[str, Any]]] = {}
 
@@ -185,11 +212,9 @@ def measure(name: str, src: Path, work: Path, repeat: int) -> dict[str, Any]:
     print(f"  {name} agreement, other kernels: {other}", flush=True)
     summary = {
         variant: {
-            "seconds_median": round(statistics.median(r["seconds"] for r in rs), 2),
-            "load_model_s_median": round(
-                statistics.median(r["load_model_s"] for r in rs), 3
-            ),
-            "check_s_median": round(statistics.median(r["check_s"] for r in rs), 3),
+            "seconds_median": round(median(r["seconds"] for r in rs), 2),
+            "load_model_s_median": round(median(r["load_model_s"] for r in rs), 3),
+            "check_s_median": round(median(r["check_s"] for r in rs), 3),
             "embedded": rs[-1]["embedded"],
             "ragcite_warnings": max(r["ragcite_warnings"] for r in rs),
         }
@@ -202,6 +227,53 @@ def measure(name: str, src: Path, work: Path, repeat: int) -> dict[str, Any]:
         "agreement": agree,
         "agreement_other_kernels": other,
     }
+
+
+def print_tables(results: list[dict[str, Any]]) -> None:
+    body = [
+        [
+            r["corpus"],
+            variant,
+            f"{figures['seconds_median']:.2f}",
+            f"{figures['load_model_s_median']:.2f}",
+            f"{figures['check_s_median']:.2f}",
+            str(figures["embedded"]),
+        ]
+        for r in results
+        for variant, figures in r["variants"].items()
+    ]
+    head = ["corpus", "variant", "build s", "load model s", "check s", "embedded"]
+    if body:
+        print("\n" + table(head, body))
+    head = ["corpus", "texts", "own lowest", "own p0.1", "nearest other median",
+            "nearest other highest", "others >= threshold"]  # fmt: skip
+    body = [
+        [
+            r["corpus"] + label,
+            str(a["texts"]),
+            f"{a['own_lowest']:.6f}",
+            f"{a['own_p0_1']:.6f}",
+            f"{a['nearest_other_median']:.4f}",
+            f"{a['nearest_other_highest']:.4f}",
+            str(a["nearest_other_at_or_above_threshold"]),
+        ]
+        for r in results
+        for label, a in [
+            ("", r["agreement"]),
+            (", other kernels", r["agreement_other_kernels"]),
+        ]
+    ]
+    print("\n" + table(head, body))
+    head = ["corpus", "load model s (min / median)", "check of 16 s (min / median)"]
+    body = [
+        [
+            r["corpus"],
+            " / ".join(map(str, r["agreement"]["load_model_s"])),
+            " / ".join(map(str, r["agreement"]["check_16_s"])),
+        ]
+        for r in results
+    ]
+    print("\n" + table(head, body))
 
 
 def main() -> int:
@@ -220,57 +292,7 @@ def main() -> int:
             else:
                 src = _corpora.prepare_corpus(name, work / "src", with_ragcite=True)
             results.append(measure(name, src, work, args.repeat))
-    body = []
-    for r in results:
-        v = r["variants"]
-        for variant, figures in v.items():
-            body.append(
-                [
-                    r["corpus"],
-                    variant,
-                    f"{figures['seconds_median']:.2f}",
-                    f"{figures['load_model_s_median']:.2f}",
-                    f"{figures['check_s_median']:.2f}",
-                    str(figures["embedded"]),
-                ]
-            )
-    print()
-    print(
-        table(
-            ["corpus", "variant", "build s", "load model s", "check s", "embedded"],
-            body,
-        )
-    )
-    print()
-    print(
-        table(
-            [
-                "corpus",
-                "texts",
-                "own lowest",
-                "own p0.1",
-                "nearest other median",
-                "nearest other highest",
-                "others >= threshold",
-            ],
-            [
-                [
-                    r["corpus"] + label,
-                    str(a["texts"]),
-                    f"{a['own_lowest']:.6f}",
-                    f"{a['own_p0_1']:.6f}",
-                    f"{a['nearest_other_median']:.4f}",
-                    f"{a['nearest_other_highest']:.4f}",
-                    str(a["nearest_other_at_or_above_threshold"]),
-                ]
-                for r in results
-                for label, a in [
-                    ("", r["agreement"]),
-                    (", other kernels", r["agreement_other_kernels"]),
-                ]
-            ],
-        )
-    )
+    print_tables(results)
     write_result(
         args.out, {**envelope("cache_verify", repeat=args.repeat), "results": results}
     )

@@ -12,10 +12,12 @@ import shutil
 import subprocess
 import sys
 import time
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sphinx.testing.util import SphinxTestApp
 
 from sphinx_ragcite.extension.cache import (
     DOCTREE_FOLDER,
@@ -378,32 +380,32 @@ Verification recomputes a few of them. It compares them by cosine.
 }
 
 
-def tiny_build(
-    tmp: Path, name: str, cache: Path | str, **overrides: object
-) -> tuple[Path, str]:
-    """A clean in-process build of the tiny book; its output and warnings."""
-    from io import StringIO
-
-    from sphinx.testing.util import SphinxTestApp
-
+def tiny_app(tmp: Path, name: str, **overrides: object) -> SphinxTestApp:
+    """A Sphinx app (config read, nothing built) for a new copy of the tiny book."""
     src = tmp / name / "src"
     src.mkdir(parents=True)
     (src / "conf.py").write_text('extensions = ["sphinx_ragcite"]\nproject = "Tiny"\n')
     for page, text in TINY_PAGES.items():
         (src / page).write_text(text)
-    warnings = StringIO()
-    app = SphinxTestApp(
+    return SphinxTestApp(
         "html",
         srcdir=src,
-        confoverrides={"ragcite_cache_dir": str(cache), **overrides},
+        confoverrides=overrides,
         status=StringIO(),
-        warning=warnings,
+        warning=StringIO(),
     )
+
+
+def tiny_build(
+    tmp: Path, name: str, cache: Path | str, **overrides: object
+) -> tuple[Path, str]:
+    """A clean in-process build of the tiny book; its output and warnings."""
+    app = tiny_app(tmp, name, ragcite_cache_dir=str(cache), **overrides)
     try:
         app.build()
     finally:
         app.cleanup()
-    return app.outdir, warnings.getvalue()
+    return app.outdir, app.warning.getvalue()
 
 
 def test_a_build_deletes_no_file_the_cache_did_not_write(tmp_path: Path) -> None:
@@ -500,10 +502,6 @@ def test_the_doctree_cache_is_checked_too(tmp_path: Path) -> None:
     """``ragcite_cache_dir = "none"`` keeps the vectors beside the doctrees,
     in the same shards: an incremental build that embeds an edited passage
     checks them as a clean build with a shared cache does."""
-    from io import StringIO
-
-    from sphinx.testing.util import SphinxTestApp
-
     first, warnings = tiny_build(tmp_path, "a", "none")
     assert warnings == ""
     src = first.parents[1]
@@ -528,3 +526,23 @@ def test_the_doctree_cache_is_checked_too(tmp_path: Path) -> None:
     assert (
         0 < embedded(app.outdir)[0] == read_manifest(app.outdir)["counts"]["passages"]
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(" 16 ", 16), (0, 0), ("many", None), (-1, None), (True, None)],
+)  # fmt: skip
+def test_cache_verify_values(tmp_path: Path, value: object, expected: object) -> None:
+    """A number as conf.py or ``-D`` gives it; anything else warns and is "auto"."""
+    app = tiny_app(tmp_path, "a", ragcite_cache_verify=value)
+    try:
+        warnings = app.warning.getvalue()
+        if expected is None:
+            assert "ragcite_cache_verify must be" in warnings
+            assert "[ragcite.config]" in warnings
+            expected = "auto"
+        else:
+            assert warnings == ""
+        assert app.config.ragcite_cache_verify == expected
+    finally:
+        app.cleanup()
