@@ -223,6 +223,19 @@ def test_evict_deletes_least_recently_used_first(tmp_path: Path) -> None:
     assert deleted == files[:6]
 
 
+def test_shards_take_the_umask(tmp_path: Path) -> None:
+    """Shard files are as private as the user's umask makes any file (they
+    were forced to 0644): vectors are a lossy summary of the pages' text."""
+    old = os.umask(0o077)
+    try:
+        folder = own_shards(tmp_path, "a model", 1, rows=2)
+    finally:
+        os.umask(old)
+    [shard] = folder.iterdir()
+    assert shard.stat().st_mode & 0o777 == 0o600
+    assert folder.stat().st_mode & 0o777 == 0o700
+
+
 def test_evict_touches_only_the_files_of_the_cache(tmp_path: Path) -> None:
     """Issue 33, defect 2, unit by unit: what eviction counts and deletes is
     a shard by folder, name and header, or a stale temporary file of its
