@@ -12,15 +12,18 @@ import shutil
 import subprocess
 import sys
 import time
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sphinx.testing.util import SphinxTestApp
 
 from sphinx_ragcite.extension.cache import (
     DOCTREE_FOLDER,
     ENV_VAR,
     SUFFIX,
+    EmbeddingCache,
     default_dir,
     evict,
     resolve_dir,
@@ -67,6 +70,12 @@ def sentence_vectors(out: Path) -> np.ndarray:
 
 def shards(cache: Path) -> list[Path]:
     return sorted(cache.glob(f"v*-*/*{SUFFIX}"))
+
+
+def aged(path: Path, seconds: float = 7200) -> Path:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -169,16 +178,27 @@ def test_concurrent_builds_share_one_cache(
     assert not list(cache.rglob("*.tmp"))
 
 
+def own_shards(root: Path, model: str, count: int, rows: int, dim: int = 8) -> Path:
+    """*count* shards of *rows* vectors each, written by the cache itself for
+    *model* (one per first hex digit of the key); their folder."""
+    cache = EmbeddingCache(root, model, None, 1 << 40)
+    rng = np.random.default_rng(count)
+    for digit in range(count):
+        keys = [bytes([digit << 4]) + i.to_bytes(15, "big") for i in range(rows)]
+        cache.put_many(keys, rng.standard_normal((rows, dim)).astype(np.float32))
+    cache.save()
+    assert len(list(cache.folder.iterdir())) == count
+    return cache.folder
+
+
 def test_eviction_keeps_the_cache_under_its_bound(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
-    old = cache / "v1-0000000000000000"
-    old.mkdir(parents=True)
-    for i in range(8):  # 2 MiB of another model's shards, a day old
-        path = old / f"{i:02x}{SUFFIX}"
-        path.write_bytes(b"\0" * (256 << 10))
-        os.utime(path, (time.time() - 86400, time.time() - 86400))
+    # 2 MiB of another model's shards, a day old
+    old = own_shards(cache, "another model", 8, rows=650, dim=384)
+    for path in old.iterdir():
+        aged(path, 86400)
     _, warnings = clean_build(tmp_path, "a", cache, "-D", "ragcite_cache_max_mb=1")
     assert warnings == ""
     assert sum(p.stat().st_size for p in shards(cache)) <= 0.9 * (1 << 20)
@@ -190,17 +210,87 @@ def test_eviction_keeps_the_cache_under_its_bound(
 
 
 def test_evict_deletes_least_recently_used_first(tmp_path: Path) -> None:
-    folder = tmp_path / "v1-abc"
-    folder.mkdir()
+    folder = own_shards(tmp_path, "a model", 10, rows=2)
+    files = sorted(folder.iterdir())
+    size = files[0].stat().st_size
+    assert all(p.stat().st_size == size for p in files)
     now = time.time()
-    for i in range(10):
-        path = folder / f"{i:02x}{SUFFIX}"
-        path.write_bytes(b"x" * 1000)
+    for i, path in enumerate(files):
         os.utime(path, (now - 100 + i, now - 100 + i))
-    assert evict(tmp_path, 10_000) == []  # at the bound: nothing to do
-    deleted = evict(tmp_path, 5_000)
+    assert evict(tmp_path, 10 * size) == []  # at the bound: nothing to do
+    deleted = evict(tmp_path, 5 * size)
     # down to 90% of the bound: the five oldest and one more
-    assert [p.name for p in deleted] == [f"{i:02x}{SUFFIX}" for i in range(6)]
+    assert deleted == files[:6]
+
+
+def test_shards_take_the_umask(tmp_path: Path) -> None:
+    """Shard files are as private as the user's umask makes any file (they
+    were forced to 0644): vectors are a lossy summary of the pages' text."""
+    old = os.umask(0o077)
+    try:
+        folder = own_shards(tmp_path, "a model", 1, rows=2)
+    finally:
+        os.umask(old)
+    [shard] = folder.iterdir()
+    assert shard.stat().st_mode & 0o777 == 0o600
+    assert folder.stat().st_mode & 0o777 == 0o700
+
+
+def test_evict_touches_only_the_files_of_the_cache(tmp_path: Path) -> None:
+    """Issue 33, defect 2, unit by unit: what eviction counts and deletes is
+    a shard by folder, name and header, or a stale temporary file of its
+    own naming; everything else stays, however old, and counts for nothing."""
+    root = tmp_path / "cache"
+    folder = own_shards(root, "a model", 3, rows=2)
+    shard = folder / f"0{SUFFIX}"
+    data = shard.read_bytes()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / f"0{SUFFIX}").write_bytes(data)
+    foreign_npz = tmp_path / "foreign.npz"
+    np.savez(foreign_npz, scores=np.arange(1000, dtype=np.float32))
+    theirs: dict[Path, bytes] = {
+        root / "results.npz": foreign_npz.read_bytes(),
+        root / "v1-experiment" / f"0{SUFFIX}": data,  # a shard, not in our folder
+        root / "v2-notours" / f"0{SUFFIX}": data,
+        folder / f"notes{SUFFIX}": data,  # not a shard's name
+        folder / f"a{SUFFIX}": foreign_npz.read_bytes(),  # not a shard's header
+        folder / f"b{SUFFIX}": b"\0" * 5000,
+        root / ".notes.tmp": b"notes",
+        folder / ".notes.tmp": b"notes",
+        folder / ".3.abcd1234.tmp": b"notes in our naming",
+        folder / ".4.abcd1234.tmp": foreign_npz.read_bytes(),
+    }
+    for path, content in theirs.items():
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(content)
+    links = [folder / f"c{SUFFIX}", root / f"v2-{'1' * 16}"]
+    links[0].symlink_to(outside / f"0{SUFFIX}")
+    links[1].symlink_to(outside, target_is_directory=True)
+    # what a killed build leaves: an empty temporary file, or part of a shard
+    stale = [folder / ".5.0000aaaa.tmp", folder / ".6.0000aaaa.tmp"]
+    stale[0].write_bytes(b"")
+    stale[1].write_bytes(data[:40])
+    fresh = folder / ".7.0000aaaa.tmp"
+    fresh.write_bytes(data[:40])
+    # a format-1 folder (256 shards named by two hex digits) ages out too
+    format1 = root / f"v1-{'0' * 16}"
+    format1.mkdir()
+    (format1 / f"ab{SUFFIX}").write_bytes(data)
+    for path in [*theirs, *stale, shard, format1 / f"ab{SUFFIX}"]:
+        aged(path, 86400)
+    mine = [folder / f"{d}{SUFFIX}" for d in "012"]
+    bound = sum(p.stat().st_size for p in mine) + len(data)  # ours only
+    assert evict(root, bound) == []
+    assert not any(p.exists() for p in stale)
+    assert fresh.exists()
+    # over the bound: the two old shards go, oldest first, then it is under 90%
+    assert evict(root, bound * 5 // 8) == [shard, format1 / f"ab{SUFFIX}"]
+    assert not format1.exists()  # emptied, so removed
+    for path, content in theirs.items():
+        assert path.read_bytes() == content, path
+    assert all(p.is_symlink() for p in links)
+    assert (outside / f"0{SUFFIX}").read_bytes() == data
 
 
 def test_cache_folder_resolution(
@@ -265,3 +355,207 @@ def test_a_sentence_cut_off_by_truncation_is_embedded_on_its_own(
     assert warnings == ""
     info = read_manifest(out)["embedding"]
     assert 0 < info["sentences_embedded"] < info["sentences"]
+
+
+# --- Issue 33: a shared folder holds other people's files and can be altered.
+# These tests build a tiny book in-process (sphinx.testing), each in its own
+# folders, so they need none of the fixtures above.
+
+TINY_PAGES = {
+    "index.rst": """\
+Tiny Book
+=========
+
+Caching keeps the vectors of every passage between builds of this book.
+
+.. toctree::
+
+   other
+
+Eviction
+--------
+
+Eviction deletes the least recently used shard files of the cache.
+
+A second paragraph about folders that hold files of other programs.
+""",
+    "other.rst": """\
+Other Page
+==========
+
+Trust
+-----
+
+A cache folder restored from another branch may hold altered vectors.
+
+Verification recomputes a few of them. It compares them by cosine.
+""",
+}
+
+
+def tiny_app(tmp: Path, name: str, **overrides: object) -> SphinxTestApp:
+    """A Sphinx app (config read, nothing built) for a new copy of the tiny book."""
+    src = tmp / name / "src"
+    src.mkdir(parents=True)
+    (src / "conf.py").write_text('extensions = ["sphinx_ragcite"]\nproject = "Tiny"\n')
+    for page, text in TINY_PAGES.items():
+        (src / page).write_text(text)
+    return SphinxTestApp(
+        "html",
+        srcdir=src,
+        confoverrides=overrides,
+        status=StringIO(),
+        warning=StringIO(),
+    )
+
+
+def tiny_build(
+    tmp: Path, name: str, cache: Path | str, **overrides: object
+) -> tuple[Path, str]:
+    """A clean in-process build of the tiny book; its output and warnings."""
+    app = tiny_app(tmp, name, ragcite_cache_dir=str(cache), **overrides)
+    try:
+        app.build()
+    finally:
+        app.cleanup()
+    return app.outdir, app.warning.getvalue()
+
+
+def test_a_build_deletes_no_file_the_cache_did_not_write(tmp_path: Path) -> None:
+    """Issue 33, defect 2: a cache folder that also holds someone's
+    ``v1-experiment/results.npz`` and ``.notes.tmp`` (2 hours old), bound
+    at 2 MiB: the build keeps both and writes its own shards."""
+    cache = tmp_path / "cache"
+    experiment = cache / "v1-experiment"
+    experiment.mkdir(parents=True)
+    results = experiment / "results.npz"
+    np.savez(results, scores=np.arange(3 << 18, dtype=np.float32))  # 3 MiB
+    notes = [cache / ".notes.tmp", experiment / ".notes.tmp"]
+    for path in notes:
+        path.write_text("my notes")
+    for path in [results, *notes]:
+        aged(path)
+    kept = {path: path.read_bytes() for path in [results, *notes]}
+    _, warnings = tiny_build(tmp_path, "a", cache, ragcite_cache_max_mb=2)
+    assert warnings == ""
+    for path, data in kept.items():
+        assert path.exists(), f"{path.relative_to(cache)} was deleted"
+        assert path.read_bytes() == data
+    assert shards(cache)  # its own went in as usual
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The tiny book built once with an empty cache: its output and that cache."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    out, warnings = tiny_build(tmp, "cold", tmp / "cache")
+    assert warnings == ""
+    return out, tmp / "cache"
+
+
+def negated(cache: Path) -> Path:
+    """Every shard rewritten well-formed, keys kept, vectors negated."""
+    for path in shards(cache):
+        with np.load(path) as data:
+            arrays = {name: data[name] for name in data.files}
+        arrays["codes"] = -arrays["codes"]
+        np.savez(path, **arrays)  # type: ignore[arg-type]
+    return cache
+
+
+def cache_warnings(warnings: str) -> list[str]:
+    return [line for line in warnings.splitlines() if "ragcite.cache" in line]
+
+
+def test_altered_vectors_are_caught_when_the_encoder_runs(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 33, defect 7: negated vectors under their own keys, and one
+    shard missing, so the build loads the encoder anyway. It checks a sample,
+    warns once, computes every vector again (the output is the honest one)
+    and leaves honest shards behind."""
+    out, pristine = tiny
+    cache = tmp_path / "cache"
+    shutil.copytree(pristine, cache)
+    negated(cache)
+    shards(cache)[0].unlink()
+    built, warnings = tiny_build(tmp_path, "a", cache)
+    [warning] = cache_warnings(warnings)
+    assert "differ" in warning, warning
+    assert index_files(built) == index_files(out)
+    again, warnings = tiny_build(tmp_path, "b", cache)  # warm: no encoder
+    assert warnings == ""
+    assert embedded(again) == (0, 0)
+    assert index_files(again) == index_files(out)
+
+
+def test_cache_verify_checks_a_warm_build(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 33, defect 7: ``ragcite_cache_verify = 4`` loads the encoder on a
+    build that needs no vector computed, to check 4 cached ones. An honest
+    cache passes silently with the same bytes; a negated one is caught."""
+    out, pristine = tiny
+    honest = tmp_path / "honest"
+    shutil.copytree(pristine, honest)
+    built, warnings = tiny_build(tmp_path, "a", honest, ragcite_cache_verify=4)
+    assert warnings == ""
+    assert embedded(built) == (0, 0)
+    assert index_files(built) == index_files(out)
+    assert "load model" in stages(built)  # what the check costs: the encoder
+    altered = tmp_path / "altered"
+    shutil.copytree(pristine, altered)
+    negated(altered)
+    built, warnings = tiny_build(tmp_path, "b", altered, ragcite_cache_verify="4")
+    assert len(cache_warnings(warnings)) == 1, warnings
+    assert index_files(built) == index_files(out)
+
+
+def test_the_doctree_cache_is_checked_too(tmp_path: Path) -> None:
+    """``ragcite_cache_dir = "none"`` keeps the vectors beside the doctrees,
+    in the same shards: an incremental build that embeds an edited passage
+    checks them as a clean build with a shared cache does."""
+    first, warnings = tiny_build(tmp_path, "a", "none")
+    assert warnings == ""
+    src = first.parents[1]
+    doctree_cache = first.parent / "doctrees" / DOCTREE_FOLDER
+    negated(doctree_cache)
+    (src / "other.rst").write_text(
+        TINY_PAGES["other.rst"] + "\nAn added paragraph the encoder must embed.\n"
+    )
+    warnings_io = StringIO()
+    app = SphinxTestApp(
+        "html",
+        srcdir=src,
+        confoverrides={"ragcite_cache_dir": "none"},
+        status=StringIO(),
+        warning=warnings_io,
+    )
+    try:
+        app.build()
+    finally:
+        app.cleanup()
+    assert len(cache_warnings(warnings_io.getvalue())) == 1, warnings_io.getvalue()
+    assert (
+        0 < embedded(app.outdir)[0] == read_manifest(app.outdir)["counts"]["passages"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(" 16 ", 16), (0, 0), ("many", None), (-1, None), (True, None)],
+)  # fmt: skip
+def test_cache_verify_values(tmp_path: Path, value: object, expected: object) -> None:
+    """A number as conf.py or ``-D`` gives it; anything else warns and is "auto"."""
+    app = tiny_app(tmp_path, "a", ragcite_cache_verify=value)
+    try:
+        warnings = app.warning.getvalue()
+        if expected is None:
+            assert "ragcite_cache_verify must be" in warnings
+            assert "[ragcite.config]" in warnings
+            expected = "auto"
+        else:
+            assert warnings == ""
+        assert app.config.ragcite_cache_verify == expected
+    finally:
+        app.cleanup()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,8 +28,15 @@ POOLINGS = ("separate", "passage")
 SEGMENTERS = ("auto", "jieba", "none")
 
 
-def _opt(default: Any, rebuild: Rebuild, help: str) -> Any:  # noqa: A002
-    return field(default=default, metadata={"rebuild": rebuild, "help": help})
+def _opt(
+    default: Any,
+    rebuild: Rebuild,
+    help: str,  # noqa: A002
+    types: frozenset[type] = frozenset(),
+) -> Any:
+    return field(
+        default=default, metadata={"rebuild": rebuild, "help": help, "types": types}
+    )
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,17 @@ class RagciteConfig:
         "",
         "Size bound of the embedding cache in MiB: over it, the least recently "
         "used files are deleted until it is under 90% of the bound.",
+    )
+    cache_verify: int | str = _opt(
+        "auto",
+        "",
+        "How many cached vectors the encoder computes again to check the cache "
+        "(a folder others can write may hold altered vectors). auto: a few, "
+        "whenever the encoder runs anyway; a number: that many on every build "
+        "that reads the cache, loading the encoder on a build that needs no "
+        "new vector; 0: never. On a mismatch the build warns and computes "
+        "every vector again.",
+        types=frozenset({str, int}),
     )
 
     link_history: str = _opt(
@@ -202,7 +221,11 @@ def register(app: Sphinx) -> None:
             f"ragcite_{f.name}",
             f.default,
             f.metadata["rebuild"],
-            types=frozenset({list, tuple}) if isinstance(f.default, tuple) else (),
+            types=(
+                frozenset({list, tuple})
+                if isinstance(f.default, tuple)
+                else f.metadata["types"]
+            ),
             **described,
         )
     app.connect("config-inited", validate)
@@ -261,6 +284,9 @@ def validate(app: Sphinx, config: Config) -> None:
             problems.append(f"ragcite_{name} must be a list of strings")
         else:
             setattr(config, f"ragcite_{name}", value)
+    verify = config.ragcite_cache_verify
+    if isinstance(verify, str) and re.fullmatch(r"\s*[0-9]+\s*", verify):
+        config.ragcite_cache_verify = int(verify)  # -D gives a string
     _check_cosmetic_options(config)
     if problems:
         raise ConfigError("sphinx-ragcite: " + "; ".join(problems))
@@ -281,6 +307,10 @@ _COSMETIC: dict[str, tuple[Any, str]] = {
     "cache_max_mb": (
         lambda v: _int_in(v, 1, 1_000_000),
         "an integer from 1 to 1000000",
+    ),
+    "cache_verify": (
+        lambda v: v == "auto" or _int_in(v, 0, 100_000),
+        '"auto" or an integer from 0 to 100000',
     ),
     "llms_txt": _BOOL,
     "widget": _BOOL,

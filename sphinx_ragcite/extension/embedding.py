@@ -7,10 +7,16 @@ model runs in onnxruntime, outside Python's lock, on the cores Sphinx's
 single writing thread leaves. At ``build-finished`` the index waits for it
 and encodes only what is still missing (nothing, unless the thread failed).
 A build whose vectors are all cached never loads the model at all.
+
+The cache folder may be shared, so it is not trusted blindly: when the
+encoder runs anyway (or ``ragcite_cache_verify`` asks), it first computes a
+random sample of the cached vectors again; one that differs means the whole
+cache is ignored for the build (``Check``).
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -53,6 +59,17 @@ logger = logging.getLogger(__name__)
 
 #: Per sentence of a passage: its cache key and its span of the passage's text.
 Pooled = list[list[tuple[bytes, tuple[int, int]]]]
+
+#: Cached texts encoded again to check the cache when the encoder runs
+#: anyway (``ragcite_cache_verify = "auto"``).
+AUTO_SAMPLE = 16
+#: Lowest cosine between a cached vector and the encoder's own for its text
+#: that counts as agreeing. Honest entries of the example book and requests
+#: agreed to 0.99992 or better (int8 rounding; benchmarks/cache_verify.py);
+#: the rest of the margin is for CPUs whose int8 kernels round otherwise. A
+#: negated vector, another model's or (almost always) another text's, whose
+#: median is 0.73, falls far below.
+AGREEMENT = 0.99
 
 
 class Model:
@@ -122,6 +139,22 @@ class Encoding:
     seconds: float = 0.0
     #: passages and sentences embedded so far in this build
     counts: tuple[int, int] = (0, 0)
+    #: ``ragcite_cache_verify``: texts to check, or "auto"
+    verify: int | str = "auto"
+    #: the check of the cache, once it ran (None: nothing was checked)
+    check: Check | None = None
+    checked: bool = False
+
+
+@dataclass(frozen=True)
+class Check:
+    """Cached vectors computed again: how many, how many differed, the worst."""
+
+    vectors: int
+    differing: int
+    lowest: float
+    #: encoding and comparing (loading the model is its own stage)
+    seconds: float
 
 
 _encodings: WeakKeyDictionary[Sphinx, Encoding] = WeakKeyDictionary()
@@ -141,7 +174,7 @@ def _setup(app: Sphinx, config: RagciteConfig) -> Encoding:
         None,
         config.cache_max_mb << 20,
     )
-    _encodings[app] = encoding = Encoding(model, cache)
+    _encodings[app] = encoding = Encoding(model, cache, verify=config.cache_verify)
     return encoding
 
 
@@ -210,6 +243,9 @@ def write_embeddings(
         info["sentence_pooling"] = config.sentence_pooling
     if model.load_seconds is not None:
         stages.of(app).seconds["load model"] += model.load_seconds
+    if encoding.check is not None:
+        stages.of(app).seconds["check the cache"] += encoding.check.seconds
+    _report(encoding)
     logger.info(
         "ragcite: embedded %d passages and %d sentences on their own in %.1f s "
         "(%d passages and %d sentences from the cache)",
@@ -260,6 +296,9 @@ def _encode(
     """
     cache, model = encoding.cache, encoding.model
     timed = stages.of(app).timed
+    if not encoding.checked:
+        encoding.checked = True
+        encoding.check = _check_cache(encoding, work)
     with timed("embed passages" if progress else "embed while writing pages"):
         passages = _run_encoder(
             app, model, cache, work.texts, work.keys, work.pooled, "passages", progress
@@ -280,6 +319,109 @@ def _encode(
     before = encoding.counts
     encoding.counts = (before[0] + passages, before[1] + sentences)
     return encoding.counts
+
+
+def _check_cache(encoding: Encoding, work: Work) -> Check | None:
+    """Encode a random sample of the cached texts this build uses again and
+    compare; on any difference, distrust the cache for the rest of the build.
+
+    ``auto`` checks only when some vector is missing, so the encoder loads
+    anyway; a number checks that many texts on any build that reads the
+    cache. A sampled passage's pooled sentences are checked with it.
+    """
+    cache, size = encoding.cache, encoding.verify
+    every = work.keys + work.sentence_keys
+    cache.load(every)
+    if size == "auto":
+        size = AUTO_SAMPLE if any(k not in cache.rows for k in every) else 0
+    stored = set(cache.stored(every))
+    candidates = [(0, i) for i, k in enumerate(work.keys) if k in stored]
+    if work.pooled is None:
+        candidates += [(1, j) for j, k in enumerate(work.sentence_keys) if k in stored]
+    if not (isinstance(size, int) and size > 0 and candidates):
+        return None
+    # Unpredictable, so that altering only the entries a check skips is luck.
+    picked = random.SystemRandom().sample(candidates, min(size, len(candidates)))
+    embedder = encoding.model.embedder  # loaded here on a warm build
+    started = time.perf_counter()
+    keys, fresh = _encode_again(
+        embedder,
+        work,
+        sorted(i for kind, i in picked if kind == 0),
+        sorted(j for kind, j in picked if kind == 1),
+        stored,
+    )
+    agreement = (cache.unit_vectors(keys) * fresh).sum(axis=1)
+    check = Check(
+        len(keys),
+        int((agreement < AGREEMENT).sum()),
+        float(agreement.min()),
+        time.perf_counter() - started,
+    )
+    if check.differing:
+        cache.distrust()
+    return check
+
+
+def _encode_again(
+    embedder: Embedder,
+    work: Work,
+    passages: list[int],
+    sentences: list[int],
+    stored: set[bytes],
+) -> tuple[list[bytes], np.ndarray]:
+    """The cache keys of *passages* and *sentences* (and of the passages'
+    pooled sentences that are in *stored*), and their vectors, as the build
+    computes them."""
+    keys: list[bytes] = []
+    fresh: list[np.ndarray] = []
+    pooled = work.pooled or [[] for _ in work.keys]
+    spans = [[span for _, span in pooled[i]] for i in passages]
+    texts = [work.texts[i] for i in passages]
+    for batch in embedder.batches(texts, spans if work.pooled else None):
+        for row, vector in zip(batch.rows, batch.vectors, strict=True):
+            keys.append(work.keys[passages[row]])
+            fresh.append(vector)
+        for row, vectors in zip(batch.rows, batch.spans, strict=False):
+            for (key, _), v in zip(pooled[passages[row]], vectors, strict=True):
+                if v is not None and key in stored:
+                    keys.append(key)
+                    fresh.append(v)
+    flat = [s.text for ss in work.split for s in ss]
+    for batch in embedder.batches([flat[j] for j in sentences]):
+        keys += [work.sentence_keys[sentences[row]] for row in batch.rows]
+        fresh += list(batch.vectors)
+    return keys, np.stack(fresh)
+
+
+def _report(encoding: Encoding) -> None:
+    """Say what the check of the cache found (from the main thread)."""
+    check = encoding.check
+    if check is None:
+        return
+    if not check.differing:
+        logger.verbose(
+            "ragcite: %d cached vectors computed again agree with the cache "
+            "(lowest cosine %.4f)",
+            check.vectors,
+            check.lowest,
+        )
+        return
+    logger.warning(
+        "ragcite: %d of %d cached vectors computed again differ from the "
+        "embedding cache %s (lowest cosine %.2f, %.2f needed): its files were "
+        "altered or written by another encoder. The cache was ignored for this "
+        "build (every vector computed again), and the shards this build wrote "
+        "replace the ones it read. Check who can write that folder (see "
+        '"Who can write the cache" in the CI cache how-to).',
+        check.differing,
+        check.vectors,
+        encoding.cache.folder,
+        check.lowest,
+        AGREEMENT,
+        type="ragcite",
+        subtype="cache",
+    )
 
 
 def _keep(cache: EmbeddingCache) -> None:
