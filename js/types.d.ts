@@ -233,6 +233,50 @@ export interface RagciteApi {
   highlight(passageId: string): boolean;
 }
 
+// -- Browser engine (issue 35; BROWSER_CONTRACT.md) ---------------------------
+
+/** One passage as every question sees it: its record without the text. */
+export interface PassageMeta {
+  passage_id: string;
+  docname: string;
+  /** Page URL + "#" + passage_id, relative to the site root. */
+  url: string;
+  chapter: string;
+  section: string;
+  heading_path: string[];
+  snippet: string;
+}
+
+/** Everything retrieval needs, loaded once (`EngineStore.core()`). */
+export interface EngineCore {
+  /** `_ragcite/manifest.json`. */
+  manifest: any;
+  /** The parsed `ranker.json`, the file the Python engine reads. */
+  ranker: any;
+  /** The parsed static search index (the `search.<hash>.js` payload). */
+  staticIndex: any;
+  /** The passage vectors, int8 with a scale per row, in passages.jsonl's order. */
+  passageVectors: { codes: Int8Array; scales: Float32Array; dim: number; rows: number };
+  passages: PassageMeta[];
+}
+
+/** One passage a question needs: its whole record and sentence vectors. */
+export interface PassageFull {
+  row: number;
+  /** The passages.jsonl record, text included. */
+  record: PassageMeta & { text: string; char_start: number; char_end: number; content_hash: string };
+  /** Its sentences' vectors (dim per row; a scale each), or null when the
+   * build shipped none. */
+  sentences: { codes: Int8Array; scales: Float32Array } | null;
+}
+
+/** What the engine reads the book through (`js/store.js` over fetch). */
+export interface EngineStore {
+  core(): Promise<EngineCore>;
+  /** Per question: only the rows it needs. */
+  passages(rows: number[]): Promise<PassageFull[]>;
+}
+
 declare global {
   interface Window {
     ragcite: RagciteApi;

@@ -107,6 +107,16 @@ class RagciteConfig:
         "used files are deleted until it is under 90% of the bound.",
     )
 
+    browser_answers: bool = _opt(
+        True,
+        "",
+        "Answer questions in the reader's browser when no answer server runs "
+        "(static hosting): ships the encoder model, its tokenizer, the answer "
+        "ranker, onnxruntime-web and per-passage shards in _ragcite/ (~38 MB, "
+        "downloaded only when a reader asks). False: static mode searches the "
+        "passages by keywords only.",
+    )
+
     link_history: str = _opt(
         "",
         "",
@@ -283,6 +293,7 @@ _COSMETIC: dict[str, tuple[Any, str]] = {
         "an integer from 1 to 1000000",
     ),
     "llms_txt": _BOOL,
+    "browser_answers": _BOOL,
     "widget": _BOOL,
     "server_url": (
         lambda v: (
