@@ -118,10 +118,12 @@ def add_widget(app: Sphinx) -> None:
     ``data-ragcite-*`` attributes on its tag; the site root comes from the
     script's own URL, else the page's ``data-content_root``.
     """
-    copy_widget(
-        Path(app.outdir), app.config.language, app.config.ragcite_browser_answers
-    )
     config = app.config
+    copy_widget(
+        Path(app.outdir),
+        config.language,
+        config.ragcite_browser_answers and config.ragcite_embeddings,
+    )
     app.add_css_file(f"{STATIC_FOLDER}/widget.css")
     *parts, entry = WIDGET_SCRIPTS
     for name in parts:
@@ -136,7 +138,12 @@ def add_widget(app: Sphinx) -> None:
             "data-ragcite-version": __version__,
             "data-ragcite-site": config.ragcite_site_name,
             "data-ragcite-scope": config.ragcite_widget_scope,
-            "data-ragcite-browser": "on" if config.ragcite_browser_answers else "off",
+            # off: never load the engine (the build ships none without embeddings)
+            "data-ragcite-browser": (
+                "on"
+                if config.ragcite_browser_answers and config.ragcite_embeddings
+                else "off"
+            ),
         },
     )
     app.connect("html-page-context", page_scope)
