@@ -28,7 +28,6 @@ import contextlib
 import functools
 import gzip
 import http.server
-import itertools
 import json
 import shutil
 import statistics
@@ -39,10 +38,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from _big_book import big_book
+from _browser_page import OBSERVE, engine_missing, engine_windows, install_stand_in
 
 from _harness import (
     EXAMPLE_QA,
-    REPO,
     RESULTS,
     envelope,
     example_build,
@@ -85,14 +84,6 @@ LAUNCH_ARGS = [
     "--no-first-run",
 ]
 CHROMIUM = Path("/usr/bin/chromium")
-OBSERVE = (REPO / "tests" / "test_browser_answers.py").read_text("utf-8")
-OBSERVE = OBSERVE.split('OBSERVE = """', 1)[1].split('"""', 1)[0]
-
-
-def engine_missing() -> list[str]:
-    from sphinx_ragcite.extension.assets import ENGINE_SCRIPTS
-
-    return [n for n in ENGINE_SCRIPTS if not (REPO / "js" / n).is_file()]
 
 
 def gz(data: bytes) -> int:
@@ -241,13 +232,7 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
     try:
         served_site = work / "html"
         shutil.copytree(site, served_site)
-        missing = engine_missing()
-        if missing:
-            stand_in = (REPO / "tests" / "browser_stand_in.js").read_text("utf-8")
-            for name in missing:
-                (served_site / "_static" / "ragcite" / name).write_text(
-                    stand_in if name == "engine.js" else "// stand-in\n", "utf-8"
-                )
+        missing = install_stand_in(served_site)
         with _serve(served_site) as (base, sent), sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
             context = browser.new_context()
@@ -277,12 +262,13 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
                 engines.append(answer.get("metadata", {}).get("engine"))
             rss_after = _renderer_rss()
             long_tasks = page.evaluate("window.__long")
-            messages = page.evaluate("window.__messages")
+            windows = engine_windows(
+                page.evaluate("window.__messages"), page.evaluate("window.__sent")
+            )
             browser.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    windows = _engine_windows(messages)
-    blocked = [d for s, d in long_tasks if any(lo <= s <= hi for lo, hi in windows)]
+    blocked = [d for s, d in long_tasks if any(lo <= s < hi for lo, hi in windows)]
     origin = base + "/"
     return {
         "stand_in": bool(missing),
@@ -301,21 +287,6 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
             rss_after - rss_before if rss_after is not None and rss_before else None
         ),
     }
-
-
-def _engine_windows(messages: list[list[Any]]) -> list[tuple[float, float]]:
-    """Where the engine alone runs: from its first progress to ready, and from
-    just after each answer's render to the next answer."""
-    times = {
-        kind: [t for t, k in messages if k == kind]
-        for kind in ("progress", "ready", "answer")
-    }
-    windows = []
-    if times["progress"] and times["ready"]:
-        windows.append((times["progress"][0], times["ready"][0]))
-    answers = times["answer"]
-    windows += [(a + 100, b) for a, b in itertools.pairwise(answers)]
-    return windows
 
 
 # -- the table -----------------------------------------------------------------

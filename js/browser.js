@@ -41,6 +41,8 @@
  *   loading, loaded, or cannot load; whether it is (or will be) usable
  * @property {(question: string, signal?: AbortSignal) => Promise<Answer>} ask
  *   rejects with a BrowserAnswerError whose `why` is the sentence to show
+ * @property {(query: string, k: number) => Promise<import("./types").StaticHit[]>} search
+ *   the static search, run in the worker (rejects when it is not running)
  * @property {() => void} cancel stop the download (the reader's choice)
  * @property {() => EngineState} state
  * @property {() => string | null} why the sentence of the last failure
@@ -118,7 +120,7 @@
     /** @type {Promise<void> | null} */
     let ready = null;
     let nextId = 1;
-    /** @type {Map<number, {resolve: (a: Answer) => void, reject: (e: Error) => void}>} */
+    /** @type {Map<number, {resolve: (a: any) => void, reject: (e: Error) => void}>} */
     const pending = new Map();
     /** @type {Set<(p: LoadProgress) => void>} */
     const progressListeners = new Set();
@@ -172,11 +174,12 @@
         setState("ready");
         if (settleReady) settleReady(null);
         settleReady = null;
-      } else if (data.type === "answer" || data.type === "error") {
+      } else if (data.type === "answer" || data.type === "hits" || data.type === "error") {
         const waiting = data.id !== undefined ? pending.get(data.id) : undefined;
         if (waiting) {
           pending.delete(data.id);
           if (data.type === "answer") waiting.resolve(data.answer);
+          else if (data.type === "hits") waiting.resolve(data.hits);
           else waiting.reject(new BrowserAnswerError(String(data.kind || "engine"), String(data.message || "")));
         } else if (data.type === "error" && state === "loading") {
           fail(new BrowserAnswerError(String(data.kind || "engine"), String(data.message || "")));
@@ -243,6 +246,23 @@
       });
     }
 
+    /**
+     * @param {string} query
+     * @param {number} k
+     * @returns {Promise<import("./types").StaticHit[]>}
+     */
+    function search(query, k) {
+      const running = worker;
+      if (!running || (state !== "loading" && state !== "ready")) {
+        return Promise.reject(new BrowserAnswerError(failure || "off"));
+      }
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        running.postMessage({ type: "search", id, question: query, k });
+      });
+    }
+
     function cancel() {
       if (state !== "loading") return;
       fail(new BrowserAnswerError("cancelled"));
@@ -252,6 +272,7 @@
       unavailable,
       prepare,
       ask,
+      search,
       cancel,
       state: () => state,
       why: () => (failure && failure in WHY ? WHY[failure] : null),

@@ -49,8 +49,11 @@
  * @typedef {object} ShardStore
  * @property {() => Promise<any>} manifest the manifest (fetched once)
  * @property {() => Promise<EngineCore>} core
+ * @property {() => Promise<any>} staticIndex the static search index alone
+ *   (fetched once; `core()` shares it)
  * @property {(rows: number[]) => Promise<PassageFull[]>} passages
- * @property {(role: string) => Promise<Uint8Array>} bytes a file's checked bytes
+ * @property {(role: string, keep?: boolean) => Promise<Uint8Array>} bytes a file's
+ *   checked bytes; `keep` false: not kept for a second call (a model, read once)
  * @property {(role: string) => Promise<any>} json a JSON file, checked and parsed
  * @property {(role: string) => Promise<string>} url where a file is (checked name)
  * @property {(roles: string[]) => Promise<number>} size the manifest's bytes of these
@@ -422,9 +425,10 @@
 
     /**
      * @param {string} role
+     * @param {boolean} [keep] false: the caller takes the only reference
      * @returns {Promise<Uint8Array>}
      */
-    function bytes(role) {
+    function bytes(role, keep = true) {
       let promise = files.get(role);
       if (!promise) {
         promise = (async () => {
@@ -447,15 +451,17 @@
           }
           return data;
         })();
-        files.set(role, promise);
-        promise.catch(() => files.delete(role));
+        if (keep) {
+          files.set(role, promise);
+          promise.catch(() => files.delete(role));
+        }
       }
       return promise;
     }
 
     /** @param {string} role */
     async function json(role) {
-      const data = await bytes(role);
+      const data = await bytes(role, false);
       try {
         return JSON.parse(new TextDecoder().decode(data));
       } catch {
@@ -475,6 +481,19 @@
       return roles.reduce((n, role) => n + (Number(m.bytes && m.bytes[role]) || 0), 0);
     }
 
+    /** @type {Promise<any> | null} */
+    let staticPromise = null;
+
+    function staticIndex() {
+      if (!staticPromise) {
+        staticPromise = bytes("static", false).then((data) => parseStaticIndex(new TextDecoder().decode(data)));
+        staticPromise.catch(() => {
+          staticPromise = null;
+        });
+      }
+      return staticPromise;
+    }
+
     /** @type {Promise<EngineCore> | null} */
     let corePromise = null;
     /** @type {{start: number, count: number, name: string}[]} */
@@ -486,14 +505,13 @@
       if (!corePromise) {
         corePromise = (async () => {
           const m = await manifest();
-          const [staticBytes, codesBytes, scalesBytes, ranker, listing] = await Promise.all([
-            bytes("static"),
+          const [index, codesBytes, scalesBytes, ranker, listing] = await Promise.all([
+            staticIndex(),
             bytes("embeddings"),
             bytes("embedding_scales"),
             json("ranker"),
             json("shards"),
           ]);
-          const staticIndex = parseStaticIndex(new TextDecoder().decode(staticBytes));
           if (!listing || listing.format_version !== LISTING_FORMAT) {
             throw new StoreError(`The shard listing has a format this widget does not read. ${REBUILD}`, "format");
           }
@@ -503,7 +521,7 @@
           if (!(codes.data instanceof Int8Array) || !(scales.data instanceof Float32Array) || scales.shape[0] !== rows) {
             throw new StoreError(`The passage vectors do not match their scales. ${REBUILD}`, "format");
           }
-          metas = passageMetas(staticIndex, listing);
+          metas = passageMetas(index, listing);
           let start = 0;
           shardTable = listing.shards.map(([/** @type {number} */ count, /** @type {string} */ name]) => {
             const entry = { start, count, name };
@@ -516,7 +534,7 @@
           return {
             manifest: m,
             ranker,
-            staticIndex,
+            staticIndex: index,
             passageVectors: { codes: codes.data, scales: scales.data, dim, rows },
             passages: metas,
           };
@@ -582,7 +600,7 @@
       });
     }
 
-    return { manifest, core, passages, bytes, json, url, size, fetched: () => fetched };
+    return { manifest, core, staticIndex, passages, bytes, json, url, size, fetched: () => fetched };
   }
 
   const api = {

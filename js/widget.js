@@ -271,6 +271,26 @@
     return answer;
   }
 
+  /**
+   * The static search's best passages: in the engine's worker while it runs
+   * (a large book's index is then never parsed on the page's thread), else
+   * here.
+   * @param {string} query
+   * @returns {Promise<StaticHit[]>}
+   */
+  async function staticHits(query) {
+    const answers = await inBrowser();
+    if (answers && answers.unavailable() === null && answers.prepare()) {
+      try {
+        return await answers.search(query, STATIC_RESULTS);
+      } catch {
+        // the worker cannot search: the page does
+      }
+    }
+    const searcher = await staticSearch.load();
+    return /** @type {StaticHit[]} */ (searcher.search(query, STATIC_RESULTS));
+  }
+
   // -- asking -----------------------------------------------------------------
 
   /** @type {AbortController | null} */
@@ -286,9 +306,8 @@
    */
   async function askStatic(question, selected, controller, why) {
     panel.setStatus("Searching the book's passages…");
-    const searcher = await staticSearch.load();
     const query = selected ? `${question} ${selected.slice(0, 2000)}` : question;
-    const hits = /** @type {StaticHit[]} */ (searcher.search(query, STATIC_RESULTS));
+    const hits = await staticHits(query);
     /** @type {StaticResult} */
     const result = { mode: "static", question, hits };
     panel.renderStatic(result, why);

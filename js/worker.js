@@ -12,11 +12,15 @@
  *   `ready`. Progress comes as `progress` messages.
  * - `{type: "ask", id, question, k?}`: answer; `answer` (the JSON of
  *   `/api/ask`) or `error` with the same `id`.
+ * - `{type: "search", id, question, k}`: the static search's best passages,
+ *   `hits` with the same `id`, as soon as the static index is in (before the
+ *   model): the page's thread never parses a large book's index.
  * - `{type: "cancel"}`: stop loading (the page also terminates the worker).
  *
  * Messages to the page: `{type: "progress", loaded, total, files}` (bytes,
  * per file by role), `{type: "ready", seconds, bytes}`, `{type: "answer",
- * id, answer}`, `{type: "error", id?, kind, message}` where `kind` says why:
+ * id, answer}`, `{type: "hits", id, hits}`, `{type: "error", id?, kind, message}`
+ * where `kind` says why:
  * "off" (the site ships no engine), "wasm" (no WebAssembly), "csp" (the
  * Content-Security-Policy forbids compiling it), "memory", "integrity" (a
  * file does not match its checksum), "missing", "network", "engine",
@@ -132,6 +136,13 @@
     let ready = null;
     /** @type {Promise<void>} */
     let queue = Promise.resolve();
+    /** @type {(searcher: Promise<any>) => void} */
+    let searcherIs = () => {};
+    /** The static searcher, once the scripts and the static index are in. */
+    const searcher = new Promise((resolve) => {
+      searcherIs = resolve;
+    });
+    searcher.catch(() => {}); // a search asked for reports it
 
     /**
      * @param {string} manifestUrl
@@ -198,9 +209,18 @@
       if (language && !(env.lib.snowball && env.lib.snowball[language])) {
         env.importScripts(new URL(`snowball/${language}.js`, env.base).href);
       }
+      const opened = store.staticIndex().then((/** @type {any} */ index) => env.lib.createStaticSearch(index));
+      opened.catch(() => {});
+      searcherIs(opened);
 
       // the runtime: its script by URL, its WebAssembly as checked bytes
-      const [wasm, model, tokenizerJson] = await Promise.all([store.bytes("ort_wasm"), store.bytes("model"), store.json("tokenizer"), store.core()]);
+      // read once and handed over: the store keeps no copy of these
+      let [wasm, model, tokenizerJson] = await Promise.all([
+        store.bytes("ort_wasm", false),
+        store.bytes("model", false),
+        store.json("tokenizer"),
+        store.core(),
+      ]);
       env.importScripts(await store.url("ort_js"));
       files.ort_js = files.ort_js && { loaded: files.ort_js.total, total: files.ort_js.total };
       const ort = env.ort();
@@ -214,12 +234,16 @@
       }
       report(true);
       const tokenizer = env.lib.wordpiece.WordPiece.fromJSON(tokenizerJson);
+      tokenizerJson = null;
       const encoder = await env.lib.encode.createEncoder({
         ort,
         model,
         tokenizer,
         maxTokens: Number(manifest.embedding.max_tokens) || 256,
       });
+      // the runtime holds what it needs now: tens of MB the worker need not
+      model = wasm = null;
+      ort.env.wasm.wasmBinary = undefined;
       const engine = await env.lib.engine.createEngine(store);
       return { engine, encoder, store, seconds: (now() - started) / 1000, bytes: store.fetched() };
     }
@@ -239,8 +263,18 @@
           env.post({ type: "ready", seconds: done.seconds, bytes: done.bytes });
         } catch (error) {
           ready = null;
+          const failed = Promise.reject(error);
+          failed.catch(() => {});
+          searcherIs(failed);
           const kind = signal.aborted ? "aborted" : kindOf(error);
           env.post({ type: "error", kind, message: messageOf(error) });
+        }
+      } else if (data.type === "search") {
+        try {
+          const search = await searcher;
+          env.post({ type: "hits", id: data.id, hits: search.search(String(data.question || ""), Number(data.k) || 5) });
+        } catch (error) {
+          env.post({ type: "error", id: data.id, kind: kindOf(error), message: messageOf(error) });
         }
       } else if (data.type === "cancel") {
         if (loading) loading.abort();

@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from test_widget import CHROMIUM, LAUNCH_ARGS, SHOTS, sync_api
 
-from sphinx_ragcite.extension import assets
 from sphinx_ragcite.extension.browser_assets import ort_runtime_files
 
-from conftest import REPO, read_manifest
+from conftest import REPO, benchmark, read_manifest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -44,7 +43,9 @@ if ort_runtime_files() is None:
 
 QUESTION = "How long should the bloom take?"
 #: The engine's modules (issue 35): the stand-in takes their place until they exist.
-ENGINE_MISSING = [n for n in assets.ENGINE_SCRIPTS if not (REPO / "js" / n).is_file()]
+page_tools = benchmark("_browser_page")
+ENGINE_MISSING = page_tools.engine_missing()
+OBSERVE = page_tools.OBSERVE
 #: What a worker loads before the first answer (js/worker.js LOADED).
 FIRST_ANSWER_ROLES = (
     *("model", "tokenizer", "ranker", "shards", "static", "embeddings"),
@@ -54,32 +55,6 @@ FIRST_ANSWER_ROLES = (
 DOCUMENTED_CSP = (
     "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; connect-src 'self'"
 )
-#: Records every long task of the main thread and when each worker message came.
-OBSERVE = """
-window.__long = [];
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]);
-}).observe({ type: "longtask", buffered: true });
-window.__messages = [];
-window.__progress = [];
-const Real = window.Worker;
-window.Worker = function (url, options) {
-  const w = new Real(url, options);
-  const seen = (e) => window.__messages.push([performance.now(), e.data.type]);
-  w.addEventListener("message", seen);
-  return w;
-};
-new MutationObserver(() => {
-  const label = document.querySelector(".ragcite-progress-label");
-  const text = label && !label.closest("[hidden]") ? label.textContent : null;
-  const shown = window.__progress;
-  if (text && shown[shown.length - 1] !== text) shown.push(text);
-}).observe(document, {
-  subtree: true, childList: true, characterData: true, attributes: true,
-});
-"""
-
-
 # -- the site and its server ------------------------------------------------------
 
 
@@ -89,13 +64,7 @@ def site(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     missing."""
     out = tmp_path_factory.mktemp("browser_site") / "html"
     shutil.copytree(example_site, out)
-    folder = out / "_static" / "ragcite"
-    if ENGINE_MISSING:
-        stand_in = (REPO / "tests" / "browser_stand_in.js").read_text("utf-8")
-        for name in ENGINE_MISSING:
-            (folder / name).write_text(
-                stand_in if name == "engine.js" else "// stand-in\n", "utf-8"
-            )
+    page_tools.install_stand_in(out)
     return out
 
 
@@ -183,20 +152,19 @@ def page(browser):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def profile_page(tmp_path: Path):  # type: ignore[no-untyped-def]
+def profile_page(browser, tmp_path: Path):  # type: ignore[no-untyped-def]
     """A page of a browser with a profile on disk: its HTTP cache keeps large
     files, as a reader's browser does (an incognito context's cache in memory
     keeps none as large as the model)."""
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
-            executable_path=str(CHROMIUM),
-            args=LAUNCH_ARGS,
-            viewport={"width": 1280, "height": 800},
-        )
-        page = watched(context.pages[0] if context.pages else context.new_page())
-        yield page
-        context.close()
+    context = browser.browser_type.launch_persistent_context(
+        str(tmp_path / "profile"),
+        executable_path=str(CHROMIUM),
+        args=LAUNCH_ARGS,
+        viewport={"width": 1280, "height": 800},
+    )
+    page = watched(context.pages[0] if context.pages else context.new_page())
+    yield page
+    context.close()
     assert not page.errors, page.errors
 
 
@@ -400,22 +368,21 @@ def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:  # 
 
 def test_the_main_thread_is_never_blocked_by_the_engine(page, site: Path) -> None:  # type: ignore[no-untyped-def]
     """No long task (> 50 ms) while the engine downloads and starts, nor while
-    it answers a later question (measured between the worker's messages)."""
+    it answers (from a question's post to the worker to its answer)."""
     with serve(site) as (base, _):
         page.goto(f"{base}/index.html")
         ask(page, QUESTION)
         ask(page, "How hot should the water be?")
         long_tasks = page.evaluate("window.__long")
-        messages = page.evaluate("window.__messages")
-    first = next(t for t, kind in messages if kind == "progress")
-    ready = next(t for t, kind in messages if kind == "ready")
-    answers = [t for t, kind in messages if kind == "answer"]
-    windows = [(first, ready), (answers[0] + 100, answers[1])]
+        windows = page_tools.engine_windows(
+            page.evaluate("window.__messages"), page.evaluate("window.__sent")
+        )
+    assert len(windows) == 3, windows
     during = [
         (start, duration)
         for start, duration in long_tasks
         for low, high in windows
-        if low <= start <= high
+        if low <= start < high  # the answer's own task draws it, as a server's
     ]
     assert during == [], (during, windows)
 

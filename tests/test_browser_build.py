@@ -22,7 +22,14 @@ from sphinx_ragcite.formats import shards
 from sphinx_ragcite.formats.static import read_static, static_passage
 from sphinx_ragcite.retrieval.embed import default_model_files
 
-from conftest import REPO, build, index_files, read_manifest, read_passages
+from conftest import (
+    REPO,
+    benchmark,
+    build,
+    index_files,
+    read_manifest,
+    read_passages,
+)
 
 BROWSER_ROLES = {"model", "tokenizer", "ranker", "shards", "ort_js", "ort_wasm"}
 needs_runtime = pytest.mark.skipif(
@@ -133,6 +140,7 @@ def test_the_site_ships_the_engines_scripts(example_site: Path) -> None:
 
 
 def test_the_worker_loads_what_the_build_ships() -> None:
+    assert benchmark("_browser_page").ENGINE_SCRIPTS == assets.ENGINE_SCRIPTS
     source = (REPO / "js" / "worker.js").read_text("utf-8")
     block = re.search(r"const CORE_SCRIPTS = \[(.*?)\];", source, re.DOTALL)
     assert block

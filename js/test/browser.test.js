@@ -29,7 +29,14 @@ function host(options = {}) {
   /** @type {any[]} */
   const posted = [];
   /** @type {Record<string, any>} */
-  const lib = { store, tokenize: () => [], createStaticSearch: () => ({}) };
+  const lib = {
+    store,
+    tokenize: () => [],
+    createStaticSearch: (/** @type {any} */ index) => ({
+      search: (/** @type {string} */ query, /** @type {number} */ k) =>
+        index.passages.slice(0, k).map((/** @type {any[]} */ p) => ({ passage_id: p[0], query })),
+    }),
+  };
   const calls = { encoder: /** @type {any} */ (null), imported: /** @type {string[]} */ ([]), asked: /** @type {string[]} */ ([]) };
   const ort = { env: { wasm: /** @type {Record<string, any>} */ ({}) } };
   let ortLoaded = false;
@@ -41,7 +48,7 @@ function host(options = {}) {
     "encode.js": () => {
       lib.encode = {
         createEncoder: async (/** @type {any} */ opts) => {
-          calls.encoder = opts;
+          calls.encoder = { ...opts, wasmBinary: opts.ort.env.wasm.wasmBinary };
           return { dim: 4, embed: async (/** @type {string} */ text) => Float32Array.from([text.length, 0, 0, 0]) };
         },
       };
@@ -94,7 +101,8 @@ test("the worker loads the runtime, the checked model and the engine, then answe
   // onnxruntime-web: one thread, the checked WebAssembly bytes, the glue by URL
   assert.equal(ort.env.wasm.numThreads, 1);
   assert.equal(ort.env.wasm.proxy, false);
-  assert.equal(crypto.createHash("sha256").update(ort.env.wasm.wasmBinary).digest("hex"), site.manifest.sha256.ort_wasm);
+  assert.equal(crypto.createHash("sha256").update(calls.encoder.wasmBinary).digest("hex"), site.manifest.sha256.ort_wasm);
+  assert.equal(ort.env.wasm.wasmBinary, undefined, "let go once the runtime has it");
   assert.equal(ort.env.wasm.wasmPaths.mjs, `${BASE}${site.manifest.files.ort_mjs}`);
   assert.equal(crypto.createHash("sha256").update(calls.encoder.model).digest("hex"), site.manifest.sha256.model);
   assert.equal(calls.encoder.maxTokens, 256);
@@ -179,6 +187,27 @@ test("cancel stops the load; an index on another origin is refused", async () =>
   await other.h.onMessage({ data: { type: "load", manifest: "https://elsewhere.example/_ragcite/manifest.json" } });
   assert.equal(last(other.posted).kind, "off");
   assert.deepEqual(other.asked, []);
+});
+
+test("the static search runs in the worker, from the index the engine loads anyway", async () => {
+  const { h, posted } = host();
+  const loading = h.onMessage({ data: LOAD });
+  await h.onMessage({ data: { type: "search", id: 4, question: "alpha", k: 2 } });
+  const hits = posted.find((m) => m.type === "hits");
+  assert.deepEqual(hits, {
+    type: "hits",
+    id: 4,
+    hits: [
+      { passage_id: "ch1-sec0-p1", query: "alpha" },
+      { passage_id: "ch1-sec1-p1", query: "alpha" },
+    ],
+  });
+  await loading;
+  // where the engine cannot load, a search says so (the page searches itself)
+  const refused = host({ wasm: null });
+  await refused.h.onMessage({ data: LOAD });
+  await refused.h.onMessage({ data: { type: "search", id: 5, question: "alpha", k: 2 } });
+  assert.deepEqual([last(refused.posted).type, last(refused.posted).id], ["error", 5]);
 });
 
 test("questions are answered one at a time, in order", async () => {
@@ -302,6 +331,22 @@ test("progress passes through; a question waits for the engine, then gets its an
   worker.reply({ type: "answer", id: ask.id, answer: { answer: "Thirty seconds [1]." } });
   assert.deepEqual(await asking, { answer: "Thirty seconds [1]." });
   assert.equal(answers.state(), "ready");
+});
+
+test("a search goes to the worker while it runs, and fails over when it does not", async () => {
+  StandInWorker.made = [];
+  const answers = createBrowserAnswers(WHERE, HTTP);
+  await assert.rejects(answers.search("bloom", 5), (/** @type {any} */ e) => e instanceof Error);
+  answers.prepare();
+  const searching = answers.search("bloom", 5);
+  const [worker] = StandInWorker.made;
+  const sent = worker.sent[1];
+  assert.deepEqual([sent.type, sent.question, sent.k], ["search", "bloom", 5]);
+  worker.reply({ type: "hits", id: sent.id, hits: [{ passage_id: "ch1-sec0-p1" }] });
+  assert.deepEqual(await searching, [{ passage_id: "ch1-sec0-p1" }]);
+  const failing = answers.search("bloom", 5);
+  worker.reply({ type: "error", kind: "csp", message: "refused" });
+  await assert.rejects(failing, (/** @type {any} */ e) => e.kind === "csp");
 });
 
 test("the reader cancels the download: the worker ends, the question gets its sentence", async () => {
