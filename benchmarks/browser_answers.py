@@ -42,6 +42,7 @@ from _browser_page import OBSERVE, engine_missing, engine_windows, install_stand
 
 from _harness import (
     EXAMPLE_QA,
+    REPO,
     RESULTS,
     envelope,
     example_build,
@@ -232,6 +233,10 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
     try:
         served_site = work / "html"
         shutil.copytree(site, served_site)
+        # the widget as it is now: a cached build keeps the JS it was built with
+        for copied in (served_site / "_static" / "ragcite").glob("*.js"):
+            if (REPO / "js" / copied.name).is_file():
+                shutil.copyfile(REPO / "js" / copied.name, copied)
         missing = install_stand_in(served_site)
         with _serve(served_site) as (base, sent), sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)

@@ -169,7 +169,7 @@
    */
   async function sha256(data, subtle) {
     if (!subtle) return sha256Js(data);
-    const digest = await subtle.digest("SHA-256", data);
+    const digest = await subtle.digest("SHA-256", /** @type {BufferSource} */ (data));
     return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
   }
 
@@ -523,7 +523,7 @@
           }
           metas = passageMetas(index, listing);
           let start = 0;
-          shardTable = listing.shards.map(([/** @type {number} */ count, /** @type {string} */ name]) => {
+          shardTable = listing.shards.map((/** @type {[number, string]} */ [count, name]) => {
             const entry = { start, count, name };
             start += count;
             return entry;

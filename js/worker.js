@@ -119,7 +119,7 @@
       await wasm.compile(EMPTY_MODULE);
       return "";
     } catch (error) {
-      const text = String((error && error.message) || error);
+      const text = String((error && /** @type {Error} */ (error).message) || error);
       return /Content.Security.Policy|unsafe-eval|CSP/i.test(text) ? "csp" : "wasm";
     }
   }
@@ -299,6 +299,7 @@
         const encoded = now();
         /** @type {Answer} */
         const result = await engine.answer(question, vector, data.k ? { k: Number(data.k) } : undefined);
+        /** @type {Record<string, unknown>} */
         const meta = (result.metadata = result.metadata || {});
         meta.generator = meta.generator || "extractive";
         meta.engine = "browser";

@@ -100,6 +100,7 @@ function fakeSite() {
     passages: [0, 0, 0, 1, 1, 2],
     shards: listed,
   };
+  /** @type {Record<string, [string, Uint8Array]>} */
   const roles = {
     static: ["search.js", Buffer.from(`${STATIC_PREFIX}${JSON.stringify(staticIndex)};\n`)],
     embeddings: ["embeddings.npy", npy("|i1", [3, dim], Int8Array.from({ length: 3 * dim }, (_, i) => i - 6))],
@@ -141,6 +142,8 @@ function fakeFetch(files) {
     const data = name === null ? undefined : files[name];
     if (!data) return new Response("not found", { status: 404 });
     // in small chunks, as a network delivers a large file
+    /** @type {Uint8Array[]} */
+    /** @type {Uint8Array[]} */
     const chunks = [];
     for (let i = 0; i < data.length; i += 65536) chunks.push(data.subarray(i, i + 65536));
     const stream = new ReadableStream({

@@ -242,11 +242,11 @@ test("on a built site: every record and sentence vector as the build wrote them"
     const start = Number(offsets[row]);
     const end = Number(offsets[row + 1]);
     const sentences = /** @type {any} */ (passage.sentences);
-    assert.deepEqual(Array.from(sentences.codes), Array.from(codes.data.subarray(start * dim, end * dim)));
-    assert.deepEqual(Array.from(sentences.scales), Array.from(scales.subarray(start, end)));
+    assert.deepEqual(Array.from(sentences.codes), Array.from(/** @type {Int8Array} */ (codes.data).subarray(start * dim, end * dim)));
+    assert.deepEqual(Array.from(sentences.scales), Array.from(/** @type {Float32Array} */ (scales).subarray(start, end)));
   }
   const vectors = parseNpy(fs.readFileSync(path.join(folder, manifest.files.embeddings)), "embeddings");
-  assert.deepEqual(Array.from(core.passageVectors.codes), Array.from(vectors.data));
+  assert.deepEqual(Array.from(core.passageVectors.codes), Array.from(/** @type {Int8Array} */ (vectors.data)));
   // the model and the runtime's WebAssembly pass their checksums, both ways
   const model = await s.bytes("model");
   assert.equal(sha256Js(model), manifest.sha256.model);
