@@ -48,18 +48,32 @@ new MutationObserver(() => {
 """
 
 
+#: ms after a message that brings something to draw (an answer, search
+#: results): the page's own drawing, as for a server's answer, not the engine.
+DRAWING_MS = 150
+
+
 def engine_windows(
     received: list[list[Any]], sent: list[list[Any]]
 ) -> list[tuple[float, float]]:
     """When only the engine works: from its first progress to ready, and from
-    each question's post to the worker (plus 100 ms for the page to draw the
-    search results it just showed) to its answer."""
+    each question's post to the worker to its answer, less the time the page
+    spends drawing what a message brought (search results, an answer)."""
     progress = [t for t, kind in received if kind == "progress"]
     ready = [t for t, kind in received if kind == "ready"]
     answers = [t for t, kind in received if kind == "answer"]
     asked = [t for t, kind in sent if kind == "ask"]
     windows = [(progress[0], ready[0])] if progress and ready else []
-    return windows + [(a + 100, b) for a, b in zip(asked, answers, strict=False)]
+    windows += list(zip(asked, answers, strict=False))
+    drawn = [t for t, kind in received if kind in ("hits", "answer")]
+    for t in drawn:
+        windows = [
+            part
+            for low, high in windows
+            for part in ((low, min(high, t)), (max(low, t + DRAWING_MS), high))
+            if part[0] < part[1]
+        ]
+    return windows
 
 
 def engine_missing() -> list[str]:

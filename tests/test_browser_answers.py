@@ -368,7 +368,8 @@ def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:  # 
 
 def test_the_main_thread_is_never_blocked_by_the_engine(page, site: Path) -> None:  # type: ignore[no-untyped-def]
     """No long task (> 50 ms) while the engine downloads and starts, nor while
-    it answers (from a question's post to the worker to its answer)."""
+    it answers (from a question's post to the worker to its answer), the
+    page's drawing of what arrives aside (benchmarks/_browser_page.py)."""
     with serve(site) as (base, _):
         page.goto(f"{base}/index.html")
         ask(page, QUESTION)
@@ -377,7 +378,7 @@ def test_the_main_thread_is_never_blocked_by_the_engine(page, site: Path) -> Non
         windows = page_tools.engine_windows(
             page.evaluate("window.__messages"), page.evaluate("window.__sent")
         )
-    assert len(windows) == 3, windows
+    assert sum(high - low for low, high in windows) > 1000, windows
     during = [
         (start, duration)
         for start, duration in long_tasks
