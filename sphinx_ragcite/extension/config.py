@@ -110,7 +110,7 @@ class RagciteConfig:
     browser_answers: bool = _opt(
         True,
         "",
-        "Answer questions in the reader's browser when no answer server runs "
+        "Answer questions in the browser when no answer server runs "
         "(static hosting): ships the encoder model, its tokenizer, the answer "
         "ranker, onnxruntime-web and per-passage shards in _ragcite/ (~38 MB, "
         "downloaded only when a reader asks). False: static mode searches the "
