@@ -396,3 +396,25 @@ def test_the_writer_copies_a_file_once_and_prunes_dropped_extras(
     assert (copied.stat().st_mtime_ns, copied.stat().st_ino) == stamp
     assert not (folder / "shards" / "aaaa.bin").exists()
     assert (folder / "shards" / "bbbb.bin").read_bytes() == b"two"
+
+
+@needs_runtime
+def test_the_server_never_reads_the_browsers_files(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """A Python process has no use for ~38 MB of model and runtime copies: it
+    loads a site whose browser files are gone."""
+    from sphinx_ragcite.formats.manifest import read_manifest as load_manifest
+    from sphinx_ragcite.retrieval.site import Site, read_site_files
+
+    copy = tmp_path / "html"
+    shutil.copytree(example_site, copy)
+    folder = copy / "_ragcite"
+    manifest = read_manifest(copy)
+    for role in BROWSER_ROLES | {"ort_mjs"}:
+        (folder / manifest["files"][role]).unlink()
+    shutil.rmtree(folder / "shards")
+    read = read_site_files(folder, load_manifest(folder))
+    assert not set(read) & (BROWSER_ROLES | {"ort_mjs"})
+    site = Site.load(copy)
+    assert site.search("bloom", 3)

@@ -21,6 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from sphinx.util import logging
 
+from sphinx_ragcite.formats.browser import (
+    MODEL,
+    ORT_JS,
+    ORT_MJS,
+    ORT_WASM,
+    RANKER,
+    SHARDS,
+    TOKENIZER,
+)
 from sphinx_ragcite.formats.embeddings import read_npy
 from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
 from sphinx_ragcite.formats.shards import LISTING, SentenceVectors, build_shards
@@ -34,9 +43,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Manifest roles of the browser engine's files (BROWSER_CONTRACT.md).
-MODEL, TOKENIZER, RANKER, SHARDS = "model", "tokenizer", "ranker", "shards"
-ORT_JS, ORT_WASM, ORT_MJS = "ort_js", "ort_wasm", "ort_mjs"
 #: The runtime's files by how their names end. The emscripten glue (``.mjs``)
 #: is stored as ``.js``: some hosts serve ``.mjs`` as octet-stream, which a
 #: browser refuses to import as a module.
