@@ -206,6 +206,10 @@ def test_missing_runtime_is_one_log_line_and_keyword_search(  # type: ignore[no-
     assert "npm did not run" in lines[0]
     assert "static mode stays keyword search" in lines[0]
     assert app.warning.getvalue().strip() == ""
+    # the pages never start an engine the site does not have
+    page = (app.outdir / "index.html").read_text("utf-8")
+    assert 'data-ragcite-browser="off"' in page
+    assert not (app.outdir / "_static" / "ragcite" / "worker.js").exists()
 
 
 @needs_runtime

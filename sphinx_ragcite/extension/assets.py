@@ -119,11 +119,10 @@ def add_widget(app: Sphinx) -> None:
     script's own URL, else the page's ``data-content_root``.
     """
     config = app.config
-    copy_widget(
-        Path(app.outdir),
-        config.language,
-        config.ragcite_browser_answers and config.ragcite_embeddings,
-    )
+    from sphinx_ragcite.extension.browser_index import shipped
+
+    engine = shipped(config.ragcite_browser_answers, config.ragcite_embeddings)
+    copy_widget(Path(app.outdir), config.language, engine)
     app.add_css_file(f"{STATIC_FOLDER}/widget.css")
     *parts, entry = WIDGET_SCRIPTS
     for name in parts:
@@ -138,12 +137,8 @@ def add_widget(app: Sphinx) -> None:
             "data-ragcite-version": __version__,
             "data-ragcite-site": config.ragcite_site_name,
             "data-ragcite-scope": config.ragcite_widget_scope,
-            # off: never load the engine (the build ships none without embeddings)
-            "data-ragcite-browser": (
-                "on"
-                if config.ragcite_browser_answers and config.ragcite_embeddings
-                else "off"
-            ),
+            # off: the build ships no engine, so never start its worker
+            "data-ragcite-browser": "on" if engine else "off",
         },
     )
     app.connect("html-page-context", page_scope)

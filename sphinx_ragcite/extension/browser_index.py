@@ -78,6 +78,12 @@ def _runtime_files() -> dict[str, Path] | None:
     return dict(found) if found else None
 
 
+def shipped(browser_answers: bool, embeddings: bool) -> bool:
+    """Whether a build may ship the engine (the model can still turn out
+    missing at the end): the option, embeddings and the runtime."""
+    return browser_answers and embeddings and _runtime_files() is not None
+
+
 def runtime_roles(files: dict[str, Path]) -> dict[str, tuple[str, Path]]:
     """Role -> (the name stored under ``_ragcite/``, the file)."""
     roles: dict[str, tuple[str, Path]] = {}
