@@ -393,7 +393,7 @@
       if (!up) {
         widget.modeNote.textContent = local
           ? "No answer server is reachable: questions are answered in your browser, from the book's own " +
-            "files. The answer engine downloads once, when you first ask."
+            "files. The answer engine downloads once; nothing you type leaves this page."
           : "No answer server is reachable: questions search the book's passages. " +
             "Generated answers with citations need the answer server (ragcite serve).";
       }
