@@ -75,7 +75,10 @@
  * @property {(restoreFocus?: boolean) => void} close
  * @property {(node: Node) => boolean} contains whether a node is the widget's
  * @property {(target: Element) => boolean} covers whether the open panel shares columns with an element
- * @property {(up: boolean) => void} showMode say whether answers or only search results are possible
+ * @property {(up: boolean, local?: boolean) => void} showMode say whether answers or only search results are
+ *   possible (`local`: no server, but answers in the browser)
+ * @property {(progress: {loaded: number, total: number} | null, cancel?: () => void) => void} showProgress
+ *   the answer engine's download in MB, with a Cancel button; null hides it
  * @property {(choices: VersionChoice[], chosen: string, page: string) => void} showVersions
  *   the versions to offer (fewer than two: no picker), the site chosen, the
  *   page's own version ("" unknown: no version badges)
@@ -383,16 +386,60 @@
       return t.left < p.right && t.right > p.left;
     }
 
-    /** @param {boolean} up */
-    function showMode(up) {
+    /**
+     * @param {boolean} up
+     * @param {boolean} [local] no server, but answers in the browser
+     */
+    function showMode(up, local = false) {
       if (!widget) return;
       widget.modeNote.hidden = up;
       widget.root.classList.toggle("ragcite-static", !up);
       if (!up) {
-        widget.modeNote.textContent =
-          "No answer server is reachable: questions search the book's passages. " +
-          "Generated answers with citations need the answer server (ragcite serve).";
+        widget.modeNote.textContent = local
+          ? "No answer server is reachable: questions are answered in your browser, from the book's own " +
+            "files. The answer engine downloads once; nothing you type leaves this page."
+          : "No answer server is reachable: questions search the book's passages. " +
+            "Generated answers with citations need the answer server (ragcite serve).";
       }
+    }
+
+    /** @type {{box: HTMLDivElement, bar: HTMLProgressElement, label: HTMLSpanElement, cancel: HTMLButtonElement} | null} */
+    let progressParts = null;
+    /** @type {(() => void) | null} */
+    let cancelLoad = null;
+
+    /**
+     * The answer engine's download: "Loading the answer engine: 12.3 of
+     * 24.9 MB" over a progress bar, and a Cancel button.
+     * @param {{loaded: number, total: number} | null} progress null hides it
+     * @param {() => void} [cancel]
+     */
+    function showProgress(progress, cancel) {
+      const w = ensure();
+      if (progress === null) {
+        if (progressParts) progressParts.box.hidden = true;
+        cancelLoad = null;
+        return;
+      }
+      if (!progressParts) {
+        const bar = el("progress", { class: "ragcite-progress-bar", max: 1, value: 0, "aria-labelledby": "ragcite-progress-label" });
+        const label = el("span", { id: "ragcite-progress-label", class: "ragcite-progress-label" });
+        const button = el("button", { type: "button", class: "ragcite-progress-cancel", text: "Cancel" });
+        button.addEventListener("click", () => {
+          if (cancelLoad) cancelLoad();
+        });
+        const box = el("div", { class: "ragcite-progress", role: "group", "aria-label": "Answer engine download" }, label, bar, button);
+        w.body.insertBefore(box, w.output);
+        progressParts = { box, bar, label, cancel: button };
+      }
+      cancelLoad = cancel || null;
+      const { loaded, total } = progress;
+      const mb = (/** @type {number} */ n) => (n / 1e6).toFixed(1);
+      progressParts.box.hidden = false;
+      progressParts.bar.max = Math.max(total, 1);
+      progressParts.bar.value = Math.min(loaded, total);
+      progressParts.label.textContent = `Loading the answer engine: ${mb(Math.min(loaded, total))} of ${mb(total)} MB`;
+      progressParts.cancel.hidden = !cancel;
     }
 
     /**
@@ -979,6 +1026,15 @@
      */
     function renderAnswer(answer) {
       renderOutcome(answer);
+      const meta = answer.metadata;
+      if (meta && typeof meta === "object" && meta.engine === "browser") {
+        ensure().output.append(
+          el("p", {
+            class: "ragcite-footnote ragcite-in-browser",
+            text: "Answered in your browser: your question did not leave this page.",
+          }),
+        );
+      }
       const id = answer.answer_id;
       if (typeof id === "string" && ANSWER_ID.test(id) && hooks.takesFeedback()) {
         ensure().output.append(renderFeedback(id));
@@ -1107,6 +1163,7 @@
       contains: (node) => Boolean(widget && widget.root.contains(node)),
       covers,
       showMode,
+      showProgress,
       showVersions,
       setStatus,
       sayVersion,

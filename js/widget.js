@@ -81,6 +81,7 @@
       server.available().then((up) => {
         panel.showMode(up);
         showVersions(up);
+        if (!up) startLocal();
       });
     },
     chooseVersion: (site) => chooseVersion(site),
@@ -218,6 +219,113 @@
     return say;
   }
 
+  // -- answers in the browser, when no server answers ---------------------------
+
+  /** @type {Promise<import("./browser.js").BrowserAnswers | null> | null} */
+  let local = null;
+
+  /**
+   * The in-browser engine's handle (`browser.js`, loaded on first use); null
+   * when it cannot be had. Nothing is downloaded until `prepare()`.
+   */
+  function inBrowser() {
+    if (script && script.getAttribute("data-ragcite-browser") === "off") return Promise.resolve(null);
+    if (!local) {
+      local = (async () => {
+        if (!lib.browser) {
+          const src = new URL("browser.js", settings.assetBase).href;
+          await lib.dom.loadScript(src, () => new WidgetError(`Could not load ${src}.`, "static"));
+        }
+        /** @type {import("./browser.js").BrowserAnswers} */
+        const answers = lib.browser.createBrowserAnswers(
+          { workerUrl: new URL("worker.js", settings.assetBase), manifestUrl: settings.indexUrl },
+          {
+            Worker: typeof Worker === "function" ? Worker : undefined,
+            protocol: location.protocol,
+            wasm: typeof WebAssembly === "object" && WebAssembly !== null,
+          },
+        );
+        answers.onProgress((progress) => panel.showProgress(progress, () => answers.cancel()));
+        answers.onState((state) => {
+          if (state !== "loading") panel.showProgress(null);
+        });
+        return answers;
+      })().catch(() => null);
+    }
+    return local;
+  }
+
+  /** The panel opened with no server: start loading the engine, if it can run. */
+  function startLocal() {
+    inBrowser().then((answers) => {
+      if (answers && answers.unavailable() === null && answers.prepare()) panel.showMode(false, true);
+    });
+  }
+
+  /**
+   * Replace the static results of a question with the in-browser engine's
+   * answer, once it is ready; keep them, saying why, when it cannot answer.
+   * @param {string} question
+   * @param {StaticResult} result the results on screen
+   * @param {AbortController} controller the question's
+   * @returns {Promise<Answer | StaticResult>}
+   */
+  async function answerLocally(question, result, controller) {
+    const answers = await inBrowser();
+    if (!answers) return result;
+    const blocked = answers.unavailable();
+    if (blocked !== null) {
+      if (blocked) panel.renderStatic(result, blocked);
+      return result;
+    }
+    if (!answers.prepare()) {
+      const why = answers.why();
+      if (why) panel.renderStatic(result, why);
+      return result;
+    }
+    panel.showMode(false, true);
+    if (answers.state() === "loading") {
+      panel.renderStatic(result, "While the answer engine loads in your browser, these are the passages that best match your question.");
+    }
+    panel.setStatus(answers.state() === "ready" ? "Answering in your browser…" : "Loading the answer engine…");
+    let answer;
+    try {
+      answer = await answers.ask(question, controller.signal);
+    } catch (error) {
+      const e = /** @type {import("./browser.js").BrowserAnswerError} */ (error);
+      if (e.kind === "replaced" || inflight !== controller) throw new WidgetError("Replaced by a newer question.", "aborted");
+      if (e.kind !== "off") console.warn("ragcite: no answer in the browser:", e.message);
+      panel.renderStatic(result, e.why || undefined);
+      return result;
+    }
+    if (inflight !== controller) throw new WidgetError("Replaced by a newer question.", "aborted");
+    panel.renderAnswer(answer);
+    last = { kind: "answer", question, selection: null, data: answer };
+    remember();
+    document.dispatchEvent(new CustomEvent("ragcite:answer", { detail: answer }));
+    return answer;
+  }
+
+  /**
+   * The static search's best passages: in the engine's worker while it runs
+   * (a large book's index is then never parsed on the page's thread), else
+   * here.
+   * @param {string} query
+   * @returns {Promise<StaticHit[]>}
+   */
+  async function staticHits(query) {
+    const answers = await inBrowser();
+    if (answers && answers.unavailable() === null && answers.prepare()) {
+      try {
+        return await answers.search(query, STATIC_RESULTS);
+      } catch {
+        // the worker cannot search: the page does
+      }
+    }
+    const searcher = await staticSearch.load();
+    return /** @type {StaticHit[]} */ (searcher.search(query, STATIC_RESULTS));
+  }
+
   // -- asking -----------------------------------------------------------------
 
   /** @type {AbortController | null} */
@@ -226,20 +334,21 @@
   /**
    * @param {string} question
    * @param {string | null} selected
+   * @param {AbortController} controller the question's
    * @param {string} [why]
-   * @returns {Promise<StaticResult>}
+   * @returns {Promise<Answer | StaticResult>} the answer of the engine in the
+   *   browser when it gives one (a question about a selection: the results)
    */
-  async function askStatic(question, selected, why) {
+  async function askStatic(question, selected, controller, why) {
     panel.setStatus("Searching the book's passages…");
-    const searcher = await staticSearch.load();
     const query = selected ? `${question} ${selected.slice(0, 2000)}` : question;
-    const hits = /** @type {StaticHit[]} */ (searcher.search(query, STATIC_RESULTS));
+    const hits = await staticHits(query);
     /** @type {StaticResult} */
     const result = { mode: "static", question, hits };
     panel.renderStatic(result, why);
     last = { kind: "static", question, selection: selected, data: result, why };
     remember();
-    return result;
+    return selected ? result : answerLocally(question, result, controller);
   }
 
   /**
@@ -280,7 +389,7 @@
       panel.showMode(up);
       const version = showVersions(up);
       if (controller.signal.aborted) throw new WidgetError("Replaced by a newer question.", "aborted");
-      if (!up) return await askStatic(text, selected);
+      if (!up) return await askStatic(text, selected, controller);
 
       /** @type {AskRequest} */
       const body = selected ? { question: text, mode: "selection", selection: selected } : { question: text, mode: "book" };
@@ -321,6 +430,7 @@
           return await askStatic(
             text,
             selected,
+            controller,
             "The answer server stopped responding, so these are the passages that best match your question.",
           );
         }

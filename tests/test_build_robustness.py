@@ -51,8 +51,14 @@ def snapshot(outdir: Path) -> dict[str, bytes]:
 
 
 def named_files(outdir: Path) -> set[str]:
-    """What a reader may open: the manifest and the files it names."""
-    return {"manifest.json", *read_manifest(outdir)["files"].values()}
+    """What a reader may open: the manifest, the files it names, and the
+    passage shards the browser's shard listing names."""
+    manifest = read_manifest(outdir)
+    named = {"manifest.json", *manifest["files"].values()}
+    if "shards" in manifest["files"]:
+        listing = outdir / "_ragcite" / manifest["files"]["shards"]
+        named |= {name for _, name in json.loads(listing.read_bytes())["shards"]}
+    return named
 
 
 def lines(text: str) -> list[str]:

@@ -36,8 +36,12 @@ def test_manifest_lists_every_file_with_its_checksum(example_site: Path) -> None
     manifest = read_manifest(example_site)
     directory = example_site / "_ragcite"
     files = index_files(example_site)
-    # the browser's fixed-name copies of two of them (see IndexWriter)
-    assert set(files) == {*manifest["files"].values(), "search.js", "moved.js"}
+    # the browser's fixed-name copies of two of them (see IndexWriter), and
+    # the passage shards the shard listing names (formats/shards.py)
+    listing = directory / manifest["files"].get("shards", "")
+    shards = json.loads(listing.read_bytes())["shards"] if listing.is_file() else []
+    listed = {name for _, name in shards}
+    assert set(files) == {*manifest["files"].values(), "search.js", "moved.js", *listed}
     assert files["search.js"] == files[manifest["files"]["static"]]
     assert files["moved.js"] == files[manifest["files"]["moved"]]
     for role, name in manifest["files"].items():

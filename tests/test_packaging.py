@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import sphinx_ragcite
-from sphinx_ragcite.extension.assets import WIDGET_FILES
+from sphinx_ragcite.extension.assets import BROWSER_SCRIPTS, WIDGET_FILES
 from sphinx_ragcite.extension.browser_assets import (
     NPM_DIST,
     ORT_MISSING,
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.packaging
 
 #: Every file a wheel must carry besides the Python modules.
 WHEEL_DATA = [
-    *(f"sphinx_ragcite/static/{name}" for name in WIDGET_FILES),
+    *(f"sphinx_ragcite/static/{name}" for name in (*WIDGET_FILES, *BROWSER_SCRIPTS)),
     "sphinx_ragcite/static/types.d.ts",
     # the browser's Snowball stemmers besides English, with their licence
     "sphinx_ragcite/static/snowball/german.js",

@@ -754,6 +754,9 @@ def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> N
 
 
 def test_static_mode_without_a_server_lists_passages(page, plain_server: str) -> None:  # type: ignore[no-untyped-def]
+    # keyword search alone, as on a site built with ragcite_browser_answers =
+    # False (answers in the browser: test_browser_answers.py)
+    page.route("**/_static/ragcite/browser.js", lambda route: route.abort())
     page.goto(f"{plain_server}/index.html")
     result = ask(page, QUESTION)
     assert result["mode"] == "static"

@@ -32,6 +32,22 @@ WIDGET_SCRIPTS = (
 )
 #: Loaded by the widget itself, only in static mode.
 STATIC_MODE_SCRIPTS = ("stemmer.js", "tokenize.js", "search.js")
+#: Answers in the browser (``ragcite_browser_answers``): the page's side
+#: (loaded by the widget in static mode), the worker, and the engine's store.
+BROWSER_SCRIPTS = ("browser.js", "worker.js", "store.js")
+#: The engine's modules the worker loads after ``STATIC_MODE_SCRIPTS``, in
+#: order (``CORE_SCRIPTS`` in ``js/worker.js`` lists the same); a checkout
+#: without one of them ships the others, and the worker says which is missing.
+ENGINE_SCRIPTS = (
+    "wordpiece.js",
+    "encode.js",
+    "fusion.js",
+    "units.js",
+    "ranker.js",
+    "verify.js",
+    "answer.js",
+    "engine.js",
+)
 #: Shipped to every HTML site.
 WIDGET_FILES = (*WIDGET_SCRIPTS, "widget.css", *STATIC_MODE_SCRIPTS)
 #: The Snowball stemmers of languages besides English, one per file
@@ -62,15 +78,22 @@ def widget_dir() -> Path:
     )
 
 
-def copy_widget(outdir: Path, language: str | None = None) -> None:
+def copy_widget(
+    outdir: Path, language: str | None = None, browser_answers: bool = False
+) -> None:
     """Copy the widget into ``outdir/_static/ragcite/``; unchanged files stay.
 
     A book in a Snowball language besides English gets that stemmer too
-    (``snowball/<name>.js`` and the Snowball licence), for static search.
+    (``snowball/<name>.js`` and the Snowball licence), for static search;
+    with *browser_answers*, the scripts of the engine in the browser.
     """
     source = widget_dir()
     target = outdir / "_static" / STATIC_FOLDER
     names = list(WIDGET_FILES)
+    if browser_answers:
+        names += [
+            n for n in (*BROWSER_SCRIPTS, *ENGINE_SCRIPTS) if (source / n).is_file()
+        ]
     stemmer = spec_for(language).get("stemmer") or ""
     if stemmer.startswith("snowball-") and stemmer != "snowball-english":
         (target / SNOWBALL_FOLDER).mkdir(parents=True, exist_ok=True)
@@ -95,8 +118,11 @@ def add_widget(app: Sphinx) -> None:
     ``data-ragcite-*`` attributes on its tag; the site root comes from the
     script's own URL, else the page's ``data-content_root``.
     """
-    copy_widget(Path(app.outdir), app.config.language)
     config = app.config
+    from sphinx_ragcite.extension.browser_index import shipped
+
+    engine = shipped(config.ragcite_browser_answers, config.ragcite_embeddings)
+    copy_widget(Path(app.outdir), config.language, engine)
     app.add_css_file(f"{STATIC_FOLDER}/widget.css")
     *parts, entry = WIDGET_SCRIPTS
     for name in parts:
@@ -111,6 +137,8 @@ def add_widget(app: Sphinx) -> None:
             "data-ragcite-version": __version__,
             "data-ragcite-site": config.ragcite_site_name,
             "data-ragcite-scope": config.ragcite_widget_scope,
+            # off: the build ships no engine, so never start its worker
+            "data-ragcite-browser": "on" if engine else "off",
         },
     )
     app.connect("html-page-context", page_scope)

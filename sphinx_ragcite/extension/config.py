@@ -126,6 +126,16 @@ class RagciteConfig:
         types=frozenset({str, int}),
     )
 
+    browser_answers: bool = _opt(
+        True,
+        "",
+        "Answer questions in the browser when no answer server runs "
+        "(static hosting): ships the encoder model, its tokenizer, the answer "
+        "ranker, onnxruntime-web and per-passage shards in _ragcite/ (~38 MB, "
+        "downloaded only when a reader asks). False: static mode searches the "
+        "passages by keywords only.",
+    )
+
     link_history: str = _opt(
         "",
         "",
@@ -313,6 +323,7 @@ _COSMETIC: dict[str, tuple[Any, str]] = {
         '"auto" or an integer from 0 to 100000',
     ),
     "llms_txt": _BOOL,
+    "browser_answers": _BOOL,
     "widget": _BOOL,
     "server_url": (
         lambda v: (

@@ -511,3 +511,8 @@ def _run_encoder(
             if found:
                 cache.put_many([k for k, _ in found], np.stack([v for _, v in found]))
     return len(todo)
+
+
+def build_model_files(app: Sphinx, config: RagciteConfig) -> ModelFiles:
+    """The encoder files this build embeds with (ModelNotFoundError if missing)."""
+    return _setup(app, config).model.files

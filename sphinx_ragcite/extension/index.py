@@ -112,6 +112,9 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
     embedding = None
     if config.embeddings and records:
         embedding = _write_embeddings(app, config, records, writer)
+    if config.browser_answers and records:
+        with timed("browser answers"):
+            _add_browser_files(app, config, records, writer, embedding)
 
     project = app.config
     with timed("llms.txt"):
@@ -338,6 +341,29 @@ def _write_embeddings(
             subtype="model",
         )
     return None
+
+
+def _add_browser_files(
+    app: Sphinx,
+    config: RagciteConfig,
+    records: list[Record],
+    writer: IndexWriter,
+    embedding: dict[str, Any] | None,
+) -> None:
+    """The browser engine's files; a failure costs them, never the index."""
+    from sphinx_ragcite.extension.browser_index import add_browser_files
+
+    try:
+        add_browser_files(app, config, records, writer, embedding)
+    except Exception as error:
+        logger.warning(
+            "ragcite: the files for answers in the browser could not be added "
+            "(%s: %s); static mode stays keyword search.",
+            type(error).__name__,
+            error,
+            type="ragcite",
+            subtype="browser",
+        )
 
 
 def start_encoder(app: Sphinx) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,16 +41,6 @@ def stored_name(name: str, digest: str) -> str:
     return f"{stem}.{digest[:HASH_CHARS]}{dot}{rest}"
 
 
-def _same_file(path: Path, data: bytes, digest: str) -> bool:
-    """An incremental build finds most content-addressed files already there."""
-    try:
-        if path.is_symlink() or path.stat().st_size != len(data):
-            return False
-        return hashlib.sha256(path.read_bytes()).hexdigest() == digest
-    except OSError:
-        return False
-
-
 def _link_or_copy(source: Path, dest: Path) -> None:
     """Atomically make *dest* a second name of *source* (a copy where links fail).
 
@@ -65,12 +56,58 @@ def _link_or_copy(source: Path, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
+def file_digest(path: Path) -> tuple[str, int]:
+    """SHA-256 and size of a file, read in blocks (a model is tens of MB)."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
+
+
+def _same_as(path: Path, size: int, digest: str) -> bool:
+    """*path* holds a file of *size* bytes with this digest (read only if the
+    size matches: an incremental build finds large copies already there)."""
+    try:
+        if path.is_symlink() or path.stat().st_size != size:
+            return False
+        return file_digest(path)[0] == digest
+    except OSError:
+        return False
+
+
+def _copy(source: Path, dest: Path) -> None:
+    """Copy *source* to *dest* atomically (a temporary name, then a rename)."""
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, dest)
+
+
 @dataclass(frozen=True)
 class _Staged:
     name: str
     data: bytes
     sha256: str
     alias: bool
+    #: a file copied as it is (a model): *data* is then empty
+    source: Path | None = None
+    size: int = 0
+
+    @property
+    def length(self) -> int:
+        return self.size if self.source is not None else len(self.data)
+
+    def write(self, path: Path) -> None:
+        """Write it at *path*, unless the same bytes are there already."""
+        if _same_as(path, self.length, self.sha256):
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if self.source is not None:
+            _copy(self.source, path)
+        else:
+            atomic_write(path, self.data)
 
 
 @dataclass
@@ -91,6 +128,8 @@ class IndexWriter:
 
     outdir: Path
     staged: dict[str, _Staged] = field(default_factory=dict)
+    #: files another index file names (the browser's shards): name -> bytes
+    extras: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def directory(self) -> Path:
@@ -100,6 +139,19 @@ class IndexWriter:
         """Stage one file; with *alias* it is also kept under its plain *name*."""
         digest = hashlib.sha256(data).hexdigest()
         self.staged[role] = _Staged(name, data, digest, alias)
+
+    def add_file(
+        self, role: str, name: str, source: Path, digest: tuple[str, int]
+    ) -> None:
+        """Stage a file to be copied as it is (*digest*: its SHA-256 and size,
+        from :func:`file_digest`); not read again unless it must be copied."""
+        sha256, size = digest
+        self.staged[role] = _Staged(name, b"", sha256, False, source, size)
+
+    def add_extra(self, name: str, data: bytes) -> None:
+        """A file the manifest does not name, but a file it names does: its
+        *name* (relative to ``_ragcite/``) must already say its content."""
+        self.extras[name] = data
 
     def stored_names(self) -> dict[str, str]:
         """Role -> content-addressed name, relative to ``_ragcite/``."""
@@ -130,15 +182,16 @@ class IndexWriter:
             "format_version": FORMAT_VERSION,
             "files": {role: names[role] for role in roles},
             "sha256": {role: self.staged[role].sha256 for role in roles},
-            "bytes": {role: len(self.staged[role].data) for role in roles},
+            "bytes": {role: self.staged[role].length for role in roles},
         }
         manifest_data = manifest_bytes(manifest)  # validated before any write
-        for role in roles:
-            item = self.staged[role]
-            path = self.directory / names[role]
-            if not _same_file(path, item.data, item.sha256):
+        for name, data in sorted(self.extras.items()):
+            path = self.directory / name
+            if not _same_as(path, len(data), hashlib.sha256(data).hexdigest()):
                 path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(path, item.data)
+                atomic_write(path, data)
+        for role in roles:
+            self.staged[role].write(self.directory / names[role])
         atomic_write(self.directory / MANIFEST, manifest_data)
         aliases = {
             self.staged[role].name: names[role]
@@ -147,7 +200,7 @@ class IndexWriter:
         }
         for alias, name in sorted(aliases.items()):
             _link_or_copy(self.directory / name, self.directory / alias)
-        self.prune({MANIFEST, *names.values(), *aliases})
+        self.prune({MANIFEST, *names.values(), *aliases, *self.extras})
         return manifest
 
     def prune(self, keep: set[str]) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from sphinx_ragcite.contracts import Hit
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.bm25 import read_bm25
+from sphinx_ragcite.formats.browser import BROWSER_ENGINE
 from sphinx_ragcite.formats.embeddings import read_vectors
 from sphinx_ragcite.formats.files import REBUILD, read_index_file
 from sphinx_ragcite.formats.manifest import index_dir, read_manifest
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Roles of files the browser alone reads (31 MB of static index at 50k passages).
-BROWSER_ONLY = frozenset({"static"})
+#: Roles of files the browser alone reads (31 MB of static index at 50k
+#: passages; the answer engine's model and runtime, ~38 MB).
+BROWSER_ONLY = frozenset({"static", *BROWSER_ENGINE})
 
 
 def read_site_files(directory: Path, manifest: Manifest) -> dict[str, bytes]:

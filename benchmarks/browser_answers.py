@@ -1,0 +1,432 @@
+"""Answers in the reader's browser (issue 35): every target, met or NO, on the
+example book and a 400-page book.
+
+For each book: what the reader downloads before the first answer, file by file
+(raw, and gzip level 6 as a static host serves it), the JS the worker loads,
+and the shards of later questions (the passages the Python engine retrieves
+for the book's questions, k = 6: the rows a question needs, cold and with the
+shards earlier questions fetched still cached). Then, in headless Chromium on
+a site served by a plain file server (``python -m http.server``'s handler):
+the first answer with an empty cache, later answers, the main thread's long
+tasks while the engine loads and answers, requests to other origins and
+POSTs, bytes over the wire per question, and the renderer's memory growth.
+
+While the engine's own modules are missing (js/engine.js, js/encode.js...:
+other branches of issue 35), the site gets ``tests/browser_stand_in.js`` in
+their place: rows that need the engine say "n/a: engine missing", with the
+shipping layer's own figure beside it (runtime, model and shards load for
+real; only choosing the answer is the stand-in's).
+
+    .venv/bin/python benchmarks/browser_answers.py [--no-browser] [--questions 30]
+        [--pages 400] [--rebuild]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import gzip
+import http.server
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from _big_book import big_book
+from _browser_page import OBSERVE, engine_missing, engine_windows, install_stand_in
+
+from _harness import (
+    EXAMPLE_QA,
+    REPO,
+    RESULTS,
+    envelope,
+    example_build,
+    percentile,
+    read_jsonl,
+    read_manifest,
+    table,
+    write_result,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+#: What the worker fetches before the first answer (js/worker.js LOADED).
+FIRST_ANSWER_ROLES = (
+    *("model", "ort_wasm", "ort_js", "ort_mjs", "tokenizer", "static"),
+    *("embeddings", "embedding_scales", "shards", "ranker"),
+)
+#: gzip level of the figures: nginx's and most static hosts' default range.
+GZIP_LEVEL = 6
+TARGETS = (
+    ("answered", "questions answered by the browser engine (not a search result)",
+     "all, on every dev set"),
+    ("parity", "same outcome and cited IDs as ragcite serve, confidence within 0.02",
+     ">= 0.99 of questions per set"),
+    ("first_answer", "first answer, empty browser cache, model load included",
+     "<= 8 s"),
+    ("later", "later answers p50 / p90", "<= 150 / 300 ms"),
+    ("main_thread", "the page's main thread blocked by the engine",
+     "never more than 50 ms at a time"),
+    ("first_bytes", "bytes before the first answer (gzip as a static host serves them)",
+     "<= 30 MB"),
+    ("later_bytes", "bytes per later question", "<= 200 KB on a 400-page book"),
+    ("memory", "worker memory on a 400-page book", "<= 300 MB"),
+    ("requests", "requests to another origin, POST requests", "0"),
+)  # fmt: skip
+LAUNCH_ARGS = [
+    *("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"),
+    *("--disable-background-networking", "--disable-component-update"),
+    "--no-first-run",
+]
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def gz(data: bytes) -> int:
+    return len(gzip.compress(data, GZIP_LEVEL, mtime=0))
+
+
+# -- what the files cost -------------------------------------------------------
+
+
+def file_costs(site: Path) -> list[dict[str, Any]]:
+    """Each file loaded before the first answer: role, name, raw and gzip bytes."""
+    manifest = read_manifest(site)
+    folder = site / "_ragcite"
+    rows = []
+    for role in FIRST_ANSWER_ROLES:
+        if role not in manifest["files"]:
+            continue
+        data = (folder / manifest["files"][role]).read_bytes()
+        rows.append(
+            {
+                "file": role,
+                "name": manifest["files"][role],
+                "raw": len(data),
+                "gzip": gz(data),
+            }
+        )
+    scripts = site / "_static" / "ragcite"
+    from sphinx_ragcite.extension.assets import (
+        BROWSER_SCRIPTS,
+        ENGINE_SCRIPTS,
+        STATIC_MODE_SCRIPTS,
+    )
+
+    for name in (*BROWSER_SCRIPTS, *STATIC_MODE_SCRIPTS, *ENGINE_SCRIPTS):
+        path = scripts / name
+        if path.is_file():
+            data = path.read_bytes()
+            rows.append(
+                {"file": "script", "name": name, "raw": len(data), "gzip": gz(data)}
+            )
+    return rows
+
+
+def question_rows(site: Path, questions: list[str]) -> list[list[int]]:
+    """The rows each question needs: what the Python engine retrieves (k = 6)."""
+    from sphinx_ragcite.answer.engine import AnswerEngine
+    from sphinx_ragcite.retrieval.site import Site
+
+    loaded = Site.load(site)
+    engine = AnswerEngine(loaded)
+    row_of = {r["passage_id"]: i for i, r in enumerate(loaded.passages)}
+    return [
+        sorted({row_of[p] for p in engine.answer(q).metadata["retrieved"]})
+        for q in questions
+    ]
+
+
+def shard_costs(site: Path, rows: list[list[int]]) -> dict[str, Any]:
+    """gzip bytes of the shards each question needs: cold, and after the
+    questions before it (in order) left theirs in the cache."""
+    manifest = read_manifest(site)
+    folder = site / "_ragcite"
+    listing = json.loads((folder / manifest["files"]["shards"]).read_bytes())
+    owner: dict[int, str] = {}
+    start = 0
+    for count, name in listing["shards"]:
+        for row in range(start, start + count):
+            owner[row] = name
+        start += count
+    size = {name: gz((folder / name).read_bytes()) for _, name in listing["shards"]}
+    cold = [sum(size[n] for n in {owner[r] for r in q}) for q in rows]
+    seen: set[str] = set()
+    warm = []
+    for q in rows:
+        names = {owner[r] for r in q} - seen
+        warm.append(sum(size[n] for n in names))
+        seen |= names
+    listing_gz = gz((folder / manifest["files"]["shards"]).read_bytes())
+    return {
+        "shards": len(listing["shards"]),
+        "shard_files_gzip": sum(size.values()),
+        "listing_gzip": listing_gz,
+        "cold_p50": percentile(cold, 50),
+        "cold_p90": percentile(cold, 90),
+        "cold_max": max(cold),
+        "with_cache_mean": statistics.mean(warm[1:]) if len(warm) > 1 else None,
+        "first_question": cold[0],
+    }
+
+
+# -- in Chromium ---------------------------------------------------------------
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    """The plain file server, counting the bytes it sends."""
+
+    sent: list[tuple[str, str, int]]
+
+    def copyfile(self, source: Any, outputfile: Any) -> None:
+        total = 0
+        while block := source.read(1 << 20):
+            outputfile.write(block)
+            total += len(block)
+        self.sent.append((self.command, self.path, total))
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+@contextlib.contextmanager
+def _serve(root: Path) -> Iterator[tuple[str, list[tuple[str, str, int]]]]:
+    sent: list[tuple[str, str, int]] = []
+    handler = type("H", (_Handler,), {"sent": sent})
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
+    )
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", sent
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _renderer_rss() -> float | None:
+    """MiB resident in this run's Chromium renderer processes (a dedicated
+    worker runs in its page's), or None without psutil."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    total, found = 0, False
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "--type=renderer" in " ".join(proc.cmdline()):
+                total += proc.memory_info().rss
+                found = True
+    return total / 2**20 if found else None
+
+
+def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
+    """The first answer and later ones, long tasks, requests, bytes, memory."""
+    from playwright.sync_api import sync_playwright
+
+    work = Path(tempfile.mkdtemp(prefix="ragcite-browser-bench-"))
+    try:
+        served_site = work / "html"
+        shutil.copytree(site, served_site)
+        # the widget as it is now: a cached build keeps the JS it was built with
+        for copied in (served_site / "_static" / "ragcite").glob("*.js"):
+            if (REPO / "js" / copied.name).is_file():
+                shutil.copyfile(REPO / "js" / copied.name, copied)
+        missing = install_stand_in(served_site)
+        with _serve(served_site) as (base, sent), sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+            context = browser.new_context()
+            page = context.new_page()
+            requests: list[tuple[str, str]] = []
+            page.on("request", lambda r: requests.append((r.method, r.url)))
+            page.add_init_script(OBSERVE)
+            page.goto(f"{base}/index.html")
+            page.wait_for_load_state("load")
+            rss_before = _renderer_rss()
+            timed = "async (q) => { const t = performance.now(); const a = await window.ragcite.ask(q); return [performance.now() - t, a]; }"  # noqa: E501
+            marks = len(sent)
+            first_ms, first = page.evaluate(timed, questions[0])
+            first_bytes = sum(n for _, _, n in sent[marks:])
+            later_ms, later_bytes, engines = (
+                [],
+                [],
+                [first.get("metadata", {}).get("engine")],
+            )
+            for question in questions[1:]:
+                marks = len(sent)
+                ms, answer = page.evaluate(timed, question)
+                later_ms.append(ms)
+                later_bytes.append(
+                    sum(n for _, path, n in sent[marks:] if "/_ragcite/" in path)
+                )
+                engines.append(answer.get("metadata", {}).get("engine"))
+            rss_after = _renderer_rss()
+            long_tasks = page.evaluate("window.__long")
+            windows = engine_windows(
+                page.evaluate("window.__messages"), page.evaluate("window.__sent")
+            )
+            browser.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    blocked = [d for s, d in long_tasks if any(lo <= s < hi for lo, hi in windows)]
+    origin = base + "/"
+    return {
+        "stand_in": bool(missing),
+        "first_answer_s": first_ms / 1000,
+        "first_answer_bytes": first_bytes,
+        "later_ms_p50": percentile(later_ms, 50),
+        "later_ms_p90": percentile(later_ms, 90),
+        "later_bytes_p50": percentile(later_bytes, 50),
+        "later_bytes_max": max(later_bytes) if later_bytes else None,
+        "answered_in_browser": sum(e == "browser" for e in engines),
+        "questions": len(engines),
+        "longest_task_ms": max(blocked, default=0.0),
+        "cross_origin": sum(not url.startswith(origin) for _, url in requests),
+        "posts": sum(method != "GET" for method, _ in requests),
+        "renderer_rss_growth_mib": (
+            rss_after - rss_before if rss_after is not None and rss_before else None
+        ),
+    }
+
+
+# -- the table -----------------------------------------------------------------
+
+
+def verdicts(figures: dict[str, Any], big: bool) -> dict[str, tuple[str, str]]:
+    """target key -> (figure, met / NO / n/a ...)."""
+    browser = figures.get("browser")
+    stand_in = bool(engine_missing())
+    out: dict[str, tuple[str, str]] = {}
+
+    def engine_row(key: str, figure: str, met: bool) -> None:
+        if stand_in:
+            out[key] = (f"(stand-in: {figure})", "n/a: engine missing")
+        else:
+            out[key] = (figure, "met" if met else "NO")
+
+    if browser:
+        answered, asked = browser["answered_in_browser"], browser["questions"]
+        engine_row("answered", f"{answered}/{asked}", answered == asked)
+        first = browser["first_answer_s"]
+        engine_row("first_answer", f"{first:.1f} s", first <= 8)
+        p50, p90 = browser["later_ms_p50"] or 0, browser["later_ms_p90"] or 0
+        engine_row("later", f"{p50:.0f} / {p90:.0f} ms", p50 <= 150 and p90 <= 300)
+        longest = browser["longest_task_ms"]
+        engine_row("main_thread", f"longest {longest:.0f} ms", longest <= 50)
+        rss = browser["renderer_rss_growth_mib"]
+        shown = f"renderer +{rss:.0f} MiB" if rss is not None else "?"
+        engine_row("memory", shown, rss is not None and rss <= 300)
+        bad = browser["cross_origin"] + browser["posts"]
+        shown = f"{browser['cross_origin']} / {browser['posts']}"
+        out["requests"] = (shown, "met" if bad == 0 else "NO")
+    else:
+        why = "n/a: engine missing" if stand_in else "not measured (--no-browser)"
+        for key in ("answered", "first_answer", "later", "main_thread", "memory"):
+            out[key] = ("", why)
+        out["requests"] = ("", "not measured (--no-browser)")
+    out["parity"] = ("", "n/a: engine missing" if stand_in else "see the parity test")
+    first_bytes = sum(f["gzip"] for f in figures["files"])
+    first_bytes += figures["shards"]["first_question"]
+    met = "met" if first_bytes <= 30e6 else "NO"
+    out["first_bytes"] = (f"{first_bytes / 1e6:.1f} MB", met)
+    shards = figures["shards"]
+    worst = shards["cold_max"]
+    shown = f"{worst / 1e3:.0f} KB at most (p50 {shards['cold_p50'] / 1e3:.0f})"
+    met = ("met" if worst <= 200e3 else "NO") if big else "(target: 400 pages)"
+    out["later_bytes"] = (shown, met)
+    if not big:
+        out["memory"] = (out["memory"][0], "(target: 400 pages)")
+    return out
+
+
+def measure_book(
+    name: str, site: Path, questions: list[str], browser: int
+) -> dict[str, Any]:
+    """The book's figures; *browser* questions are asked in Chromium (0: none)."""
+    print(f"{name}: {len(questions)} questions", file=sys.stderr, flush=True)
+    figures: dict[str, Any] = {"site": str(site), "files": file_costs(site)}
+    manifest = read_manifest(site)
+    figures["passages"] = manifest["counts"]["passages"]
+    figures["documents"] = manifest["counts"]["documents"]
+    figures["shards"] = shard_costs(site, question_rows(site, questions))
+    if browser:
+        figures["browser"] = in_chromium(site, questions[: max(browser, 2)])
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-browser", action="store_true", help="file figures only")
+    parser.add_argument("--questions", type=int, default=30, help="per book")
+    parser.add_argument("--pages", type=int, default=400, help="pages of the big book")
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--out", type=Path, default=RESULTS / "browser_answers.json")
+    args = parser.parse_args(argv)
+    browser = not args.no_browser and CHROMIUM.exists()
+
+    example, _ = example_build(rebuild=args.rebuild)
+    big, squad = big_book(args.pages, rebuild=args.rebuild)
+    books = {
+        "example_book": (example, [q["question"] for q in read_jsonl(EXAMPLE_QA)]),
+        # 200 of the SQuAD questions, spread over the book's articles
+        f"book_{args.pages}_pages": (
+            big,
+            [q["question"] for q in squad[:: max(1, len(squad) // 200)]],
+        ),
+    }
+    results: dict[str, Any] = {}
+    for name, (site, questions) in books.items():
+        if "model" not in read_manifest(site)["files"]:
+            raise SystemExit(
+                f"{site} ships no browser engine: is onnxruntime-web installed?"
+            )
+        asked = args.questions if browser else 0
+        results[name] = measure_book(name, site, questions, asked)
+        results[name]["verdicts"] = verdicts(results[name], big=name != "example_book")
+
+    for name, figures in results.items():
+        print(f"\n{name}: {figures['documents']} pages, {figures['passages']} passages")
+        body = [
+            [f["name"], f"{f['raw'] / 1e3:,.1f}", f"{f['gzip'] / 1e3:,.1f}"]
+            for f in figures["files"]
+        ]
+        print(table(["file loaded before the first answer", "raw KB", "gzip KB"], body))
+        s = figures["shards"]
+        print(
+            f"shards: {s['shards']} files ({s['shard_files_gzip'] / 1e6:.2f} MB gzip), "
+            f"listing {s['listing_gzip'] / 1e3:.1f} KB gzip; per question "
+            f"p50 {s['cold_p50'] / 1e3:.1f} / p90 {s['cold_p90'] / 1e3:.1f} / max "
+            f"{s['cold_max'] / 1e3:.1f} KB cold, mean "
+            f"{(s['with_cache_mean'] or 0) / 1e3:.1f} KB with earlier shards cached"
+        )
+    head = ["measure", "target", *results]
+    body = []
+    for key, label, target in TARGETS:
+        row = [label, target]
+        for figures in results.values():
+            figure, verdict = figures["verdicts"][key]
+            row.append(f"{figure} {verdict}".strip())
+        body.append(row)
+    print()
+    print(table(head, body))
+    write_result(
+        args.out,
+        {
+            **envelope(
+                "browser_answers",
+                engine_missing=engine_missing(),
+                gzip_level=GZIP_LEVEL,
+            ),
+            "books": results,
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,622 @@
+// @ts-check
+/**
+ * The browser engine's files, fetched from the site's `_ragcite/`: the
+ * `EngineStore` of the browser answer engine (see `types.d.ts`, "Browser
+ * engine") over `fetch`, with the manifest's names.
+ *
+ * What every question needs is loaded once (`core()`): the static search
+ * index, the passage vectors, the ranker and the shard listing. What one
+ * question needs is fetched for its passages only (`passages(rows)`): the
+ * shards holding them (`sphinx_ragcite/formats/shards.py`), each a small
+ * file named by its digest, so the browser's HTTP cache serves it to later
+ * questions and visits. No Range requests: some static hosts answer them
+ * with the whole file.
+ *
+ * Every file is checked against the manifest's SHA-256 (a shard against the
+ * digest in its name) before it is used: a model that does not match is
+ * never run. `crypto.subtle` does it where the page is a secure context
+ * (HTTPS, localhost); elsewhere (an intranet over plain HTTP) a JS SHA-256.
+ * Every name is resolved inside the manifest's folder, on its origin.
+ *
+ * Classic script, DOM-free (it runs in the worker): registers on
+ * `globalThis.ragcite_lib.store`, and on `module.exports` under Node.
+ */
+
+/** @typedef {import("./types").EngineCore} EngineCore */
+/** @typedef {import("./types").PassageMeta} PassageMeta */
+/** @typedef {import("./types").PassageFull} PassageFull */
+/** @typedef {import("./types").EngineStore} EngineStore */
+
+/**
+ * Bytes loaded of one file, as `onProgress` hears it.
+ * @typedef {object} FileProgress
+ * @property {string} role the manifest's role ("model", "ort_wasm", ...)
+ * @property {number} loaded
+ * @property {number} total the manifest's size of it
+ */
+
+/**
+ * @typedef {object} StoreOptions
+ * @property {string | URL} manifestUrl `.../_ragcite/manifest.json`
+ * @property {typeof fetch} [fetch] injected in tests
+ * @property {(progress: FileProgress) => void} [onProgress] while a file loads
+ * @property {AbortSignal} [signal] stops every fetch (the reader cancelled)
+ * @property {{digest(algorithm: string, data: BufferSource): Promise<ArrayBuffer>} | null} [subtle]
+ *   `crypto.subtle`, or null for the JS SHA-256 (injected in tests)
+ */
+
+/**
+ * @typedef {object} ShardStore
+ * @property {() => Promise<any>} manifest the manifest (fetched once)
+ * @property {() => Promise<EngineCore>} core
+ * @property {() => Promise<any>} staticIndex the static search index alone
+ *   (fetched once; `core()` shares it)
+ * @property {(rows: number[]) => Promise<PassageFull[]>} passages
+ * @property {(role: string, keep?: boolean) => Promise<Uint8Array>} bytes a file's
+ *   checked bytes; `keep` false: not kept for a second call (a model, read once)
+ * @property {(role: string) => Promise<any>} json a JSON file, checked and parsed
+ * @property {(role: string) => Promise<string>} url where a file is (checked name)
+ * @property {(roles: string[]) => Promise<number>} size the manifest's bytes of these
+ * @property {() => number} fetched bytes fetched so far (over the wire before gzip)
+ */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+
+  /** The static index file's prefix (`sphinx_ragcite/formats/static.py`). */
+  const STATIC_PREFIX = "globalThis.ragcite_static_index=";
+  const SHARD_MAGIC = "RCSH";
+  const SHARD_FORMAT = 1;
+  const LISTING_FORMAT = 1;
+  const MANIFEST_FORMAT = 1;
+  /** A manifest lists a few dozen files; anything near this is not one. */
+  const MAX_MANIFEST = 1 << 20;
+  const REBUILD = "Rebuild the documentation with sphinx-ragcite.";
+
+  /** Why loading stopped; `kind` chooses the sentence the reader sees. */
+  class StoreError extends Error {
+    /**
+     * @param {string} message
+     * @param {"integrity" | "missing" | "network" | "format" | "aborted"} kind
+     */
+    constructor(message, kind) {
+      super(message);
+      this.name = "StoreError";
+      this.kind = kind;
+    }
+  }
+
+  // -- SHA-256 ------------------------------------------------------------------
+
+  const K = new Uint32Array([
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+    0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+    0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+    0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2,
+  ]);
+
+  /**
+   * SHA-256 in JS, for pages that are no secure context (no `crypto.subtle`).
+   * ~100 MB/s in V8: a 23 MB model takes a few tenths of a second.
+   * @param {Uint8Array} data
+   * @returns {string} hex
+   */
+  function sha256Js(data) {
+    const h = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+    const w = new Uint32Array(64);
+    const bits = data.length * 8;
+    const tail = new Uint8Array(((data.length + 9 + 63) >> 6) * 64 - (data.length & ~63));
+    tail.set(data.subarray(data.length & ~63));
+    tail[data.length & 63] = 0x80;
+    const view = new DataView(tail.buffer);
+    view.setUint32(tail.length - 8, Math.floor(bits / 0x100000000));
+    view.setUint32(tail.length - 4, bits >>> 0);
+    const whole = data.length & ~63;
+    const main = new DataView(data.buffer, data.byteOffset, whole);
+    /** @param {DataView} v @param {number} at */
+    const block = (v, at) => {
+      for (let i = 0; i < 16; i++) w[i] = v.getUint32(at + 4 * i);
+      for (let i = 16; i < 64; i++) {
+        const a = w[i - 15];
+        const b = w[i - 2];
+        const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
+        const s1 = ((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10);
+        w[i] = (w[i - 16] + s0 + w[i - 7] + s1) | 0;
+      }
+      let [a, b, c, d, e, f, gg, hh] = h;
+      for (let i = 0; i < 64; i++) {
+        const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+        const ch = (e & f) ^ (~e & gg);
+        const t1 = (hh + S1 + ch + K[i] + w[i]) | 0;
+        const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+        const maj = (a & b) ^ (a & c) ^ (b & c);
+        const t2 = (S0 + maj) | 0;
+        hh = gg;
+        gg = f;
+        f = e;
+        e = (d + t1) | 0;
+        d = c;
+        c = b;
+        b = a;
+        a = (t1 + t2) | 0;
+      }
+      h[0] += a;
+      h[1] += b;
+      h[2] += c;
+      h[3] += d;
+      h[4] += e;
+      h[5] += f;
+      h[6] += gg;
+      h[7] += hh;
+    };
+    for (let at = 0; at < whole; at += 64) block(main, at);
+    for (let at = 0; at < tail.length; at += 64) block(view, at);
+    return Array.from(h, (x) => x.toString(16).padStart(8, "0")).join("");
+  }
+
+  /**
+   * @param {Uint8Array} data
+   * @param {StoreOptions["subtle"]} subtle
+   * @returns {Promise<string>} hex SHA-256
+   */
+  async function sha256(data, subtle) {
+    if (!subtle) return sha256Js(data);
+    const digest = await subtle.digest("SHA-256", /** @type {BufferSource} */ (data));
+    return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  /** `crypto.subtle` where there is one (secure contexts only). */
+  function defaultSubtle() {
+    const c = g.crypto;
+    return c && c.subtle && typeof c.subtle.digest === "function" ? c.subtle : null;
+  }
+
+  // -- formats ------------------------------------------------------------------
+
+  /**
+   * A `.npy` file (version 1-3, C order) as a typed array and its shape.
+   * @param {Uint8Array} bytes
+   * @param {string} where
+   * @returns {{data: Int8Array | Float32Array | BigInt64Array, shape: number[]}}
+   */
+  function parseNpy(bytes, where) {
+    const magic = String.fromCharCode(...bytes.subarray(1, 6));
+    if (bytes[0] !== 0x93 || magic !== "NUMPY") throw new StoreError(`${where} is not a .npy file. ${REBUILD}`, "format");
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const major = bytes[6];
+    const size = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
+    const start = major === 1 ? 10 : 12;
+    const header = new TextDecoder().decode(bytes.subarray(start, start + size));
+    const descr = /'descr':\s*'([^']+)'/.exec(header);
+    const shape = /'shape':\s*\(([^)]*)\)/.exec(header);
+    if (!descr || !shape || /'fortran_order':\s*True/.test(header)) {
+      throw new StoreError(`${where} has a header this reader does not know. ${REBUILD}`, "format");
+    }
+    const dims = shape[1]
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map(Number);
+    const count = dims.reduce((a, b) => a * b, 1);
+    const body = start + size;
+    const types = /** @type {Record<string, any>} */ ({ "|i1": Int8Array, "<f4": Float32Array, "<i8": BigInt64Array });
+    const Type = types[descr[1]];
+    if (!Type || body + count * Type.BYTES_PER_ELEMENT !== bytes.byteLength) {
+      throw new StoreError(`${where} holds ${descr[1]} data of the wrong size. ${REBUILD}`, "format");
+    }
+    // a copy when the body is not aligned for the type (a view when it is)
+    const at = bytes.byteOffset + body;
+    const data =
+      at % Type.BYTES_PER_ELEMENT === 0
+        ? new Type(bytes.buffer, at, count)
+        : new Type(bytes.slice(body).buffer, 0, count);
+    return { data, shape: dims };
+  }
+
+  /**
+   * The JSON inside the static search index file (`search.<hash>.js`).
+   * @param {string} text
+   */
+  function parseStaticIndex(text) {
+    const body = text.trimEnd();
+    if (!body.startsWith(STATIC_PREFIX) || !body.endsWith(";")) {
+      throw new StoreError(`The book's search index is damaged. ${REBUILD}`, "format");
+    }
+    return JSON.parse(body.slice(STATIC_PREFIX.length, -1));
+  }
+
+  /**
+   * One shard: its rows (without row numbers) and their sentence vectors.
+   * @param {Uint8Array} bytes
+   * @param {string} where
+   * @returns {{dim: number, rows: {passage_id: string, text: string, char_start: number, char_end: number, content_hash: string, sentences: {codes: Int8Array, scales: Float32Array} | null}[]}}
+   */
+  function parseShard(bytes, where) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (bytes.byteLength < 12 || String.fromCharCode(...bytes.subarray(0, 4)) !== SHARD_MAGIC) {
+      throw new StoreError(`${where} is not a passage shard. ${REBUILD}`, "format");
+    }
+    if (view.getUint32(4, true) !== SHARD_FORMAT) {
+      throw new StoreError(`${where} has shard format ${view.getUint32(4, true)}, this widget reads ${SHARD_FORMAT}. ${REBUILD}`, "format");
+    }
+    const size = view.getUint32(8, true);
+    const head = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + size)));
+    const dim = Number(head.dim) || 0;
+    /** @type {any[][]} */
+    const rows = head.rows;
+    const total = rows.reduce((n, r) => n + Math.max(r[5], 0), 0);
+    const start = 12 + size;
+    if (start + (4 + dim) * total !== bytes.byteLength) {
+      throw new StoreError(`${where} is truncated or padded. ${REBUILD}`, "format");
+    }
+    const copy = bytes.slice(start); // aligned, and apart from the fetch buffer
+    const scales = new Float32Array(copy.buffer, 0, total);
+    const codes = new Int8Array(copy.buffer, 4 * total, total * dim);
+    let at = 0;
+    return {
+      dim,
+      rows: rows.map(([passage_id, text, char_start, char_end, content_hash, n]) => {
+        let sentences = null;
+        if (n >= 0 && dim) {
+          sentences = { codes: codes.subarray(at * dim, (at + n) * dim), scales: scales.subarray(at, at + n) };
+          at += n;
+        }
+        return { passage_id, text, char_start, char_end, content_hash, sentences };
+      }),
+    };
+  }
+
+  /**
+   * Each row's `PassageMeta`, from the static index and the shard listing.
+   * @param {any} index the static search index
+   * @param {any} listing `shards.<hash>.json`
+   * @returns {PassageMeta[]}
+   */
+  function passageMetas(index, listing) {
+    const { pages, headings, passages } = index;
+    const { docnames, titles, paths } = listing;
+    const flat = listing.passages;
+    if (!Array.isArray(passages) || passages.length !== listing.rows || flat.length !== 2 * listing.rows) {
+      throw new StoreError(`The search index and the shard listing disagree on the passages. ${REBUILD}`, "format");
+    }
+    return passages.map(([passage_id, page, chapter, section, snippet], row) => ({
+      passage_id,
+      docname: docnames[flat[2 * row]],
+      url: `${pages[page]}#${passage_id}`,
+      chapter: headings[chapter],
+      section: headings[section],
+      heading_path: paths[flat[2 * row + 1]].map((/** @type {number} */ t) => titles[t]),
+      snippet,
+    }));
+  }
+
+  /**
+   * Where a name the manifest gives lies: inside the manifest's folder, or
+   * an error (the site may come from anywhere; a name is no URL).
+   * @param {string} name
+   * @param {URL} folder
+   */
+  function resolveName(name, folder) {
+    if (typeof name !== "string" || !name || /[\\?#%:]/.test(name) || name.startsWith("/")) {
+      throw new StoreError(`The index names a file ${JSON.stringify(name)}. ${REBUILD}`, "format");
+    }
+    if (name.split("/").some((part) => part === "" || part === "." || part === "..")) {
+      throw new StoreError(`The index names ${JSON.stringify(name)}, outside its folder. ${REBUILD}`, "format");
+    }
+    const url = new URL(name, folder);
+    if (url.origin !== folder.origin || !url.pathname.startsWith(folder.pathname)) {
+      throw new StoreError(`The index names ${JSON.stringify(name)}, outside its folder. ${REBUILD}`, "format");
+    }
+    return url.href;
+  }
+
+  // -- the store ------------------------------------------------------------------
+
+  /**
+   * @param {StoreOptions} options
+   * @returns {ShardStore}
+   */
+  function createShardStore(options) {
+    const doFetch = options.fetch || g.fetch.bind(g);
+    const subtle = options.subtle === undefined ? defaultSubtle() : options.subtle;
+    const manifestUrl = new URL(String(options.manifestUrl));
+    const folder = new URL("./", manifestUrl);
+    const { signal } = options;
+    let fetched = 0;
+
+    /**
+     * @param {string} url
+     * @param {RequestCache} cache
+     */
+    async function get(url, cache) {
+      if (signal && signal.aborted) throw new StoreError("Loading was cancelled.", "aborted");
+      let response;
+      try {
+        response = await doFetch(url, { credentials: "same-origin", cache, signal });
+      } catch (error) {
+        if (signal && signal.aborted) throw new StoreError("Loading was cancelled.", "aborted");
+        throw new StoreError(`Could not load ${url} (${/** @type {Error} */ (error).message}).`, "network");
+      }
+      if (!response.ok) {
+        throw new StoreError(`The site has no ${url} (HTTP ${response.status}). ${REBUILD}`, "missing");
+      }
+      return response;
+    }
+
+    /**
+     * A response's body, at most *limit* bytes, reporting progress.
+     * @param {Response} response
+     * @param {number} limit
+     * @param {(loaded: number) => void} [progress]
+     * @returns {Promise<Uint8Array>}
+     */
+    async function body(response, limit, progress) {
+      const reader = response.body && typeof response.body.getReader === "function" ? response.body.getReader() : null;
+      if (!reader) {
+        const all = new Uint8Array(await response.arrayBuffer());
+        fetched += all.byteLength;
+        if (progress) progress(all.byteLength);
+        return all;
+      }
+      let out = new Uint8Array(Math.min(limit, 64 << 20) || 1024);
+      let loaded = 0;
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          if (loaded + value.byteLength > out.length) {
+            if (loaded + value.byteLength > limit) {
+              throw new StoreError(`${response.url} is larger than the index says. ${REBUILD}`, "integrity");
+            }
+            const bigger = new Uint8Array(Math.min(limit, Math.max(2 * out.length, loaded + value.byteLength)));
+            bigger.set(out.subarray(0, loaded));
+            out = bigger;
+          }
+          out.set(value, loaded);
+          loaded += value.byteLength;
+          fetched += value.byteLength;
+          if (progress) progress(loaded);
+        }
+      } catch (error) {
+        if (error instanceof StoreError) throw error;
+        if (signal && signal.aborted) throw new StoreError("Loading was cancelled.", "aborted");
+        throw new StoreError(`Loading ${response.url} failed (${/** @type {Error} */ (error).message}).`, "network");
+      }
+      return loaded === out.length ? out : out.subarray(0, loaded);
+    }
+
+    /** @type {Promise<any> | null} */
+    let manifestPromise = null;
+
+    function manifest() {
+      if (!manifestPromise) {
+        manifestPromise = (async () => {
+          // revalidated: the one name that stays when the site is rebuilt
+          const response = await get(manifestUrl.href, "no-cache");
+          const text = new TextDecoder().decode(await body(response, MAX_MANIFEST));
+          let data;
+          try {
+            data = JSON.parse(text);
+          } catch {
+            throw new StoreError(`The book's index manifest is not JSON. ${REBUILD}`, "format");
+          }
+          if (!data || data.format_version !== MANIFEST_FORMAT || typeof data.files !== "object") {
+            throw new StoreError(`The book's index has a format this widget does not read. ${REBUILD}`, "format");
+          }
+          return data;
+        })();
+        manifestPromise.catch(() => {
+          manifestPromise = null;
+        });
+      }
+      return manifestPromise;
+    }
+
+    /** @type {Map<string, Promise<Uint8Array>>} */
+    const files = new Map();
+
+    /**
+     * @param {string} role
+     * @param {boolean} [keep] false: the caller takes the only reference
+     * @returns {Promise<Uint8Array>}
+     */
+    function bytes(role, keep = true) {
+      let promise = files.get(role);
+      if (!promise) {
+        promise = (async () => {
+          const m = await manifest();
+          const name = m.files[role];
+          const size = m.bytes && m.bytes[role];
+          const digest = m.sha256 && m.sha256[role];
+          if (typeof name !== "string" || typeof size !== "number" || typeof digest !== "string") {
+            throw new StoreError(`The book's index lists no ${role} file. ${REBUILD}`, "missing");
+          }
+          const url = resolveName(name, folder);
+          const report = options.onProgress;
+          if (report) report({ role, loaded: 0, total: size });
+          const data = await body(await get(url, "default"), size, report && ((loaded) => report({ role, loaded, total: size })));
+          if (data.byteLength !== size) {
+            throw new StoreError(`${url} has ${data.byteLength} bytes, the index says ${size}. ${REBUILD}`, "integrity");
+          }
+          if ((await sha256(data, subtle)) !== digest) {
+            throw new StoreError(`${url} does not match the index's checksum, so it is not used. ${REBUILD}`, "integrity");
+          }
+          return data;
+        })();
+        if (keep) {
+          files.set(role, promise);
+          promise.catch(() => files.delete(role));
+        }
+      }
+      return promise;
+    }
+
+    /** @param {string} role */
+    async function json(role) {
+      const data = await bytes(role, false);
+      try {
+        return JSON.parse(new TextDecoder().decode(data));
+      } catch {
+        throw new StoreError(`The book's ${role} file is not JSON. ${REBUILD}`, "format");
+      }
+    }
+
+    /** @param {string} role */
+    async function url(role) {
+      const m = await manifest();
+      return resolveName(m.files[role], folder);
+    }
+
+    /** @param {string[]} roles */
+    async function size(roles) {
+      const m = await manifest();
+      return roles.reduce((n, role) => n + (Number(m.bytes && m.bytes[role]) || 0), 0);
+    }
+
+    /** @type {Promise<any> | null} */
+    let staticPromise = null;
+
+    function staticIndex() {
+      if (!staticPromise) {
+        staticPromise = bytes("static", false).then((data) => parseStaticIndex(new TextDecoder().decode(data)));
+        staticPromise.catch(() => {
+          staticPromise = null;
+        });
+      }
+      return staticPromise;
+    }
+
+    /** @type {Promise<EngineCore> | null} */
+    let corePromise = null;
+    /** @type {{start: number, count: number, name: string}[]} */
+    let shardTable = [];
+    /** @type {PassageMeta[]} */
+    let metas = [];
+
+    function core() {
+      if (!corePromise) {
+        corePromise = (async () => {
+          const m = await manifest();
+          const [index, codesBytes, scalesBytes, ranker, listing] = await Promise.all([
+            staticIndex(),
+            bytes("embeddings"),
+            bytes("embedding_scales"),
+            json("ranker"),
+            json("shards"),
+          ]);
+          if (!listing || listing.format_version !== LISTING_FORMAT) {
+            throw new StoreError(`The shard listing has a format this widget does not read. ${REBUILD}`, "format");
+          }
+          const codes = parseNpy(codesBytes, "embeddings");
+          const scales = parseNpy(scalesBytes, "embedding_scales");
+          const [rows, dim] = codes.shape;
+          if (!(codes.data instanceof Int8Array) || !(scales.data instanceof Float32Array) || scales.shape[0] !== rows) {
+            throw new StoreError(`The passage vectors do not match their scales. ${REBUILD}`, "format");
+          }
+          metas = passageMetas(index, listing);
+          let start = 0;
+          shardTable = listing.shards.map((/** @type {[number, string]} */ [count, name]) => {
+            const entry = { start, count, name };
+            start += count;
+            return entry;
+          });
+          if (start !== metas.length || rows !== metas.length) {
+            throw new StoreError(`The shards do not cover the book's passages. ${REBUILD}`, "format");
+          }
+          return {
+            manifest: m,
+            ranker,
+            staticIndex: index,
+            passageVectors: { codes: codes.data, scales: scales.data, dim, rows },
+            passages: metas,
+          };
+        })();
+        corePromise.catch(() => {
+          corePromise = null;
+        });
+      }
+      return corePromise;
+    }
+
+    /** @type {Map<string, Promise<ReturnType<typeof parseShard>>>} */
+    const shards = new Map();
+
+    /** @param {string} name */
+    function shard(name) {
+      let promise = shards.get(name);
+      if (!promise) {
+        promise = (async () => {
+          const address = resolveName(name, folder);
+          const data = await body(await get(address, "default"), 64 << 20);
+          const digest = await sha256(data, subtle);
+          const base = name.slice(name.lastIndexOf("/") + 1).split(".")[0];
+          if (!/^[0-9a-f]{8,64}$/.test(base) || !digest.startsWith(base)) {
+            throw new StoreError(`${address} does not match its name's checksum, so it is not used. ${REBUILD}`, "integrity");
+          }
+          return parseShard(data, address);
+        })();
+        shards.set(name, promise);
+        promise.catch(() => shards.delete(name));
+      }
+      return promise;
+    }
+
+    /**
+     * @param {number[]} rows
+     * @returns {Promise<PassageFull[]>}
+     */
+    async function passages(rows) {
+      await core();
+      const wanted = rows.map((row) => {
+        if (!Number.isInteger(row) || row < 0 || row >= metas.length) {
+          throw new RangeError(`passage row ${row} out of range`);
+        }
+        let lo = 0;
+        let hi = shardTable.length - 1;
+        while (lo < hi) {
+          const mid = (lo + hi + 1) >> 1;
+          if (shardTable[mid].start <= row) lo = mid;
+          else hi = mid - 1;
+        }
+        return { row, entry: shardTable[lo] };
+      });
+      const loaded = await Promise.all(wanted.map(({ entry }) => shard(entry.name)));
+      return wanted.map(({ row, entry }, i) => {
+        const found = loaded[i].rows[row - entry.start];
+        const meta = metas[row];
+        if (!found || found.passage_id !== meta.passage_id) {
+          throw new StoreError(`The shard of ${meta.passage_id} holds another passage. ${REBUILD}`, "integrity");
+        }
+        const { sentences, ...own } = found;
+        return { row, record: { ...meta, ...own }, sentences };
+      });
+    }
+
+    return { manifest, core, staticIndex, passages, bytes, json, url, size, fetched: () => fetched };
+  }
+
+  const api = {
+    STATIC_PREFIX,
+    StoreError,
+    createShardStore,
+    parseNpy,
+    parseShard,
+    parseStaticIndex,
+    passageMetas,
+    resolveName,
+    sha256,
+    sha256Js,
+  };
+  lib.store = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();

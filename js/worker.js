@@ -1,0 +1,355 @@
+// @ts-check
+/**
+ * The Web Worker that answers questions in the reader's browser when no
+ * answer server runs: the page's main thread stays free while the engine
+ * loads (tens of MB) and while it answers.
+ *
+ * Messages from the page (`browser.js`):
+ * - `{type: "load", manifest: url}`: check that WebAssembly may run here,
+ *   read the manifest, load the engine's scripts (`CORE_SCRIPTS`, in
+ *   order, from this script's folder), the runtime, the model (its SHA-256
+ *   checked first), the tokenizer and what every question needs, then say
+ *   `ready`. Progress comes as `progress` messages.
+ * - `{type: "ask", id, question, k?}`: answer; `answer` (the JSON of
+ *   `/api/ask`) or `error` with the same `id`.
+ * - `{type: "search", id, question, k}`: the static search's best passages,
+ *   `hits` with the same `id`, as soon as the static index is in (before the
+ *   model): the page's thread never parses a large book's index.
+ * - `{type: "cancel"}`: stop loading (the page also terminates the worker).
+ *
+ * Messages to the page: `{type: "progress", loaded, total, files}` (bytes,
+ * per file by role), `{type: "ready", seconds, bytes}`, `{type: "answer",
+ * id, answer}`, `{type: "hits", id, hits}`, `{type: "error", id?, kind, message}`
+ * where `kind` says why:
+ * "off" (the site ships no engine), "wasm" (no WebAssembly), "csp" (the
+ * Content-Security-Policy forbids compiling it), "memory", "integrity" (a
+ * file does not match its checksum), "missing", "network", "engine",
+ * "aborted".
+ *
+ * Nothing here touches the DOM or sends the question anywhere: the only
+ * requests are GETs of the site's own files.
+ *
+ * Classic worker script. Under Node it exports `createWorkerHost` (tests
+ * inject the engine's factories); in a worker it starts itself.
+ */
+
+/** @typedef {import("./types").Answer} Answer */
+
+/**
+ * What the host needs from its surroundings (a worker's globals, or fakes).
+ * @typedef {object} WorkerEnv
+ * @property {(message: any) => void} post postMessage to the page
+ * @property {(...urls: string[]) => void} importScripts
+ * @property {Record<string, any>} lib `globalThis.ragcite_lib`
+ * @property {() => any} ort the onnxruntime-web module once its script ran
+ * @property {string} base this script's URL: the engine's scripts are beside it
+ * @property {typeof fetch} [fetch]
+ * @property {any} [WebAssembly]
+ * @property {any} [subtle]
+ * @property {() => number} [now]
+ */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+
+  /**
+   * The engine's scripts, in dependency order, from the widget's folder.
+   * The build ships them (`sphinx_ragcite/extension/assets.py`, ENGINE_SCRIPTS
+   * must list the same: tests/test_browser_build.py checks it).
+   */
+  const CORE_SCRIPTS = [
+    "stemmer.js",
+    "tokenize.js",
+    "search.js",
+    "wordpiece.js",
+    "encode.js",
+    "fusion.js",
+    "units.js",
+    "ranker.js",
+    "verify.js",
+    "answer.js",
+    "engine.js",
+    "store.js",
+  ];
+  /** What the scripts must have registered on `ragcite_lib`. */
+  const NEEDED = ["tokenize", "createStaticSearch", "wordpiece", "encode", "engine", "store"];
+  /** The runtime's files: its script, the emscripten glue, the WebAssembly. */
+  const RUNTIME = ["ort_js", "ort_mjs", "ort_wasm"];
+  /** Everything fetched before the first answer (for the progress total). */
+  const LOADED = ["model", "tokenizer", "ranker", "shards", "static", "embeddings", "embedding_scales", ...RUNTIME];
+  /** The smallest WebAssembly module: compiling it tells whether the page's
+   * Content-Security-Policy allows WebAssembly at all. */
+  const EMPTY_MODULE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
+  const PROGRESS_EVERY_MS = 100;
+
+  class HostError extends Error {
+    /**
+     * @param {string} message
+     * @param {string} kind
+     */
+    constructor(message, kind) {
+      super(message);
+      this.kind = kind;
+    }
+  }
+
+  /**
+   * The kind of an error thrown while loading or answering.
+   * @param {any} error
+   * @returns {string}
+   */
+  function kindOf(error) {
+    if (error && typeof error.kind === "string") return error.kind;
+    const text = String((error && error.message) || error);
+    if (error instanceof RangeError || /out of memory|\bOOM\b|could not allocate|allocation failed|Cannot enlarge memory/i.test(text)) {
+      return "memory";
+    }
+    return "engine";
+  }
+
+  /**
+   * Whether WebAssembly may be compiled here: "" when yes, else the kind.
+   * @param {any} wasm `WebAssembly`
+   */
+  async function wasmAllowed(wasm) {
+    if (!wasm || typeof wasm.compile !== "function") return "wasm";
+    try {
+      await wasm.compile(EMPTY_MODULE);
+      return "";
+    } catch (error) {
+      const text = String((error && /** @type {Error} */ (error).message) || error);
+      return /Content.Security.Policy|unsafe-eval|CSP/i.test(text) ? "csp" : "wasm";
+    }
+  }
+
+  /**
+   * The worker's message handling, apart from the worker's globals.
+   * @param {WorkerEnv} env
+   */
+  function createWorkerHost(env) {
+    const now = env.now || (() => Date.now());
+    /** @type {AbortController | null} */
+    let loading = null;
+    /** @type {Promise<{engine: any, encoder: any}> | null} */
+    let ready = null;
+    /** @type {Promise<void>} */
+    let queue = Promise.resolve();
+    /** @type {(searcher: Promise<any>) => void} */
+    let searcherIs = () => {};
+    /** The static searcher, once the scripts and the static index are in. */
+    const searcher = new Promise((resolve) => {
+      searcherIs = resolve;
+    });
+    searcher.catch(() => {}); // a search asked for reports it
+
+    /**
+     * @param {string} manifestUrl
+     * @param {AbortSignal} signal
+     */
+    async function load(manifestUrl, signal) {
+      const started = now();
+      const problem = await wasmAllowed(env.WebAssembly);
+      if (problem) {
+        throw new HostError(problem === "csp" ? "The page's Content-Security-Policy forbids WebAssembly." : "This browser cannot run WebAssembly.", problem);
+      }
+      const origin = new URL(env.base).origin;
+      const manifestAddress = new URL(manifestUrl, env.base);
+      if (manifestAddress.origin !== origin) {
+        throw new HostError("The book's index is on another site.", "off");
+      }
+      // the store first: it is what tells whether the site ships an engine
+      if (!env.lib.store) env.importScripts(new URL("store.js", env.base).href);
+      /** @type {Record<string, {loaded: number, total: number}>} */
+      const files = {};
+      let last = 0;
+      let total = 0;
+      const report = (/** @type {boolean} */ force) => {
+        const t = now();
+        if (!force && t - last < PROGRESS_EVERY_MS) return;
+        last = t;
+        let loaded = 0;
+        for (const f of Object.values(files)) loaded += f.loaded;
+        env.post({ type: "progress", loaded, total, files });
+      };
+      const store = env.lib.store.createShardStore({
+        manifestUrl: manifestAddress.href,
+        fetch: env.fetch,
+        signal,
+        subtle: env.subtle,
+        onProgress: (/** @type {{role: string, loaded: number, total: number}} */ p) => {
+          files[p.role] = { loaded: p.loaded, total: p.total };
+          report(p.loaded === p.total);
+        },
+      });
+      const manifest = await store.manifest();
+      if (!manifest.files.model || !manifest.embedding) {
+        throw new HostError("This site was built without answers in the browser (ragcite_browser_answers).", "off");
+      }
+      const roles = LOADED.filter((role) => role in manifest.files);
+      total = await store.size(roles);
+      for (const role of roles) files[role] = { loaded: 0, total: Number(manifest.bytes[role]) || 0 };
+      report(true);
+
+      const missing = [];
+      for (const name of CORE_SCRIPTS) {
+        if (name === "store.js") continue; // loaded above
+        try {
+          env.importScripts(new URL(name, env.base).href);
+        } catch {
+          missing.push(name);
+        }
+      }
+      const absent = NEEDED.filter((name) => !env.lib[name]);
+      if (missing.length || absent.length) {
+        throw new HostError(`The answer engine's scripts are missing from this site (${[...missing, ...absent].join(", ")}).`, "missing");
+      }
+      const language = snowball(manifest.tokenizer);
+      if (language && !(env.lib.snowball && env.lib.snowball[language])) {
+        env.importScripts(new URL(`snowball/${language}.js`, env.base).href);
+      }
+      const opened = store.staticIndex().then((/** @type {any} */ index) => env.lib.createStaticSearch(index));
+      opened.catch(() => {});
+      searcherIs(opened);
+
+      // the runtime: its script by URL, its WebAssembly as checked bytes
+      // read once and handed over: the store keeps no copy of these
+      let [wasm, model, tokenizerJson] = await Promise.all([
+        store.bytes("ort_wasm", false),
+        store.bytes("model", false),
+        store.json("tokenizer"),
+        store.core(),
+      ]);
+      env.importScripts(await store.url("ort_js"));
+      files.ort_js = files.ort_js && { loaded: files.ort_js.total, total: files.ort_js.total };
+      const ort = env.ort();
+      if (!ort || !ort.env || !ort.env.wasm) throw new HostError("The onnxruntime-web script did not load.", "missing");
+      ort.env.wasm.numThreads = 1; // threads need cross-origin isolation, which static hosts do not give
+      ort.env.wasm.proxy = false;
+      ort.env.wasm.wasmBinary = wasm;
+      if ("ort_mjs" in manifest.files) {
+        ort.env.wasm.wasmPaths = { mjs: await store.url("ort_mjs") };
+        if (files.ort_mjs) files.ort_mjs.loaded = files.ort_mjs.total; // imported by the runtime
+      }
+      report(true);
+      const tokenizer = env.lib.wordpiece.WordPiece.fromJSON(tokenizerJson);
+      tokenizerJson = null;
+      const encoder = await env.lib.encode.createEncoder({
+        ort,
+        model,
+        tokenizer,
+        maxTokens: Number(manifest.embedding.max_tokens) || 256,
+      });
+      // the runtime holds what it needs now: tens of MB the worker need not
+      model = wasm = null;
+      ort.env.wasm.wasmBinary = undefined;
+      const engine = await env.lib.engine.createEngine(store);
+      return { engine, encoder, store, seconds: (now() - started) / 1000, bytes: store.fetched() };
+    }
+
+    /** @param {any} message */
+    async function onMessage(message) {
+      const data = message && message.data !== undefined ? message.data : message;
+      if (!data || typeof data !== "object") return;
+      if (data.type === "load") {
+        if (ready) return;
+        loading = new AbortController();
+        const signal = loading.signal;
+        const started = load(String(data.manifest), signal);
+        ready = started;
+        try {
+          const done = await started;
+          env.post({ type: "ready", seconds: done.seconds, bytes: done.bytes });
+        } catch (error) {
+          ready = null;
+          const failed = Promise.reject(error);
+          failed.catch(() => {});
+          searcherIs(failed);
+          const kind = signal.aborted ? "aborted" : kindOf(error);
+          env.post({ type: "error", kind, message: messageOf(error) });
+        }
+      } else if (data.type === "search") {
+        try {
+          const search = await searcher;
+          env.post({ type: "hits", id: data.id, hits: search.search(String(data.question || ""), Number(data.k) || 5) });
+        } catch (error) {
+          env.post({ type: "error", id: data.id, kind: kindOf(error), message: messageOf(error) });
+        }
+      } else if (data.type === "cancel") {
+        if (loading) loading.abort();
+      } else if (data.type === "ask") {
+        // one question at a time: the engine and the runtime are not reentrant
+        const turn = queue.then(() => answer(data));
+        queue = turn.catch(() => {});
+        await turn;
+      }
+    }
+
+    /** @param {any} data an "ask" message */
+    async function answer(data) {
+      const id = data.id;
+      try {
+        if (!ready) throw new HostError("The answer engine is not loaded.", "engine");
+        const { engine, encoder, store } = /** @type {any} */ (await ready);
+        const question = String(data.question || "");
+        const before = store.fetched();
+        const started = now();
+        const vector = encoder ? await encoder.embed(question) : null;
+        const encoded = now();
+        /** @type {Answer} */
+        const result = await engine.answer(question, vector, data.k ? { k: Number(data.k) } : undefined);
+        /** @type {Record<string, unknown>} */
+        const meta = (result.metadata = result.metadata || {});
+        meta.generator = meta.generator || "extractive";
+        meta.engine = "browser";
+        meta.encode_ms = round(encoded - started);
+        meta.fetched_bytes = store.fetched() - before;
+        env.post({ type: "answer", id, answer: result });
+      } catch (error) {
+        env.post({ type: "error", id, kind: kindOf(error), message: messageOf(error) });
+      }
+    }
+
+    return { onMessage };
+  }
+
+  /** @param {number} ms */
+  const round = (ms) => Math.round(ms * 10) / 10;
+
+  /** @param {any} error */
+  function messageOf(error) {
+    return String((error && error.message) || error || "unknown error");
+  }
+
+  /**
+   * The Snowball stemmer besides English the book's tokenizer names, or null.
+   * @param {any} spec
+   */
+  function snowball(spec) {
+    const name = spec && spec.stemmer;
+    const match = typeof name === "string" ? /^snowball-([a-z_]+)$/.exec(name) : null;
+    return match && match[1] !== "english" ? match[1] : null;
+  }
+
+  const api = { CORE_SCRIPTS, LOADED, createWorkerHost, kindOf, wasmAllowed };
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  } else if (typeof g.importScripts === "function" && typeof g.postMessage === "function" && !g.document) {
+    const lib = (g.ragcite_lib = g.ragcite_lib || {});
+    const host = createWorkerHost({
+      post: (message) => g.postMessage(message),
+      importScripts: (...urls) => g.importScripts(...urls),
+      lib,
+      ort: () => g.ort,
+      base: String(g.location.href),
+      WebAssembly: g.WebAssembly,
+      subtle: g.crypto && g.crypto.subtle ? g.crypto.subtle : null,
+    });
+    g.onmessage = (/** @type {MessageEvent} */ event) => {
+      host.onMessage(event).catch(() => {
+        // reported to the page already
+      });
+    };
+  }
+})();

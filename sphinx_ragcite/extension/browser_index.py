@@ -1,0 +1,222 @@
+"""What answers in the reader's browser need in ``_ragcite/``, when no server runs.
+
+The encoder model and its tokenizer (the ones this build embedded with), the
+answer ranker, the onnxruntime-web files and the passages' shards
+(:mod:`sphinx_ragcite.formats.shards`), each under a content-addressed name
+the manifest lists with its size and digest. A reader downloads them only
+when asking with no answer server; ``ragcite_browser_answers = False`` leaves
+them out, and so does anything missing (one line in the build log says why):
+the widget then searches the static index, as before.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sphinx.util import logging
+
+from sphinx_ragcite.formats.browser import (
+    MODEL,
+    ORT_JS,
+    ORT_MJS,
+    ORT_WASM,
+    RANKER,
+    SHARDS,
+    TOKENIZER,
+)
+from sphinx_ragcite.formats.embeddings import read_npy
+from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
+from sphinx_ragcite.formats.shards import LISTING, SentenceVectors, build_shards
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+    from sphinx_ragcite.extension.config import RagciteConfig
+    from sphinx_ragcite.extension.passages.records import Record
+    from sphinx_ragcite.extension.writer import IndexWriter
+
+logger = logging.getLogger(__name__)
+
+#: The runtime's files by how their names end. The emscripten glue (``.mjs``)
+#: is stored as ``.js``: some hosts serve ``.mjs`` as octet-stream, which a
+#: browser refuses to import as a module.
+_RUNTIME_ROLES = {".wasm": (ORT_WASM, ".wasm"), ".mjs": (ORT_MJS, ".js")}
+_SAID = "static mode stays keyword search"
+
+
+@dataclass(frozen=True)
+class BrowserFiles:
+    """What the build adds for answers in the browser, for its log line."""
+
+    bytes_by_role: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.bytes_by_role.values())
+
+
+class Unavailable(Exception):
+    """Answers in the browser cannot be shipped; the message says why."""
+
+
+def _runtime_files() -> dict[str, Path] | None:
+    """The onnxruntime-web files the wheel brought (None: npm did not run).
+
+    Looked up by module name: ``browser_assets`` comes with the encoder.
+    """
+    try:
+        assets = importlib.import_module("sphinx_ragcite.extension.browser_assets")
+    except ImportError:
+        return None
+    found = assets.ort_runtime_files()
+    return dict(found) if found else None
+
+
+def shipped(browser_answers: bool, embeddings: bool) -> bool:
+    """Whether a build may ship the engine (the model can still turn out
+    missing at the end): the option, embeddings and the runtime."""
+    return browser_answers and embeddings and _runtime_files() is not None
+
+
+def runtime_roles(files: dict[str, Path]) -> dict[str, tuple[str, Path]]:
+    """Role -> (the name stored under ``_ragcite/``, the file)."""
+    roles: dict[str, tuple[str, Path]] = {}
+    for name, path in sorted(files.items()):
+        stem, suffix = os.path.splitext(name)
+        role, stored = _RUNTIME_ROLES.get(suffix, (ORT_JS, suffix))
+        if role in roles:
+            raise Unavailable(f"the runtime has two {role} files ({name})")
+        roles[role] = (stem + stored, Path(path))
+    missing = {ORT_JS, ORT_WASM} - set(roles)
+    if missing:
+        raise Unavailable(f"the runtime lacks its {', '.join(sorted(missing))} file")
+    return roles
+
+
+def ranker_text() -> str:
+    """The answer ranker the server would read (``$RAGCITE_RANKER`` or the
+    shipped ``ranker.json``), checked before it ships."""
+    from sphinx_ragcite.answer.ranker import RANKER_ENV, Ranker
+
+    chosen = os.environ.get(RANKER_ENV)
+    try:
+        if chosen:
+            text = Path(chosen).read_text("utf-8")
+        else:
+            text = (resources.files("sphinx_ragcite.answer") / "ranker.json").read_text(
+                "utf-8"
+            )
+        Ranker.from_json(json.loads(text))
+    except Exception as error:
+        raise Unavailable(
+            f"the answer ranker {chosen or 'ranker.json'} cannot be read ({error})"
+        ) from None
+    return text
+
+
+def tokenizer_bytes(path: Path) -> bytes:
+    """The tokenizer as compact JSON (a third smaller), if the browser's
+    encoder reads it: BERT-style WordPiece only."""
+    try:
+        spec = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as error:
+        raise Unavailable(f"{path} cannot be read ({error})") from None
+    kind = (spec.get("model") or {}).get("type") if isinstance(spec, dict) else None
+    if kind != "WordPiece":
+        raise Unavailable(
+            f"the browser's encoder reads WordPiece tokenizers; {path} is {kind!r}"
+        )
+    return json.dumps(spec, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def sentence_vectors(writer: IndexWriter, rows: int) -> SentenceVectors | None:
+    """The sentence vectors this build staged, or None (built without them)."""
+    staged = writer.staged
+    if CODES not in staged:
+        return None
+    offsets = read_npy(staged[OFFSETS].data, (rows + 1,), "int64", OFFSETS)
+    total = int(offsets[-1])
+    return SentenceVectors(
+        offsets,
+        read_npy(staged[CODES].data, (total, -1), "int8", CODES),
+        read_npy(staged[SCALES].data, (total,), "float32", SCALES),
+    )
+
+
+def add_browser_files(
+    app: Sphinx,
+    config: RagciteConfig,
+    records: list[Record],
+    writer: IndexWriter,
+    embedding: dict[str, Any] | None,
+) -> BrowserFiles | None:
+    """Stage the browser engine's files on *writer*; None (and one log line
+    saying why) when the site stays with keyword search."""
+    if not config.browser_answers:
+        return None
+    try:
+        files = _stage(app, config, records, writer, embedding)
+    except Unavailable as error:
+        logger.info("ragcite: no answers in the browser: %s; %s.", error, _SAID)
+        return None
+    logger.info(
+        "ragcite: answers in the browser add %.1f MB to the site (model %.1f, "
+        "runtime %.1f, passage shards %.1f); readers download them only when "
+        "they ask with no answer server (ragcite_browser_answers = False leaves "
+        "them out)",
+        files.total / 1e6,
+        files.bytes_by_role[MODEL] / 1e6,
+        sum(b for r, b in files.bytes_by_role.items() if r.startswith("ort_")) / 1e6,
+        files.bytes_by_role[SHARDS] / 1e6,
+    )
+    return files
+
+
+def _stage(
+    app: Sphinx,
+    config: RagciteConfig,
+    records: list[Record],
+    writer: IndexWriter,
+    embedding: dict[str, Any] | None,
+) -> BrowserFiles:
+    from sphinx_ragcite.extension.embedding import build_model_files
+    from sphinx_ragcite.extension.writer import file_digest
+
+    if embedding is None:
+        raise Unavailable(
+            "the index has no embeddings (ragcite_embeddings, or the model is missing)"
+        )
+    runtime = _runtime_files()
+    if runtime is None:
+        raise Unavailable(
+            "the onnxruntime-web files were not installed with sphinx-ragcite "
+            "(npm did not run when it was built)"
+        )
+    roles = runtime_roles(runtime)
+    model = build_model_files(app, config)
+    tokenizer = tokenizer_bytes(model.tokenizer)
+    ranker = ranker_text().encode("utf-8")
+    shards = build_shards(records, sentence_vectors(writer, len(records)))
+
+    copied = {
+        role: (name, path, file_digest(path)) for role, (name, path) in roles.items()
+    }
+    copied[MODEL] = ("model.onnx", model.model, file_digest(model.model))
+    # Staged only now that every part is there: none or all of them ship.
+    for role, (name, path, digest) in sorted(copied.items()):
+        writer.add_file(role, name, path, digest)
+    writer.add(TOKENIZER, "tokenizer.json", tokenizer)
+    writer.add(RANKER, "ranker.json", ranker)
+    writer.add(SHARDS, LISTING, shards.listing)
+    for name, data in shards.files.items():
+        writer.add_extra(name, data)
+    sizes = {role: digest[1] for role, (_, _, digest) in copied.items()}
+    sizes[TOKENIZER], sizes[RANKER] = len(tokenizer), len(ranker)
+    sizes[SHARDS] = len(shards.listing) + sum(map(len, shards.files.values()))
+    return BrowserFiles(sizes)
