@@ -237,24 +237,26 @@ def test_a_tokenizer_the_browser_cannot_read_is_refused(tmp_path: Path) -> None:
     assert json.loads(compact) == json.loads(wordpiece.read_bytes())
 
 
-def test_runtime_roles_by_file_name(tmp_path: Path) -> None:
-    names = (
-        "ort.wasm.min.js",
-        "ort-wasm-simd-threaded.wasm",
-        "ort-wasm-simd-threaded.mjs",
-    )
-    files = {name: tmp_path / name for name in names}
+def test_runtime_roles_are_the_encoders_roles(tmp_path: Path) -> None:
+    """The roles are ``ort_runtime_files()``' keys (the old code read roles
+    from the keys' suffixes, found none, and shipped no engine at all)."""
+    names = {
+        "ort_js": "ort.wasm.min.js",
+        "ort_wasm": "ort-wasm-simd-threaded.wasm",
+        "ort_mjs": "ort-wasm-simd-threaded.mjs",
+    }
+    files = {role: tmp_path / name for role, name in names.items()}
     roles = browser_index.runtime_roles(files)
     assert roles == {
-        "ort_js": ("ort.wasm.min.js", files["ort.wasm.min.js"]),
-        "ort_wasm": (
-            "ort-wasm-simd-threaded.wasm",
-            files["ort-wasm-simd-threaded.wasm"],
-        ),
-        "ort_mjs": ("ort-wasm-simd-threaded.js", files["ort-wasm-simd-threaded.mjs"]),
+        "ort_js": ("ort.wasm.min.js", files["ort_js"]),
+        "ort_wasm": ("ort-wasm-simd-threaded.wasm", files["ort_wasm"]),
+        "ort_mjs": ("ort-wasm-simd-threaded.js", files["ort_mjs"]),
     }
+    runtime = ort_runtime_files()
+    if runtime is not None:  # this checkout's own files
+        assert set(browser_index.runtime_roles(runtime)) == set(names)
     with pytest.raises(browser_index.Unavailable, match="ort_wasm"):
-        browser_index.runtime_roles({"ort.wasm.min.js": files["ort.wasm.min.js"]})
+        browser_index.runtime_roles({k: v for k, v in files.items() if k != "ort_wasm"})
 
 
 # -- rebuilding ----------------------------------------------------------------
