@@ -9,13 +9,9 @@ shards earlier questions fetched still cached). Then, in headless Chromium on
 a site served by a plain file server (``python -m http.server``'s handler):
 the first answer with an empty cache, later answers, the main thread's long
 tasks while the engine loads and answers, requests to other origins and
-POSTs, bytes over the wire per question, and the renderer's memory growth.
-
-While the engine's own modules are missing (js/engine.js, js/encode.js...:
-other branches of issue 35), the site gets ``tests/browser_stand_in.js`` in
-their place: rows that need the engine say "n/a: engine missing", with the
-shipping layer's own figure beside it (runtime, model and shards load for
-real; only choosing the answer is the stand-in's).
+POSTs, bytes over the wire per question, the renderer's memory growth, and
+parity: each browser answer against the Python engine's for the same question
+(outcome, cited IDs, confidence within 0.02), mismatches listed with cause.
 
     .venv/bin/python benchmarks/browser_answers.py [--no-browser] [--questions 30]
         [--pages 400] [--rebuild]
@@ -29,6 +25,7 @@ import functools
 import gzip
 import http.server
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -38,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from _big_book import big_book
-from _browser_page import OBSERVE, engine_missing, engine_windows, install_stand_in
+from _browser_page import OBSERVE, engine_windows, mismatch
 
 from _harness import (
     EXAMPLE_QA,
@@ -128,18 +125,20 @@ def file_costs(site: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def question_rows(site: Path, questions: list[str]) -> list[list[int]]:
-    """The rows each question needs: what the Python engine retrieves (k = 6)."""
+def server_answers(site: Path, questions: list[str]) -> list[dict[str, Any]]:
+    """The Python engine's answer (the reference) to each question."""
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.retrieval.site import Site
 
-    loaded = Site.load(site)
-    engine = AnswerEngine(loaded)
-    row_of = {r["passage_id"]: i for i, r in enumerate(loaded.passages)}
-    return [
-        sorted({row_of[p] for p in engine.answer(q).metadata["retrieved"]})
-        for q in questions
-    ]
+    engine = AnswerEngine(Site.load(site))
+    return [engine.answer(q).model_dump(mode="json") for q in questions]
+
+
+def question_rows(site: Path, answers: list[dict[str, Any]]) -> list[list[int]]:
+    """The rows each question needs: what the Python engine retrieves (k = 6)."""
+    passages = read_jsonl(site / "_ragcite" / read_manifest(site)["files"]["passages"])
+    row_of = {r["passage_id"]: i for i, r in enumerate(passages)}
+    return [sorted({row_of[p] for p in a["metadata"]["retrieved"]}) for a in answers]
 
 
 def shard_costs(site: Path, rows: list[list[int]]) -> dict[str, Any]:
@@ -225,8 +224,11 @@ def _renderer_rss() -> float | None:
     return total / 2**20 if found else None
 
 
-def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
-    """The first answer and later ones, long tasks, requests, bytes, memory."""
+def in_chromium(
+    site: Path, questions: list[str], server: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The first answer and later ones, long tasks, requests, bytes, memory,
+    and parity with *server*, the Python engine's answers to *questions*."""
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="ragcite-browser-bench-"))
@@ -237,7 +239,6 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
         for copied in (served_site / "_static" / "ragcite").glob("*.js"):
             if (REPO / "js" / copied.name).is_file():
                 shutil.copyfile(REPO / "js" / copied.name, copied)
-        missing = install_stand_in(served_site)
         with _serve(served_site) as (base, sent), sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
             context = browser.new_context()
@@ -257,6 +258,7 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
                 [],
                 [first.get("metadata", {}).get("engine")],
             )
+            asked = [first]
             for question in questions[1:]:
                 marks = len(sent)
                 ms, answer = page.evaluate(timed, question)
@@ -265,6 +267,7 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
                     sum(n for _, path, n in sent[marks:] if "/_ragcite/" in path)
                 )
                 engines.append(answer.get("metadata", {}).get("engine"))
+                asked.append(answer)
             rss_after = _renderer_rss()
             long_tasks = page.evaluate("window.__long")
             windows = engine_windows(
@@ -275,8 +278,15 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
     blocked = [d for s, d in long_tasks if any(lo <= s < hi for lo, hi in windows)]
     origin = base + "/"
+    mismatches = [
+        {"question": q, "cause": why}
+        for q, mine, theirs in zip(questions, asked, server, strict=True)
+        if (why := mismatch(theirs, mine))
+    ]
     return {
-        "stand_in": bool(missing),
+        "parity_same": len(asked) - len(mismatches),
+        "parity_asked": len(asked),
+        "mismatches": mismatches,
         "first_answer_s": first_ms / 1000,
         "first_answer_bytes": first_bytes,
         "later_ms_p50": percentile(later_ms, 50),
@@ -300,14 +310,10 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
 def verdicts(figures: dict[str, Any], big: bool) -> dict[str, tuple[str, str]]:
     """target key -> (figure, met / NO / n/a ...)."""
     browser = figures.get("browser")
-    stand_in = bool(engine_missing())
     out: dict[str, tuple[str, str]] = {}
 
     def engine_row(key: str, figure: str, met: bool) -> None:
-        if stand_in:
-            out[key] = (f"(stand-in: {figure})", "n/a: engine missing")
-        else:
-            out[key] = (figure, "met" if met else "NO")
+        out[key] = (figure, "met" if met else "NO")
 
     if browser:
         answered, asked = browser["answered_in_browser"], browser["questions"]
@@ -318,18 +324,22 @@ def verdicts(figures: dict[str, Any], big: bool) -> dict[str, tuple[str, str]]:
         engine_row("later", f"{p50:.0f} / {p90:.0f} ms", p50 <= 150 and p90 <= 300)
         longest = browser["longest_task_ms"]
         engine_row("main_thread", f"longest {longest:.0f} ms", longest <= 50)
+        memory = browser.get("worker_heap_mib")
         rss = browser["renderer_rss_growth_mib"]
-        shown = f"renderer +{rss:.0f} MiB" if rss is not None else "?"
+        shown = f"worker heap {memory:.0f} MiB" if memory is not None else "?"
+        if rss is not None:
+            shown += f", renderer +{rss:.0f} MiB"
         engine_row("memory", shown, rss is not None and rss <= 300)
         bad = browser["cross_origin"] + browser["posts"]
         shown = f"{browser['cross_origin']} / {browser['posts']}"
         out["requests"] = (shown, "met" if bad == 0 else "NO")
+        same, n = browser["parity_same"], browser["parity_asked"]
+        engine_row("parity", f"{same}/{n}", same >= 0.99 * n)
     else:
-        why = "n/a: engine missing" if stand_in else "not measured (--no-browser)"
         for key in ("answered", "first_answer", "later", "main_thread", "memory"):
-            out[key] = ("", why)
+            out[key] = ("", "not measured (--no-browser)")
         out["requests"] = ("", "not measured (--no-browser)")
-    out["parity"] = ("", "n/a: engine missing" if stand_in else "see the parity test")
+        out["parity"] = ("", "not measured (--no-browser)")
     first_bytes = sum(f["gzip"] for f in figures["files"])
     first_bytes += figures["shards"]["first_question"]
     met = "met" if first_bytes <= 30e6 else "NO"
@@ -353,16 +363,20 @@ def measure_book(
     manifest = read_manifest(site)
     figures["passages"] = manifest["counts"]["passages"]
     figures["documents"] = manifest["counts"]["documents"]
-    figures["shards"] = shard_costs(site, question_rows(site, questions))
+    server = server_answers(site, questions)
+    figures["shards"] = shard_costs(site, question_rows(site, server))
     if browser:
-        figures["browser"] = in_chromium(site, questions[: max(browser, 2)])
+        n = max(browser, 2)
+        figures["browser"] = in_chromium(site, questions[:n], server[:n])
     return figures
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-browser", action="store_true", help="file figures only")
-    parser.add_argument("--questions", type=int, default=30, help="per book")
+    parser.add_argument(
+        "--questions", type=int, default=200, help="asked in Chromium, per book"
+    )
     parser.add_argument("--pages", type=int, default=400, help="pages of the big book")
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "browser_answers.json")
@@ -419,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         {
             **envelope(
                 "browser_answers",
-                engine_missing=engine_missing(),
+                load=os.getloadavg(),
                 gzip_level=GZIP_LEVEL,
             ),
             "books": results,
