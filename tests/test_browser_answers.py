@@ -429,4 +429,6 @@ def test_a_mismatch_names_what_differs() -> None:
     other = {**server, "citations": [], "outcome": "not_found"}
     other["metadata"] = {"retrieved": ["ch1-sec0-p2", "ch1-sec0-p1"]}
     why = page_tools.mismatch(server, other)
-    assert why and why.startswith("retrieval:") and "outcome answered vs not_found" in why
+    assert why
+    assert why.startswith("retrieval:")
+    assert "outcome answered vs not_found" in why

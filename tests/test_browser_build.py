@@ -24,7 +24,6 @@ from sphinx_ragcite.retrieval.embed import default_model_files
 
 from conftest import (
     REPO,
-    benchmark,
     build,
     index_files,
     read_manifest,
