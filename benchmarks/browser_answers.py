@@ -14,7 +14,7 @@ parity: each browser answer against the Python engine's for the same question
 (outcome, cited IDs, confidence within 0.02), mismatches listed with cause.
 
     .venv/bin/python benchmarks/browser_answers.py [--no-browser] [--questions 30]
-        [--pages 400] [--rebuild]
+        [--pages 400] [--sets xuance_zh] [--rebuild]
 """
 
 from __future__ import annotations
@@ -376,6 +376,12 @@ def main(argv: list[str] | None = None) -> int:
         "--questions", type=int, default=200, help="asked in Chromium, per book"
     )
     parser.add_argument("--pages", type=int, default=400, help="pages of the big book")
+    parser.add_argument(
+        "--sets",
+        nargs="*",
+        default=[],
+        help="answer_quality.py dev sets to add (e.g. xuance_zh: Chinese)",
+    )
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "browser_answers.json")
     args = parser.parse_args(argv)
@@ -391,6 +397,12 @@ def main(argv: list[str] | None = None) -> int:
             [q["question"] for q in squad[:: max(1, len(squad) // 200)]],
         ),
     }
+    if args.sets:
+        import answer_quality
+
+        for name in args.sets:
+            devset = answer_quality.LOADERS[name](args.rebuild)
+            books[name] = (devset.site, [item.question for item in devset.items])
     results: dict[str, Any] = {}
     for name, (site, questions) in books.items():
         if "model" not in read_manifest(site)["files"]:
@@ -399,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         asked = args.questions if browser else 0
         results[name] = measure_book(name, site, questions, asked)
-        results[name]["verdicts"] = verdicts(results[name], big=name != "example_book")
+        big_book_run = name.startswith("book_")
+        results[name]["verdicts"] = verdicts(results[name], big=big_book_run)
 
     for name, figures in results.items():
         print(f"\n{name}: {figures['documents']} pages, {figures['passages']} passages")
