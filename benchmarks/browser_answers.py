@@ -247,6 +247,10 @@ def in_chromium(
             page.add_init_script(OBSERVE)
             page.goto(f"{base}/index.html")
             page.wait_for_load_state("load")
+            page.wait_for_timeout(500)
+            # the page's own resources (a theme's fonts, a book's images) are
+            # the author's; what counts is what asking requests
+            page_load = len(requests)
             rss_before = _renderer_rss()
             timed = "async (q) => { const t = performance.now(); const a = await window.ragcite.ask(q); return [performance.now() - t, a]; }"  # noqa: E501
             marks = len(sent)
@@ -269,13 +273,30 @@ def in_chromium(
                 asked.append(answer)
             rss_after = _renderer_rss()
             long_tasks = page.evaluate("window.__long")
-            windows = engine_windows(
-                page.evaluate("window.__messages"), page.evaluate("window.__sent")
-            )
+            received = page.evaluate("window.__messages")
+            posted = page.evaluate("window.__sent")
+            windows = engine_windows(received, posted)
             browser.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     blocked = [d for s, d in long_tasks if any(lo <= s < hi for lo, hi in windows)]
+    # each blocking task with the last message to or from the worker before it
+    events = sorted(
+        [(t, f"from worker: {k}") for t, k in received if k != "progress"]
+        + [(t, f"to worker: {k}") for t, k in posted]
+    )
+    blocking = [
+        {
+            "start_ms": round(s),
+            "ms": round(d),
+            "after": next(
+                (f"{k} ({s - t:.0f} ms before)" for t, k in reversed(events) if t <= s),
+                None,
+            ),
+        }
+        for s, d in long_tasks
+        if d > 50 and any(lo <= s < hi for lo, hi in windows)
+    ]
     origin = base + "/"
     mismatches = [
         {"question": q, "cause": why}
@@ -295,8 +316,14 @@ def in_chromium(
         "answered_in_browser": sum(e == "browser" for e in engines),
         "questions": len(engines),
         "longest_task_ms": max(blocked, default=0.0),
-        "cross_origin": sum(not url.startswith(origin) for _, url in requests),
-        "posts": sum(method != "GET" for method, _ in requests),
+        "cross_origin": sum(
+            not url.startswith(origin) for _, url in requests[page_load:]
+        ),
+        "posts": sum(method != "GET" for method, _ in requests[page_load:]),
+        "blocking_tasks": blocking,
+        "page_load_cross_origin": sorted(
+            {url for _, url in requests[:page_load] if not url.startswith(origin)}
+        ),
         "renderer_rss_growth_mib": (
             rss_after - rss_before if rss_after is not None and rss_before else None
         ),
