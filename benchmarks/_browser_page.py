@@ -1,19 +1,11 @@
 """What the browser-answer tests and benchmark share about a page in Chromium:
-the script that watches it, when only the engine works, and the stand-in for
-the engine's modules while they are missing (tests/browser_stand_in.js).
+the script that watches it, when only the engine works, and how a browser's
+answer is compared with the Python engine's.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-REPO = Path(__file__).resolve().parents[1]
-#: The engine's modules (issue 35; ENGINE_SCRIPTS of extension/assets.py).
-ENGINE_SCRIPTS = (
-    *("wordpiece.js", "encode.js", "fusion.js", "units.js", "ranker.js"),
-    *("verify.js", "answer.js", "engine.js"),
-)
 
 #: An init script: every long task of the main thread, each message to and
 #: from the worker with its time, and each text of the progress label.
@@ -76,18 +68,28 @@ def engine_windows(
     return windows
 
 
-def engine_missing() -> list[str]:
-    """The engine's modules not in js/ (other branches of issue 35)."""
-    return [n for n in ENGINE_SCRIPTS if not (REPO / "js" / n).is_file()]
+#: How far the two engines' confidences may be apart (issue 35).
+CONFIDENCE_TOLERANCE = 0.02
 
 
-def install_stand_in(site: Path) -> list[str]:
-    """Put tests/browser_stand_in.js in place of the engine's missing modules
-    in a built *site* (a copy: this writes into it); the names it stood in for."""
-    missing = engine_missing()
-    stand_in = (REPO / "tests" / "browser_stand_in.js").read_text("utf-8")
-    for name in missing:
-        (site / "_static" / "ragcite" / name).write_text(
-            stand_in if name == "engine.js" else "// stand-in\n", "utf-8"
-        )
-    return missing
+def cited(answer: dict[str, Any]) -> list[str]:
+    return [c["passage_id"] for c in answer.get("citations") or []]
+
+
+def mismatch(server: dict[str, Any], browser: dict[str, Any]) -> str | None:
+    """Why *browser*'s answer differs from *server*'s (None: the same outcome,
+    cited IDs and confidence within 0.02), naming the first stage that differs:
+    retrieval (other passages), then the outcome, citations, confidence."""
+    why = []
+    retrieved = [(a.get("metadata") or {}).get("retrieved") for a in (server, browser)]
+    if retrieved[0] != retrieved[1]:
+        why.append(f"retrieval: {retrieved[0]} vs {retrieved[1]}")
+    if server["outcome"] != browser.get("outcome"):
+        why.append(f"outcome {server['outcome']} vs {browser.get('outcome')}")
+    if cited(server) != cited(browser):
+        why.append(f"cited {cited(server)} vs {cited(browser)}")
+    gap = abs(server["confidence"] - (browser.get("confidence") or 0.0))
+    if gap > CONFIDENCE_TOLERANCE:
+        why.append(f"confidence {server['confidence']} vs {browser.get('confidence')}")
+    same = not why or (len(why) == 1 and why[0].startswith("retrieval"))
+    return None if same else "; ".join(why)

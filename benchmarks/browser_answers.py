@@ -9,16 +9,12 @@ shards earlier questions fetched still cached). Then, in headless Chromium on
 a site served by a plain file server (``python -m http.server``'s handler):
 the first answer with an empty cache, later answers, the main thread's long
 tasks while the engine loads and answers, requests to other origins and
-POSTs, bytes over the wire per question, and the renderer's memory growth.
-
-While the engine's own modules are missing (js/engine.js, js/encode.js...:
-other branches of issue 35), the site gets ``tests/browser_stand_in.js`` in
-their place: rows that need the engine say "n/a: engine missing", with the
-shipping layer's own figure beside it (runtime, model and shards load for
-real; only choosing the answer is the stand-in's).
+POSTs, bytes over the wire per question, the renderer's memory growth, and
+parity: each browser answer against the Python engine's for the same question
+(outcome, cited IDs, confidence within 0.02), mismatches listed with cause.
 
     .venv/bin/python benchmarks/browser_answers.py [--no-browser] [--questions 30]
-        [--pages 400] [--rebuild]
+        [--pages 400] [--sets xuance_zh] [--rebuild]
 """
 
 from __future__ import annotations
@@ -38,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from _big_book import big_book
-from _browser_page import OBSERVE, engine_missing, engine_windows, install_stand_in
+from _browser_page import OBSERVE, engine_windows, mismatch
 
 from _harness import (
     EXAMPLE_QA,
@@ -128,18 +124,20 @@ def file_costs(site: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def question_rows(site: Path, questions: list[str]) -> list[list[int]]:
-    """The rows each question needs: what the Python engine retrieves (k = 6)."""
+def server_answers(site: Path, questions: list[str]) -> list[dict[str, Any]]:
+    """The Python engine's answer (the reference) to each question."""
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.retrieval.site import Site
 
-    loaded = Site.load(site)
-    engine = AnswerEngine(loaded)
-    row_of = {r["passage_id"]: i for i, r in enumerate(loaded.passages)}
-    return [
-        sorted({row_of[p] for p in engine.answer(q).metadata["retrieved"]})
-        for q in questions
-    ]
+    engine = AnswerEngine(Site.load(site))
+    return [engine.answer(q).model_dump(mode="json") for q in questions]
+
+
+def question_rows(site: Path, answers: list[dict[str, Any]]) -> list[list[int]]:
+    """The rows each question needs: what the Python engine retrieves (k = 6)."""
+    passages = read_jsonl(site / "_ragcite" / read_manifest(site)["files"]["passages"])
+    row_of = {r["passage_id"]: i for i, r in enumerate(passages)}
+    return [sorted({row_of[p] for p in a["metadata"]["retrieved"]}) for a in answers]
 
 
 def shard_costs(site: Path, rows: list[list[int]]) -> dict[str, Any]:
@@ -225,8 +223,11 @@ def _renderer_rss() -> float | None:
     return total / 2**20 if found else None
 
 
-def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
-    """The first answer and later ones, long tasks, requests, bytes, memory."""
+def in_chromium(
+    site: Path, questions: list[str], server: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The first answer and later ones, long tasks, requests, bytes, memory,
+    and parity with *server*, the Python engine's answers to *questions*."""
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="ragcite-browser-bench-"))
@@ -237,7 +238,6 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
         for copied in (served_site / "_static" / "ragcite").glob("*.js"):
             if (REPO / "js" / copied.name).is_file():
                 shutil.copyfile(REPO / "js" / copied.name, copied)
-        missing = install_stand_in(served_site)
         with _serve(served_site) as (base, sent), sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
             context = browser.new_context()
@@ -247,6 +247,10 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
             page.add_init_script(OBSERVE)
             page.goto(f"{base}/index.html")
             page.wait_for_load_state("load")
+            page.wait_for_timeout(500)
+            # the page's own resources (a theme's fonts, a book's images) are
+            # the author's; what counts is what asking requests
+            page_load = len(requests)
             rss_before = _renderer_rss()
             timed = "async (q) => { const t = performance.now(); const a = await window.ragcite.ask(q); return [performance.now() - t, a]; }"  # noqa: E501
             marks = len(sent)
@@ -257,6 +261,7 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
                 [],
                 [first.get("metadata", {}).get("engine")],
             )
+            asked = [first]
             for question in questions[1:]:
                 marks = len(sent)
                 ms, answer = page.evaluate(timed, question)
@@ -265,18 +270,43 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
                     sum(n for _, path, n in sent[marks:] if "/_ragcite/" in path)
                 )
                 engines.append(answer.get("metadata", {}).get("engine"))
+                asked.append(answer)
             rss_after = _renderer_rss()
             long_tasks = page.evaluate("window.__long")
-            windows = engine_windows(
-                page.evaluate("window.__messages"), page.evaluate("window.__sent")
-            )
+            received = page.evaluate("window.__messages")
+            posted = page.evaluate("window.__sent")
+            windows = engine_windows(received, posted)
             browser.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     blocked = [d for s, d in long_tasks if any(lo <= s < hi for lo, hi in windows)]
+    # each blocking task with the last message to or from the worker before it
+    events = sorted(
+        [(t, f"from worker: {k}") for t, k in received if k != "progress"]
+        + [(t, f"to worker: {k}") for t, k in posted]
+    )
+    blocking = [
+        {
+            "start_ms": round(s),
+            "ms": round(d),
+            "after": next(
+                (f"{k} ({s - t:.0f} ms before)" for t, k in reversed(events) if t <= s),
+                None,
+            ),
+        }
+        for s, d in long_tasks
+        if d > 50 and any(lo <= s < hi for lo, hi in windows)
+    ]
     origin = base + "/"
+    mismatches = [
+        {"question": q, "cause": why}
+        for q, mine, theirs in zip(questions, asked, server, strict=True)
+        if (why := mismatch(theirs, mine))
+    ]
     return {
-        "stand_in": bool(missing),
+        "parity_same": len(asked) - len(mismatches),
+        "parity_asked": len(asked),
+        "mismatches": mismatches,
         "first_answer_s": first_ms / 1000,
         "first_answer_bytes": first_bytes,
         "later_ms_p50": percentile(later_ms, 50),
@@ -286,8 +316,14 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
         "answered_in_browser": sum(e == "browser" for e in engines),
         "questions": len(engines),
         "longest_task_ms": max(blocked, default=0.0),
-        "cross_origin": sum(not url.startswith(origin) for _, url in requests),
-        "posts": sum(method != "GET" for method, _ in requests),
+        "cross_origin": sum(
+            not url.startswith(origin) for _, url in requests[page_load:]
+        ),
+        "posts": sum(method != "GET" for method, _ in requests[page_load:]),
+        "blocking_tasks": blocking,
+        "page_load_cross_origin": sorted(
+            {url for _, url in requests[:page_load] if not url.startswith(origin)}
+        ),
         "renderer_rss_growth_mib": (
             rss_after - rss_before if rss_after is not None and rss_before else None
         ),
@@ -300,14 +336,10 @@ def in_chromium(site: Path, questions: list[str]) -> dict[str, Any]:
 def verdicts(figures: dict[str, Any], big: bool) -> dict[str, tuple[str, str]]:
     """target key -> (figure, met / NO / n/a ...)."""
     browser = figures.get("browser")
-    stand_in = bool(engine_missing())
     out: dict[str, tuple[str, str]] = {}
 
     def engine_row(key: str, figure: str, met: bool) -> None:
-        if stand_in:
-            out[key] = (f"(stand-in: {figure})", "n/a: engine missing")
-        else:
-            out[key] = (figure, "met" if met else "NO")
+        out[key] = (figure, "met" if met else "NO")
 
     if browser:
         answered, asked = browser["answered_in_browser"], browser["questions"]
@@ -318,18 +350,21 @@ def verdicts(figures: dict[str, Any], big: bool) -> dict[str, tuple[str, str]]:
         engine_row("later", f"{p50:.0f} / {p90:.0f} ms", p50 <= 150 and p90 <= 300)
         longest = browser["longest_task_ms"]
         engine_row("main_thread", f"longest {longest:.0f} ms", longest <= 50)
+        # a dedicated worker runs in its page's renderer process: the
+        # renderer's growth bounds the worker's memory from above
         rss = browser["renderer_rss_growth_mib"]
         shown = f"renderer +{rss:.0f} MiB" if rss is not None else "?"
         engine_row("memory", shown, rss is not None and rss <= 300)
         bad = browser["cross_origin"] + browser["posts"]
         shown = f"{browser['cross_origin']} / {browser['posts']}"
         out["requests"] = (shown, "met" if bad == 0 else "NO")
+        same, n = browser["parity_same"], browser["parity_asked"]
+        engine_row("parity", f"{same}/{n}", same >= 0.99 * n)
     else:
-        why = "n/a: engine missing" if stand_in else "not measured (--no-browser)"
         for key in ("answered", "first_answer", "later", "main_thread", "memory"):
-            out[key] = ("", why)
+            out[key] = ("", "not measured (--no-browser)")
         out["requests"] = ("", "not measured (--no-browser)")
-    out["parity"] = ("", "n/a: engine missing" if stand_in else "see the parity test")
+        out["parity"] = ("", "not measured (--no-browser)")
     first_bytes = sum(f["gzip"] for f in figures["files"])
     first_bytes += figures["shards"]["first_question"]
     met = "met" if first_bytes <= 30e6 else "NO"
@@ -353,17 +388,27 @@ def measure_book(
     manifest = read_manifest(site)
     figures["passages"] = manifest["counts"]["passages"]
     figures["documents"] = manifest["counts"]["documents"]
-    figures["shards"] = shard_costs(site, question_rows(site, questions))
+    server = server_answers(site, questions)
+    figures["shards"] = shard_costs(site, question_rows(site, server))
     if browser:
-        figures["browser"] = in_chromium(site, questions[: max(browser, 2)])
+        n = max(browser, 2)
+        figures["browser"] = in_chromium(site, questions[:n], server[:n])
     return figures
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-browser", action="store_true", help="file figures only")
-    parser.add_argument("--questions", type=int, default=30, help="per book")
+    parser.add_argument(
+        "--questions", type=int, default=200, help="asked in Chromium, per book"
+    )
     parser.add_argument("--pages", type=int, default=400, help="pages of the big book")
+    parser.add_argument(
+        "--sets",
+        nargs="*",
+        default=[],
+        help="answer_quality.py dev sets to add (e.g. xuance_zh: Chinese)",
+    )
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "browser_answers.json")
     args = parser.parse_args(argv)
@@ -379,6 +424,12 @@ def main(argv: list[str] | None = None) -> int:
             [q["question"] for q in squad[:: max(1, len(squad) // 200)]],
         ),
     }
+    if args.sets:
+        import answer_quality
+
+        for name in args.sets:
+            devset = answer_quality.LOADERS[name](args.rebuild)
+            books[name] = (devset.site, [item.question for item in devset.items])
     results: dict[str, Any] = {}
     for name, (site, questions) in books.items():
         if "model" not in read_manifest(site)["files"]:
@@ -387,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         asked = args.questions if browser else 0
         results[name] = measure_book(name, site, questions, asked)
-        results[name]["verdicts"] = verdicts(results[name], big=name != "example_book")
+        big_book_run = name.startswith("book_")
+        results[name]["verdicts"] = verdicts(results[name], big=big_book_run)
 
     for name, figures in results.items():
         print(f"\n{name}: {figures['documents']} pages, {figures['passages']} passages")
@@ -419,7 +471,6 @@ def main(argv: list[str] | None = None) -> int:
         {
             **envelope(
                 "browser_answers",
-                engine_missing=engine_missing(),
                 gzip_level=GZIP_LEVEL,
             ),
             "books": results,

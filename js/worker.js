@@ -55,22 +55,28 @@
   const g = /** @type {any} */ (globalThis);
 
   /**
-   * The engine's scripts, in dependency order, from the widget's folder.
-   * The build ships them (`sphinx_ragcite/extension/assets.py`, ENGINE_SCRIPTS
-   * must list the same: tests/test_browser_build.py checks it).
+   * The engine's scripts, in dependency order, from the widget's folder:
+   * `ENGINE_SCRIPTS` of `engine.js` (its own load order), then the question
+   * encoder, then the store. The build ships them
+   * (`sphinx_ragcite/extension/assets.py`: `STATIC_MODE_SCRIPTS +
+   * ENGINE_SCRIPTS + store.js`); js/test/browser.test.js and
+   * tests/test_browser_build.py check the three lists agree.
    */
   const CORE_SCRIPTS = [
     "stemmer.js",
     "tokenize.js",
     "search.js",
-    "wordpiece.js",
-    "encode.js",
+    "sentences.js",
     "fusion.js",
+    "retrieve.js",
     "units.js",
+    "evidence.js",
     "ranker.js",
     "verify.js",
     "answer.js",
     "engine.js",
+    "wordpiece.js",
+    "encode.js",
     "store.js",
   ];
   /** What the scripts must have registered on `ragcite_lib`. */

@@ -22,7 +22,11 @@ from pathlib import Path
 import pytest
 
 import sphinx_ragcite
-from sphinx_ragcite.extension.assets import BROWSER_SCRIPTS, WIDGET_FILES
+from sphinx_ragcite.extension.assets import (
+    BROWSER_SCRIPTS,
+    ENGINE_SCRIPTS,
+    WIDGET_FILES,
+)
 from sphinx_ragcite.extension.browser_assets import (
     NPM_DIST,
     ORT_MISSING,
@@ -36,7 +40,10 @@ pytestmark = pytest.mark.packaging
 
 #: Every file a wheel must carry besides the Python modules.
 WHEEL_DATA = [
-    *(f"sphinx_ragcite/static/{name}" for name in (*WIDGET_FILES, *BROWSER_SCRIPTS)),
+    *(
+        f"sphinx_ragcite/static/{name}"
+        for name in (*WIDGET_FILES, *BROWSER_SCRIPTS, *ENGINE_SCRIPTS)
+    ),
     "sphinx_ragcite/static/types.d.ts",
     # the browser's Snowball stemmers besides English, with their licence
     "sphinx_ragcite/static/snowball/german.js",

@@ -404,3 +404,8 @@ test("a newer question replaces one still waiting", async () => {
   controller.abort();
   await assert.rejects(asking, (/** @type {any} */ e) => e.kind === "replaced");
 });
+
+test("the worker loads the engine's scripts in the engine's own order, then the encoder and the store", () => {
+  const { ENGINE_SCRIPTS } = require("../engine.js");
+  assert.deepEqual(CORE_SCRIPTS, [...ENGINE_SCRIPTS, "wordpiece.js", "encode.js", "store.js"]);
+});

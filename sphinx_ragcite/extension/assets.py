@@ -36,17 +36,21 @@ STATIC_MODE_SCRIPTS = ("stemmer.js", "tokenize.js", "search.js")
 #: (loaded by the widget in static mode), the worker, and the engine's store.
 BROWSER_SCRIPTS = ("browser.js", "worker.js", "store.js")
 #: The engine's modules the worker loads after ``STATIC_MODE_SCRIPTS``, in
-#: order (``CORE_SCRIPTS`` in ``js/worker.js`` lists the same); a checkout
-#: without one of them ships the others, and the worker says which is missing.
+#: order: ``ENGINE_SCRIPTS`` of ``js/engine.js`` (its own load order), then
+#: the question encoder. ``CORE_SCRIPTS`` in ``js/worker.js`` is
+#: ``STATIC_MODE_SCRIPTS + ENGINE_SCRIPTS + store.js``; tests check all three.
 ENGINE_SCRIPTS = (
-    "wordpiece.js",
-    "encode.js",
+    "sentences.js",
     "fusion.js",
+    "retrieve.js",
     "units.js",
+    "evidence.js",
     "ranker.js",
     "verify.js",
     "answer.js",
     "engine.js",
+    "wordpiece.js",
+    "encode.js",
 )
 #: Shipped to every HTML site.
 WIDGET_FILES = (*WIDGET_SCRIPTS, "widget.css", *STATIC_MODE_SCRIPTS)

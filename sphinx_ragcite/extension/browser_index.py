@@ -43,10 +43,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: The runtime's files by how their names end. The emscripten glue (``.mjs``)
-#: is stored as ``.js``: some hosts serve ``.mjs`` as octet-stream, which a
-#: browser refuses to import as a module.
-_RUNTIME_ROLES = {".wasm": (ORT_WASM, ".wasm"), ".mjs": (ORT_MJS, ".js")}
+#: The runtime's roles (``browser_assets.ORT_FILES``' keys) that must ship.
+#: The emscripten glue (``.mjs``) is stored as ``.js``: some hosts serve
+#: ``.mjs`` as octet-stream, which a browser refuses to import as a module.
+_RUNTIME_NEEDED = (ORT_JS, ORT_MJS, ORT_WASM)
 _SAID = "static mode stays keyword search"
 
 
@@ -85,17 +85,16 @@ def shipped(browser_answers: bool, embeddings: bool) -> bool:
 
 
 def runtime_roles(files: dict[str, Path]) -> dict[str, tuple[str, Path]]:
-    """Role -> (the name stored under ``_ragcite/``, the file)."""
-    roles: dict[str, tuple[str, Path]] = {}
-    for name, path in sorted(files.items()):
-        stem, suffix = os.path.splitext(name)
-        role, stored = _RUNTIME_ROLES.get(suffix, (ORT_JS, suffix))
-        if role in roles:
-            raise Unavailable(f"the runtime has two {role} files ({name})")
-        roles[role] = (stem + stored, Path(path))
-    missing = {ORT_JS, ORT_WASM} - set(roles)
+    """Role -> (the name stored under ``_ragcite/``, the file), from the
+    runtime's files by role (``browser_assets.ort_runtime_files``)."""
+    missing = [role for role in _RUNTIME_NEEDED if role not in files]
     if missing:
-        raise Unavailable(f"the runtime lacks its {', '.join(sorted(missing))} file")
+        raise Unavailable(f"the runtime lacks its {', '.join(missing)} file")
+    roles: dict[str, tuple[str, Path]] = {}
+    for role in _RUNTIME_NEEDED:
+        path = Path(files[role])
+        stem, suffix = os.path.splitext(path.name)
+        roles[role] = (stem + (".js" if suffix == ".mjs" else suffix), path)
     return roles
 
 
