@@ -157,7 +157,7 @@ def test_a_body_that_is_no_object_is_400(url: str, content: bytes, code: str) ->
 
 
 def test_a_body_too_large_is_400(url: str) -> None:
-    big = {"answer_id": "a" * 32, "helpful": False, "reason": "x" * 70_000}
+    big = {"answer_id": "a" * 32, "helpful": False, "reason": "x" * 400_000}
     response = vote(url, big)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "body_too_large"

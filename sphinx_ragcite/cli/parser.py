@@ -308,6 +308,21 @@ def _mcp_parser(commands: Any) -> None:
     )
 
 
+def _days(text: str) -> int:
+    """``--questions-log-days``: a whole number of days the log can keep."""
+    from sphinx_ragcite.questions.log import MAX_DAYS
+
+    try:
+        days = int(text)
+    except ValueError:
+        days = 0
+    if not 1 <= days <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of days, 1 to {MAX_DAYS} (a century), not {text!r}"
+        )
+    return days
+
+
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "build_dir",
@@ -348,6 +363,14 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate-limit", type=int, default=120, help="requests/minute per client; 0=off"
     )
     parser.add_argument(
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="comma-separated addresses or networks of your reverse proxies "
+        "(127.0.0.1,10.0.0.0/8; * for any): only from these are X-Forwarded-For "
+        "(the client address the rate limit counts) and X-Forwarded-Proto "
+        "believed. Default: $FORWARDED_ALLOW_IPS, else none",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per answer"
     )
     parser.add_argument(
@@ -359,7 +382,7 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--questions-log-days",
-        type=int,
+        type=_days,
         metavar="N",
         help="delete logged questions older than N days (default: keep them)",
     )

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("sphinx_ragcite.server")
 
 Door = Literal["api", "stream", "mcp"]
+#: ``--questions-log-days`` at most: a century (a date further back than
+#: year 1 cannot even be computed).
+MAX_DAYS = 36_500
 #: Seconds between two retention passes of the writer thread.
 PRUNE_EVERY = 24 * 3600.0
 #: Rows one transaction writes at most.
