@@ -354,6 +354,28 @@ def test_a_twin_linked_outside_the_site_is_served_by_no_door(odd_site: Path) -> 
         assert client.get("/alias.html.md").text == inside.text
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/index.html/",
+        "/brewing//espresso.html",
+        "/brewing%2Fespresso.html",
+        "/water.html/%2F/",
+    ],
+)
+def test_a_page_asked_by_another_url_is_not_negotiated(
+    client: TestClient, path: str
+) -> None:
+    """The static files serve these too, but a relative ``Link`` or
+    ``Content-Location`` would resolve against the URL asked, elsewhere
+    (found by benchmarks/fuzz_doors.py): plain files, no twin."""
+    r = client.get(path, headers={"Accept": "text/markdown"})
+    assert r.status_code in (200, 404)
+    assert "content-location" not in r.headers
+    assert "link" not in r.headers
+    assert not r.headers["content-type"].startswith("text/markdown")
+
+
 LONG = "a" * 256  # one byte over NAME_MAX
 
 

@@ -119,6 +119,8 @@ def _variant(files: StaticFiles, path: str, scope: Scope) -> Variant | None:
         full, found = files.lookup_path(path)
     if found is None or not stat.S_ISREG(found.st_mode):
         return None
+    if not _canonical(scope, url):
+        return None  # its relative Link and Content-Location would miss
     if path.endswith(".html"):
         twin, twin_stat = files.lookup_path(path + TWIN_SUFFIX)
         if twin_stat is None or not stat.S_ISREG(twin_stat.st_mode):
@@ -148,6 +150,18 @@ async def page_response(files: StaticFiles, path: str, scope: Scope) -> Response
     if variant.negotiated:
         response.headers.add_vary_header("Accept")
     return response
+
+
+def _canonical(scope: Scope, url: str) -> bool:
+    """The request names the file by its own URL: not ``/index.html/``,
+    ``//index.html`` or ``/a%2Fb.html``, which the static files also serve
+    but against which a relative link resolves elsewhere."""
+    path = str(scope["path"])
+    root = str(scope.get("root_path", ""))
+    if root and path.startswith(f"{root}/"):
+        path = path[len(root) :]
+    raw = bytes(scope.get("raw_path") or b"").lower()
+    return path == f"/{url}" and b"%2f" not in raw
 
 
 def _is_file(files: StaticFiles, path: str) -> bool:

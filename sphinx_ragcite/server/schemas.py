@@ -117,7 +117,12 @@ ScopeText = Annotated[str, Field(max_length=SCOPE_TEXT), AfterValidator(_scope)]
 Docnames = Annotated[list[Text], Field(max_length=MAX_FILTER)]
 Chapters = Annotated[list[Integer], Field(max_length=MAX_FILTER)]
 Count = Annotated[Integer, Field(ge=1, le=MAX_K)]
-AnswerId = Annotated[str, Field(max_length=64), AfterValidator(_answer_id)]
+#: (The pattern is documented, not checked by it: ``_answer_id`` words the error.)
+AnswerId = Annotated[
+    str,
+    Field(max_length=64, json_schema_extra={"pattern": ANSWER_ID.pattern}),
+    AfterValidator(_answer_id),
+]
 Reason = Annotated[str, AfterValidator(_reason)]
 #: A passage ID as a request sends it: measured before it is looked up.
 PassageIdText = Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_ID)]
