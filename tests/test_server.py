@@ -636,6 +636,8 @@ def serve_cli(*args: str) -> subprocess.CompletedProcess[str]:
         ("--questions-log-days", "1000000", "1 to 36500"),
         ("--questions-log-days", "0", "1 to 36500"),
         ("--questions-log-days", "-5", "1 to 36500"),
+        ("--timeout", "1e308", "at most 86400"),
+        ("--timeout", "nan", "at most 86400"),
         ("--forwarded-allow-ips", "proxy.example.org", "'proxy.example.org' is not"),
         ("--forwarded-allow-ips", "10.0.0.1/8", "'10.0.0.1/8' is not"),
     ],

@@ -299,13 +299,32 @@ def _mcp_parser(commands: Any) -> None:
         choices=GENERATORS,
         help="default answer generator (extractive unless --model or --llm-url)",
     )
-    mcp.add_argument("--timeout", type=float, default=60.0, help="seconds per answer")
+    mcp.add_argument(
+        "--timeout", type=_seconds, default=60.0, help="seconds per answer"
+    )
     mcp.add_argument("--log-level", default="warning", help="on standard error")
     _llm_arguments(mcp)
     _embedding_argument(mcp)
     _qdrant_arguments(
         mcp, "answer from the passages `ragcite push BUILD_DIR` stored there"
     )
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: more than 0 and at most a day (a longer one overflows
+    the clocks that generation waits on, and every generation fails)."""
+    from sphinx_ragcite.server.settings import MAX_TIMEOUT
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"must be seconds, more than 0 and at most {MAX_TIMEOUT:g} (a day), "
+            f"not {text!r}"
+        )
+    return seconds
 
 
 def _days(text: str) -> int:
@@ -371,7 +390,7 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
         "believed. Default: $FORWARDED_ALLOW_IPS, else none",
     )
     parser.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds per answer"
+        "--timeout", type=_seconds, default=60.0, help="seconds per answer"
     )
     parser.add_argument(
         "--questions-log",

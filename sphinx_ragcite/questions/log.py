@@ -75,6 +75,9 @@ RETRYABLE = frozenset({5, 6, 8, 10, 13, 14})
 #: answer_ids of rows lost for good, remembered so that a vote on one is
 #: refused as the log's failure, not told there is no such answer.
 REMEMBER_LOST = 10_000
+#: Seconds between the tries to open the log at start, when SQLite says it
+#: is busy, locked or failed an I/O (another process opening it at once).
+OPEN_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: The mode the log is created with: what readers typed is for its owner.
 MODE = 0o600
 
@@ -345,13 +348,26 @@ class QuestionLog:
         and its old rows deleted; None, after one warning, if it cannot be used."""
         path = Path(path)
         sites = tuple(sites)
-        try:
-            file = _File.open(path, sites)
-        except (sqlite3.Error, OSError, LogVersionError) as error:
+        failure: Exception | None = None
+        for pause in (*OPEN_RETRIES, None):
+            try:
+                file = _File.open(path, sites)
+            except sqlite3.Error as error:
+                # processes of --workers N opening one file at once can meet
+                # a lock or an I/O error that is gone a moment later
+                if pause is not None and _retryable(error):
+                    logger.debug("question log %s: %s; again", path, _why(error))
+                    time.sleep(pause)
+                    continue
+                failure = error
+            except (OSError, LogVersionError) as error:
+                failure = error
+            break
+        if failure is not None:
             logger.warning(
                 "cannot open the question log %s (%s); answering without it",
                 path,
-                error,
+                _why(failure),
             )
             return None
         try:
@@ -365,7 +381,7 @@ class QuestionLog:
                 error,
             )
             return None
-        if os.stat(path).st_mode & 0o004:  # made by an older version, or by hand
+        if _mode(path) & 0o004:  # made by an older version, or by hand
             logger.warning(
                 "the question log %s can be read by every user of this machine; "
                 "it holds what readers typed: chmod 600 it",
@@ -419,7 +435,8 @@ class QuestionLog:
                 batch = self._take(wait)
                 stop = any(item is _STOP for item in batch)
                 items = [item for item in batch if item is not _STOP]
-                self._watch()  # before any write: a moved log is not written
+                # before any write: a moved log is not written
+                self._watch(reopen=bool(items or self._waiting) or not stop)
                 if items or self._waiting:
                     self._write(items)
                 if self.days and time.monotonic() >= next_prune:
@@ -464,8 +481,9 @@ class QuestionLog:
                 break
         return batch
 
-    def _watch(self) -> None:
-        """Notice a log moved, deleted or truncated, and open a new one."""
+    def _watch(self, reopen: bool = True) -> None:
+        """Notice a log moved, deleted or truncated, and (if *reopen*) open
+        a new one: not for a server stopping with nothing left to write."""
         path = Path(self.path)
         if self._file is not None:
             change = self._file.change(path)
@@ -482,6 +500,8 @@ class QuestionLog:
             logger.warning(
                 "the question log %s %s; logging to a new file at %s", path, how, path
             )
+        if not reopen:
+            return
         try:
             self._file = _File.open(path, self._sites)
         except (sqlite3.Error, OSError, LogVersionError) as error:
@@ -525,7 +545,7 @@ class QuestionLog:
                 self._keep(rows)
             else:
                 self._lost(rows, str(error))
-            self._warn(str(error))
+            self._warn(_why(error))
             for vote in votes:
                 _settle(vote.done, LogUnavailable(str(error)))
             return
@@ -550,7 +570,7 @@ class QuestionLog:
             self._lost(rows[room:], f"{MAX_PENDING} rows wait already")
 
     def _failed(self, error: Exception) -> None:
-        self._warn(str(error))
+        self._warn(_why(error))
 
     def _lost(self, rows: list[Asked], why: str) -> None:
         """Count *rows* as lost for good, and remember their answer_ids."""
@@ -579,6 +599,19 @@ class QuestionLog:
             why,
             MAX_PENDING,
         )
+
+
+def _why(error: Exception) -> str:
+    """*error*'s message, with SQLite's own name of it (``SQLITE_IOERR_...``)."""
+    name = getattr(error, "sqlite_errorname", None)
+    return f"{error}; {name}" if name else str(error)
+
+
+def _mode(path: Path) -> int:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
 
 
 def _retryable(error: Exception) -> bool:

@@ -14,6 +14,9 @@ from sphinx_ragcite.retrieval.sites import check_site_name
 from sphinx_ragcite.server.schemas import MAX_BODY_BYTES
 
 ENV_SETTINGS = "RAGCITE_SERVER_SETTINGS"
+#: ``--timeout`` at most: a day (``1e308`` overflows the clocks generation
+#: waits on, and every generation would fail).
+MAX_TIMEOUT = 24 * 3600.0
 #: (name, BUILD_DIR) of ``--site NAME=BUILD_DIR``
 SiteSpec = tuple[str, Path]
 
@@ -44,7 +47,7 @@ class ServerSettings(BaseModel):
     #: limit) and X-Forwarded-Proto are believed: IP addresses, networks, or
     #: "*" for any (``--forwarded-allow-ips``); none: the peer is the client
     forwarded_allow_ips: tuple[str, ...] = ()
-    request_timeout: float = Field(60.0, gt=0)
+    request_timeout: float = Field(60.0, gt=0, le=MAX_TIMEOUT)
     cache_size: int = Field(256, ge=0)
     #: admits the largest valid request, however it is escaped (schemas.py)
     max_body_bytes: int = Field(MAX_BODY_BYTES, ge=1024)
