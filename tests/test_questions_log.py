@@ -528,6 +528,23 @@ def test_the_log_is_private_to_its_owner(example_site: Path, tmp_path: Path) -> 
     assert set(modes.values()) == {0o600}, modes
 
 
+def test_an_older_log_others_can_read_is_said_not_changed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log made 0644 (by an older version, by hand) keeps its mode, which
+    the operator may have chosen; the server says once that anyone can read it."""
+    db = tmp_path / "questions.db"
+    open_log(db).close()
+    db.chmod(0o644)
+    with caplog.at_level(logging.WARNING):
+        log = QuestionLog.open(db)
+    assert log is not None
+    log.close()
+    (warning,) = log_warnings(caplog)
+    assert "chmod 600" in warning
+    assert stat.S_IMODE(db.stat().st_mode) == 0o644
+
+
 @pytest.mark.parametrize("how", ["rename+create", "rename", "delete"])
 def test_a_moved_log_is_noticed_and_reopened(
     example_site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, how: str
@@ -686,3 +703,31 @@ def test_a_full_disk_keeps_the_rows_and_writes_them_when_space_returns(
     assert intact(db)
     (warning,) = log_warnings(caplog)
     assert "cannot write the question log" in warning
+
+
+def test_a_log_that_cannot_be_opened_for_a_moment_is_tried_again(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite's I/O error at the first read (here its -shm cannot be made on a
+    full disk: SQLITE_IOERR_SHMSIZE, which two --workers processes opening
+    the log at once have also met) passes a moment later: the log is tried
+    again instead of being given up for the life of the server."""
+    db = small_disk / "questions.db"
+    open_log(db).close()  # an existing log: its -shm is made again on open
+    db.chmod(0o600)
+    filler = fill(small_disk)
+    threading.Timer(0.3, filler.unlink).start()
+    with caplog.at_level(logging.WARNING):
+        log = QuestionLog.open(db)
+    assert log is not None
+    try:
+        log.record(question_log.Asked(
+            answer_id="d" * 32, asked_at=question_log.utc_now(), site="",
+            version="", question="q", selection_chars=0, selection=None,
+            outcome="not_found", confidence=None, answer="", cited="[]",
+            latency_ms=1.0, generator="extractive", door="api",
+        ))  # fmt: skip
+        wait_until(lambda: ids_in(db) == ["d" * 32], 10)
+    finally:
+        log.close()
+    assert not log_warnings(caplog)

@@ -352,15 +352,15 @@ class QuestionLog:
         for pause in (*OPEN_RETRIES, None):
             try:
                 file = _File.open(path, sites)
-            except sqlite3.Error as error:
+            except (sqlite3.Error, LogVersionError) as error:
                 # processes of --workers N opening one file at once can meet
                 # a lock or an I/O error that is gone a moment later
-                if pause is not None and _retryable(error):
+                if pause is not None and _transient(error):
                     logger.debug("question log %s: %s; again", path, _why(error))
                     time.sleep(pause)
                     continue
                 failure = error
-            except (OSError, LogVersionError) as error:
+            except OSError as error:
                 failure = error
             break
         if failure is not None:
@@ -612,6 +612,15 @@ def _mode(path: Path) -> int:
         return os.stat(path).st_mode
     except OSError:
         return 0
+
+
+def _transient(error: Exception) -> bool:
+    """A failure to open that may pass: SQLite's own, or one ``open_log``
+    reported as "not a question log" while the file could not be read."""
+    if isinstance(error, LogVersionError):
+        read = error.__context__  # what open_log's first read raised
+        return isinstance(read, sqlite3.Error) and _retryable(read)
+    return _retryable(error)
 
 
 def _retryable(error: Exception) -> bool:
