@@ -603,6 +603,50 @@ def test_a_truncated_log_starts_again(
     assert "truncated (copytruncate is not supported" in warning
 
 
+def row(answer_id: str) -> question_log.Asked:
+    return question_log.Asked(
+        answer_id=answer_id, asked_at=question_log.utc_now(), site="", version="",
+        question="q", selection_chars=0, selection=None, outcome="not_found",
+        confidence=None, answer="", cited="[]", latency_ms=1.0,
+        generator="extractive", door="api",
+    )  # fmt: skip
+
+
+def test_a_process_that_opens_the_new_log_first_takes_nothing_of_the_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker (re)starting just after logrotate's rename and create opens
+    the new, empty file while another still holds the old one, whose
+    -wal/-shm still sit beside the path: it must not share them (SQLite
+    would then read and write the old log's pages as the new one's)."""
+    monkeypatch.setattr(question_log, "TICK", 3600.0)  # notice only on a write
+    db = tmp_path / "questions.db"
+    moved = tmp_path / "questions.db.1"
+    old = QuestionLog.open(db)
+    assert old is not None
+    new = None
+    try:
+        old.record(row("a" * 32))
+        wait_until(lambda: ids_in(db) == ["a" * 32], 10)
+        db.rename(moved)
+        db.touch(mode=0o600)
+        assert Path(f"{db}-shm").exists()  # the old log's, still in use
+        new = QuestionLog.open(db)
+        assert new is not None
+        new.record(row("b" * 32))
+        wait_until(lambda: ids_in(db) == ["b" * 32], 10)
+        old.record(row("c" * 32))  # the old holder notices the move now
+        wait_until(lambda: sorted(ids_in(db) or []) == ["b" * 32, "c" * 32], 10)
+    finally:
+        old.close()
+        if new is not None:
+            new.close()
+    assert ids_in(moved) == ["a" * 32]
+    assert sorted(ids_in(db) or []) == ["b" * 32, "c" * 32]
+    assert intact(db)
+    assert intact(moved)
+
+
 def test_a_log_shared_by_workers_is_rotated_without_loss(
     example_site: Path, tmp_path: Path
 ) -> None:

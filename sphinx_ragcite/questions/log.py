@@ -42,8 +42,13 @@ from typing import TYPE_CHECKING, Literal
 
 from sphinx_ragcite.questions.schema import LogVersionError, open_log
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock
+    fcntl = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
     from sphinx_ragcite.contracts import Answer
 
@@ -80,6 +85,7 @@ REMEMBER_LOST = 10_000
 OPEN_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: The mode the log is created with: what readers typed is for its owner.
 MODE = 0o600
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class LogUnavailable(RuntimeError):
@@ -218,10 +224,27 @@ class _File:
 
     @classmethod
     def open(cls, path: Path, sites: Iterable[SiteRow]) -> _File:
-        """The log at *path*, created 0600 if missing, its *sites* registered."""
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, MODE)
-        os.close(fd)
-        connection = open_log(path)
+        """The log at *path*, created 0600 if missing, its *sites* registered.
+
+        An empty file (new, or made by logrotate's ``create``) cannot own a
+        -wal or -shm: any beside it belong to the log moved away, which a
+        process that has not noticed yet may still hold. SQLite drops such a
+        -wal itself but would share that -shm, and so the other process's
+        view of the old log: both are unlinked first (the holder keeps its
+        open files). One process of the server's at a time does this.
+        """
+        with _one_at_a_time(path.parent):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _CLOEXEC, MODE)
+            except FileExistsError:
+                pass
+            else:  # a file nobody else has open, so closing it unlocks nothing
+                os.close(fd)
+            if _size(path) == 0:
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        Path(f"{path}{suffix}").unlink()
+            connection = open_log(path)
         try:
             connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             with connection:
@@ -282,6 +305,35 @@ class _File:
         if change == "truncated" and _ident(path) == self.ident:
             with contextlib.suppress(OSError):
                 os.truncate(path, 0)
+
+
+@contextlib.contextmanager
+def _one_at_a_time(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on *folder* (a lock SQLite's own ``fcntl``
+    locks on the log do not see): the server's processes open the log one
+    at a time. Where it cannot be had (no ``fcntl``, a file system without
+    ``flock``) they go on without it."""
+    if fcntl is None:
+        yield
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
 
 
 def _ident(path: Path) -> tuple[int, int] | None:
