@@ -375,7 +375,10 @@ class Server:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
     def tracebacks(self) -> int:
-        return self.log_text().count("Traceback (most recent call last)")
+        """Tracebacks in the server's log, plain or drawn by rich (the MCP
+        SDK's ``basicConfig`` installs a RichHandler when ``rich`` is there:
+        ``╭─ Traceback (most recent call last ─╮``, cut to the width)."""
+        return self.log_text().count("Traceback (most recent call")
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:

@@ -13,7 +13,7 @@ import pytest
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import serving
+from conftest import serving, wait_until
 
 QUESTION = "How long should the bloom take?"
 
@@ -157,7 +157,7 @@ def test_a_body_that_is_no_object_is_400(url: str, content: bytes, code: str) ->
 
 
 def test_a_body_too_large_is_400(url: str) -> None:
-    big = {"answer_id": "a" * 32, "helpful": False, "reason": "x" * 70_000}
+    big = {"answer_id": "a" * 32, "helpful": False, "reason": "x" * 400_000}
     response = vote(url, big)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "body_too_large"
@@ -213,3 +213,43 @@ def test_the_spec_describes_feedback(url: str) -> None:
     assert request["required"] == ["answer_id", "helpful"]
     assert spec["components"]["schemas"]["Health"]["properties"]["feedback"]
     assert spec["components"]["schemas"]["Answer"]["properties"]["answer_id"]
+
+
+def test_a_vote_on_an_answer_the_full_log_could_not_keep_is_503(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """The log's file is full (SQLite's own SQLITE_FULL, from a page limit on
+    the writer's connection, as a full disk gives it): a vote on an answer
+    whose row could not be written is a 503, never "no such answer"; the
+    row is written once there is room, and the vote then stored."""
+    db = tmp_path / "questions.db"
+    settings = ServerSettings(
+        build_dir=example_site, generator="extractive", rate_limit=0, questions_log=db
+    )
+    app = create_app(settings)
+    with serving(app) as url:
+        first = answer_id(url)
+        wait_until(lambda: first in ids(db), 10)
+        log = app.state.ragcite.questions
+        pages = log._connection.execute("PRAGMA page_count").fetchone()[0]
+        log._connection.execute(f"PRAGMA max_page_count = {pages}")
+        # 2,000 CJK characters: 6,000 bytes, more than a page can hold
+        lost = answer_id(url, "咖啡的萃取时间取决于研磨度和水温" * 125)
+        refused = vote(url, {"answer_id": lost, "helpful": False, "reason": "x"})
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "log_unavailable"
+        assert int(refused.headers["retry-after"]) > 0
+        assert lost not in ids(db)
+        log._connection.execute("PRAGMA max_page_count = 1073741823")
+        wait_until(lambda: lost in ids(db), 10)
+        stored = vote(url, {"answer_id": lost, "helpful": False, "reason": "x"})
+        assert stored.status_code == 200, stored.text
+    assert votes(db)[lost] == (0, "x")
+
+
+def ids(db: Path) -> set[str]:
+    connection = sqlite3.connect(db)
+    try:
+        return {a for (a,) in connection.execute("SELECT answer_id FROM questions")}
+    finally:
+        connection.close()

@@ -9,7 +9,9 @@ text/markdown`` on a page's URL with its twin, per site under ``--site``.
 
 from __future__ import annotations
 
+import logging
 import posixpath
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -307,6 +309,108 @@ def test_each_site_points_to_its_own_llms_txt(
             assert urlsplit(expect_links(html)["describedby"]).path == (
                 f"/{name}/llms.txt"
             )
+
+
+# --- hostile names, links and paths (issue 33) -----------------------------
+
+SECRET = "# Outside the site\n\nNobody should read this over HTTP.\n"
+
+
+@pytest.fixture(scope="module")
+def odd_site(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example book plus ``weird name.html``, whose twin is a symlink to a
+    file outside the site, and ``alias.html``, whose twin links to another
+    twin inside it."""
+    root = tmp_path_factory.mktemp("odd_site")
+    site = root / "html"
+    shutil.copytree(example_site, site)
+    (root / "secret.md").write_text(SECRET, "utf-8")
+    for name in ("weird name", "alias"):
+        (site / f"{name}.html").write_text(
+            f"<!DOCTYPE html><title>{name}</title><p>{name}</p>", "utf-8"
+        )
+    (site / "weird name.html.md").symlink_to(root / "secret.md")
+    (site / "alias.html.md").symlink_to(site / "water.html.md")
+    return site
+
+
+def test_a_twin_linked_outside_the_site_is_served_by_no_door(odd_site: Path) -> None:
+    """Negotiation finds the twin by the static files' own lookup, so the
+    same containment holds: a symlink out of the site is no twin at all."""
+    with TestClient(create_app(ServerSettings(build_dir=odd_site))) as client:
+        assert client.get("/weird%20name.html.md").status_code == 404
+        for accept in ("text/markdown", "text/markdown, text/html;q=0.5"):
+            r = client.get("/weird%20name.html", headers={"Accept": accept})
+            assert "Nobody should read this" not in r.text
+            assert r.status_code == 200
+            assert r.headers["content-type"].startswith("text/html")
+            assert "link" not in r.headers  # no twin to name
+            head = client.head("/weird%20name.html", headers={"Accept": accept})
+            assert head.headers["content-type"].startswith("text/html")
+        # a twin linked to a file inside the site is served, as the file is
+        inside = client.get("/alias.html", headers={"Accept": "text/markdown"})
+        assert inside.headers["content-type"] == "text/markdown; charset=utf-8"
+        assert inside.text == (odd_site / "water.html.md").read_text("utf-8")
+        assert client.get("/alias.html.md").text == inside.text
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/index.html/",
+        "/brewing//espresso.html",
+        "/brewing%2Fespresso.html",
+        "/water.html/%2F/",
+    ],
+)
+def test_a_page_asked_by_another_url_is_not_negotiated(
+    client: TestClient, path: str
+) -> None:
+    """The static files serve these too, but a relative ``Link`` or
+    ``Content-Location`` would resolve against the URL asked, elsewhere
+    (found by benchmarks/fuzz_doors.py): plain files, no twin."""
+    r = client.get(path, headers={"Accept": "text/markdown"})
+    assert r.status_code in (200, 404)
+    assert "content-location" not in r.headers
+    assert "link" not in r.headers
+    assert not r.headers["content-type"].startswith("text/markdown")
+
+
+LONG = "a" * 256  # one byte over NAME_MAX
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/%00",
+        "/code.html%00.md",
+        "/index.html%00",
+        "/index.html%00.md",
+        "/%00/index.html",
+        "/brewing/%00",
+        f"/{LONG}",
+        f"/{LONG}.html",
+        f"/{LONG}.html.md",
+        f"/{LONG}/",
+        f"/{LONG}/index.html",
+        f"/brewing/{LONG}.html",
+        "/brewing/" + "%C3%A9" * 128 + ".html",  # 256 bytes of UTF-8
+        "/" + "x/" * 2000 + "index.html",
+    ],
+    ids=lambda p: p if len(p) < 30 else f"{p[:16]}...{p[-10:]}({len(p)})",
+)
+def test_odd_paths_are_404_not_500(
+    client: TestClient, path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """NUL and over-long names: a 404, as the static file server gives,
+    whatever the request accepts (llms.txt is on)."""
+    with caplog.at_level(logging.ERROR):
+        for method in ("GET", "HEAD"):
+            for accept in (None, "text/markdown", "*/*"):
+                headers = {"Accept": accept} if accept else {}
+                r = client.request(method, path, headers=headers)
+                assert r.status_code == 404, (method, accept, r.status_code)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 # --- a shared corpus ------------------------------------------------------

@@ -9,10 +9,12 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from sphinx_ragcite.server.settings import ServerSettings
 
 from conftest import (
     free_port,
+    ragcite_serve,
     read_manifest,
     serving,
     sse_events,
@@ -472,3 +475,303 @@ def test_options_of_the_log_need_the_log() -> None:
         ServerSettings(build_dir=Path("."), questions_log_days=3)
     with pytest.raises(ValueError, match="need --questions-log"):
         ServerSettings(build_dir=Path("."), log_selections=True)
+
+
+# -- a careless operator, a full disk (issue 33) ---------------------------------
+
+
+def ask(url: str, question: str) -> str:
+    """The answer_id of one answer from ``/api/ask``."""
+    response = httpx.post(f"{url}/api/ask", json={"question": question}, timeout=60)
+    assert response.status_code == 200, response.text
+    return response.json()["answer_id"]  # type: ignore[no-any-return]
+
+
+def vote(url: str, answer_id: str) -> httpx.Response:
+    body = {"answer_id": answer_id, "helpful": True}
+    return httpx.post(f"{url}/api/feedback", json=body, timeout=30)
+
+
+def ids_in(db: Path) -> list[str] | None:
+    """The answer_ids a file holds as read on its own, None if it cannot be
+    read as a log (yet)."""
+    try:
+        return [r["answer_id"] for r in rows(db)]
+    except sqlite3.Error:
+        return None
+
+
+def intact(db: Path) -> bool:
+    connection = sqlite3.connect(db)
+    try:
+        return connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        connection.close()
+
+
+def test_the_log_is_private_to_its_owner(example_site: Path, tmp_path: Path) -> None:
+    """It holds what readers typed: 0600, and so its -wal and -shm files,
+    whatever the umask would allow."""
+    db = tmp_path / "questions.db"
+    umask = os.umask(0o022)
+    try:
+        with log_server(example_site, db) as url:
+            ask(url, QUESTION)
+            wait_until(lambda: count(db) == 1, 10)
+            modes = {
+                p.name: stat.S_IMODE(p.stat().st_mode)
+                for p in tmp_path.glob("questions.db*")
+            }
+    finally:
+        os.umask(umask)
+    assert set(modes) == {"questions.db", "questions.db-wal", "questions.db-shm"}
+    assert set(modes.values()) == {0o600}, modes
+
+
+def test_an_older_log_others_can_read_is_said_not_changed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log made 0644 (by an older version, by hand) keeps its mode, which
+    the operator may have chosen; the server says once that anyone can read it."""
+    db = tmp_path / "questions.db"
+    open_log(db).close()
+    db.chmod(0o644)
+    with caplog.at_level(logging.WARNING):
+        log = QuestionLog.open(db)
+    assert log is not None
+    log.close()
+    (warning,) = log_warnings(caplog)
+    assert "chmod 600" in warning
+    assert stat.S_IMODE(db.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("how", ["rename+create", "rename", "delete"])
+def test_a_moved_log_is_noticed_and_reopened(
+    example_site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, how: str
+) -> None:
+    """logrotate's rename+create, an operator's ``mv`` or ``rm``: the writer
+    completes the moved file within a second, then writes every later
+    question to a new log at the configured path, with one warning."""
+    db = tmp_path / "questions.db"
+    moved = tmp_path / "questions.db.1"
+    with caplog.at_level(logging.WARNING), log_server(example_site, db) as url:
+        before = [ask(url, q) for q in QUESTIONS[:2]]
+        wait_until(lambda: count(db) == 2, 10)
+        if how == "delete":
+            db.unlink()
+        else:
+            db.rename(moved)
+        if how == "rename+create":  # logrotate's `create 0600`
+            db.touch(mode=0o600)
+        if how != "delete":
+            # nothing asked yet: the moved file is made whole on its own
+            wait_until(lambda: ids_in(moved) == before, 5)
+        after = [ask(url, q) for q in QUESTIONS[2:]]
+        wait_until(lambda: ids_in(db) == after, 10)
+        assert vote(url, after[0]).status_code == 200
+        # an answer from before the move is in the moved file, not this one
+        assert vote(url, before[0]).status_code == 404
+    assert ids_in(db) == after
+    assert [r["answer_id"] for r in rows(db, "feedback")] == [after[0]]
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert intact(db)
+    if how != "delete":
+        assert ids_in(moved) == before
+        assert intact(moved)
+    (warning,) = log_warnings(caplog)
+    assert "moved or deleted" in warning
+    assert str(db) in warning
+
+
+def test_a_truncated_log_starts_again(
+    example_site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """logrotate's copytruncate is not supported (the copy misses what the
+    -wal holds): the truncation is noticed, said, and the log starts again."""
+    db = tmp_path / "questions.db"
+    with caplog.at_level(logging.WARNING), log_server(example_site, db) as url:
+        ask(url, QUESTIONS[0])
+        wait_until(lambda: count(db) == 1, 10)
+        shutil.copy(db, tmp_path / "questions.db.1")
+        os.truncate(db, 0)
+        after = [ask(url, q) for q in QUESTIONS[1:3]]
+        wait_until(lambda: ids_in(db) == after, 10)
+        assert vote(url, after[1]).status_code == 200
+    assert ids_in(db) == after
+    assert intact(db)
+    (warning,) = log_warnings(caplog)
+    assert "truncated (copytruncate is not supported" in warning
+
+
+def row(answer_id: str) -> question_log.Asked:
+    return question_log.Asked(
+        answer_id=answer_id, asked_at=question_log.utc_now(), site="", version="",
+        question="q", selection_chars=0, selection=None, outcome="not_found",
+        confidence=None, answer="", cited="[]", latency_ms=1.0,
+        generator="extractive", door="api",
+    )  # fmt: skip
+
+
+def test_a_process_that_opens_the_new_log_first_takes_nothing_of_the_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker (re)starting just after logrotate's rename and create opens
+    the new, empty file while another still holds the old one, whose
+    -wal/-shm still sit beside the path: it must not share them (SQLite
+    would then read and write the old log's pages as the new one's)."""
+    monkeypatch.setattr(question_log, "TICK", 3600.0)  # notice only on a write
+    db = tmp_path / "questions.db"
+    moved = tmp_path / "questions.db.1"
+    old = QuestionLog.open(db)
+    assert old is not None
+    new = None
+    try:
+        old.record(row("a" * 32))
+        wait_until(lambda: ids_in(db) == ["a" * 32], 10)
+        db.rename(moved)
+        db.touch(mode=0o600)
+        assert Path(f"{db}-shm").exists()  # the old log's, still in use
+        new = QuestionLog.open(db)
+        assert new is not None
+        new.record(row("b" * 32))
+        wait_until(lambda: ids_in(db) == ["b" * 32], 10)
+        old.record(row("c" * 32))  # the old holder notices the move now
+        wait_until(lambda: sorted(ids_in(db) or []) == ["b" * 32, "c" * 32], 10)
+    finally:
+        old.close()
+        if new is not None:
+            new.close()
+    assert ids_in(moved) == ["a" * 32]
+    assert sorted(ids_in(db) or []) == ["b" * 32, "c" * 32]
+    assert intact(db)
+    assert intact(moved)
+
+
+def test_a_log_shared_by_workers_is_rotated_without_loss(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """``--workers 2`` share one file: each process notices the move on its
+    own, none mixes the new file with the old one's -wal/-shm."""
+    db = tmp_path / "questions.db"
+    moved = tmp_path / "questions.db.1"
+    args = ("--workers", "2", "--questions-log", str(db), "--rate-limit", "0")
+
+    def ask_many(url: str, n: int) -> list[str]:
+        with ThreadPoolExecutor(4) as pool:
+            return list(pool.map(lambda i: ask(url, QUESTIONS[i % 5]), range(n)))
+
+    log = tmp_path / "server.log"
+    try:
+        with ragcite_serve(str(example_site), *args, log=log) as (url, _):
+            before = ask_many(url, 20)
+            wait_until(lambda: len(ids_in(db) or []) == 20, 20)
+            db.rename(moved)
+            db.touch(mode=0o600)
+            wait_until(lambda: sorted(ids_in(moved) or []) == sorted(before), 10)
+            after = ask_many(url, 20)
+            wait_until(lambda: sorted(ids_in(db) or []) == sorted(after), 20)
+            assert {vote(url, a).status_code for a in after[:4]} == {200}
+        assert sorted(ids_in(moved) or []) == sorted(before)
+        assert sorted(ids_in(db) or []) == sorted(after)
+        assert intact(db)
+        assert intact(moved)
+        text = log.read_text("utf-8")
+        assert "Traceback" not in text
+        assert 1 <= text.count("moved or deleted") <= 2
+    except (AssertionError, KeyError) as failure:  # what the workers said
+        tail = log.read_text("utf-8", "replace")[-6000:]
+        raise AssertionError(f"{failure!r}; the server's log:\n{tail}") from failure
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs of our own: a disk that really fills up."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    mount = shutil.which("mount")
+    result = subprocess.run(
+        [mount or "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.skip(
+            "cannot mount a small tmpfs here (needs root with CAP_SYS_ADMIN; "
+            "test_feedback.py fills a log with PRAGMA max_page_count instead): "
+            + result.stderr.strip()
+        )
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """A file that takes every free byte of *folder*'s file system."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (65536, 4096, 512, 1):
+            while True:
+                try:
+                    os.write(fd, b"\0" * size)
+                except OSError:
+                    break
+    finally:
+        os.close(fd)
+    assert os.statvfs(folder).f_bavail == 0
+    return filler
+
+
+def test_a_full_disk_keeps_the_rows_and_writes_them_when_space_returns(
+    example_site: Path, small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = small_disk / "questions.db"
+    with caplog.at_level(logging.WARNING), log_server(example_site, db) as url:
+        first = ask(url, QUESTIONS[0])
+        wait_until(lambda: ids_in(db) == [first], 10)
+        filler = fill(small_disk)
+        waiting = [ask(url, q) for q in QUESTIONS[1:4]]
+        for answer_id in waiting:  # not "no such answer": the log failed
+            refused = vote(url, answer_id)
+            assert refused.status_code == 503, refused.text
+            assert refused.json()["error"]["code"] == "log_unavailable"
+        assert ids_in(db) == [first]
+        filler.unlink()
+        # no new request needed: the writer tries again on its own
+        wait_until(lambda: ids_in(db) == [first, *waiting], 10)
+        assert vote(url, waiting[0]).status_code == 200
+        assert vote(url, first).status_code == 200
+    assert ids_in(db) == [first, *waiting]
+    assert intact(db)
+    (warning,) = log_warnings(caplog)
+    assert "cannot write the question log" in warning
+
+
+def test_a_log_that_cannot_be_opened_for_a_moment_is_tried_again(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite's I/O error at the first read (here its -shm cannot be made on a
+    full disk: SQLITE_IOERR_SHMSIZE, which two --workers processes opening
+    the log at once have also met) passes a moment later: the log is tried
+    again instead of being given up for the life of the server."""
+    db = small_disk / "questions.db"
+    open_log(db).close()  # an existing log: its -shm is made again on open
+    db.chmod(0o600)
+    filler = fill(small_disk)
+    threading.Timer(0.3, filler.unlink).start()
+    with caplog.at_level(logging.WARNING):
+        log = QuestionLog.open(db)
+    assert log is not None
+    try:
+        log.record(question_log.Asked(
+            answer_id="d" * 32, asked_at=question_log.utc_now(), site="",
+            version="", question="q", selection_chars=0, selection=None,
+            outcome="not_found", confidence=None, answer="", cited="[]",
+            latency_ms=1.0, generator="extractive", door="api",
+        ))  # fmt: skip
+        wait_until(lambda: ids_in(db) == ["d" * 32], 10)
+    finally:
+        log.close()
+    assert not log_warnings(caplog)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -12,7 +17,14 @@ from sphinx_ragcite.contracts import Answer
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import ScriptedLLM, leave_after_first_token, sse_events, wait_until
+from conftest import (
+    ScriptedLLM,
+    free_port,
+    leave_after_first_token,
+    ragcite_serve,
+    sse_events,
+    wait_until,
+)
 
 
 def slow(delay: float = 0.05, pieces: int = 40) -> ScriptedLLM:
@@ -104,7 +116,7 @@ def test_question_length_bounds_are_accepted(client: TestClient, length: int) ->
         (b"{not json", "application/json", "invalid_json"),
         (b"question=hi", "application/x-www-form-urlencoded", "invalid_body"),
         (b'["a list"]', "application/json", "invalid_body"),
-        (b"x" * (65 * 1024), "application/json", "body_too_large"),
+        (b"x" * (330 * 1024), "application/json", "body_too_large"),
     ],
 )
 def test_malformed_bodies(
@@ -557,3 +569,131 @@ def test_a_filter_that_keeps_nothing_is_not_found_not_a_500(
     events = sse_events(stream.text)
     assert [name for name, _ in events][-1] == "final", events
     assert events[-1][1]["citations"] == []
+
+
+# -- behind a proxy, and what ``ragcite serve`` accepts (issue 33) ----------------
+
+
+def limited(url: str, forwarded_for: str) -> int:
+    """The status of one API request claiming to be forwarded for an address."""
+    headers = {"X-Forwarded-For": forwarded_for}
+    return httpx.get(f"{url}/api/health", headers=headers).status_code
+
+
+def test_x_forwarded_for_dodges_no_rate_limit(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """By default no proxy is trusted, loopback included: a client that names
+    a new address in every request still has one bucket, its own."""
+    env = {k: v for k, v in os.environ.items() if k != "FORWARDED_ALLOW_IPS"}
+    args = (str(example_site), "--rate-limit", "2", "--generator", "extractive")
+    with ragcite_serve(*args, log=tmp_path / "server.log", env=env) as (url, _):
+        # the start-up check spent one token; one is left
+        codes = [limited(url, f"203.0.113.{i}") for i in range(1, 5)]
+    assert codes[0] == 200
+    assert codes[1:] == [429, 429, 429]
+    text = (tmp_path / "server.log").read_text("utf-8")
+    hints = [line for line in text.splitlines() if "X-Forwarded-For" in line]
+    assert len(hints) == 1, text  # said once: how to trust a proxy that is yours
+    assert "--forwarded-allow-ips 127.0.0.1" in hints[0]
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_a_trusted_proxy_passes_on_the_client_address(
+    example_site: Path, tmp_path: Path, how: str
+) -> None:
+    """``--forwarded-allow-ips`` (or uvicorn's ``FORWARDED_ALLOW_IPS``): each
+    forwarded address has its own bucket; the proxy's own entry is skipped."""
+    env = {k: v for k, v in os.environ.items() if k != "FORWARDED_ALLOW_IPS"}
+    args = [str(example_site), "--rate-limit", "2", "--generator", "extractive"]
+    if how == "option":
+        args += ["--forwarded-allow-ips", "127.0.0.1, 10.0.0.0/8"]
+    else:
+        env["FORWARDED_ALLOW_IPS"] = "127.0.0.1,10.0.0.0/8"
+    with ragcite_serve(*args, log=tmp_path / "server.log", env=env) as (url, _):
+        assert [limited(url, f"203.0.113.{i}") for i in range(1, 5)] == [200] * 4
+        # a client's own claim, then our proxies (10.1.2.3 is trusted too)
+        chain = "198.51.100.9, 203.0.113.77, 10.1.2.3"
+        assert [limited(url, chain) for _ in range(3)] == [200, 200, 429]
+        assert limited(url, "203.0.113.77") == 429  # the same client
+        assert limited(url, "198.51.100.9") == 200  # its claim was not believed
+
+
+def serve_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``ragcite serve ARGS`` that must stop before serving."""
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx_ragcite", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--questions-log-days", "1000000", "1 to 36500"),
+        ("--questions-log-days", "0", "1 to 36500"),
+        ("--questions-log-days", "-5", "1 to 36500"),
+        ("--timeout", "1e308", "at most 86400"),
+        ("--timeout", "nan", "at most 86400"),
+        ("--forwarded-allow-ips", "proxy.example.org", "'proxy.example.org' is not"),
+        ("--forwarded-allow-ips", "10.0.0.1/8", "'10.0.0.1/8' is not"),
+    ],
+)
+def test_options_out_of_range_are_usage_errors(
+    example_site: Path, tmp_path: Path, option: str, value: str, says: str
+) -> None:
+    db = tmp_path / "questions.db"
+    result = serve_cli(
+        str(example_site), "--questions-log", str(db), "--port", str(free_port()),
+        option, value,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert says in result.stderr
+    assert not db.exists()
+
+
+#: The longest question and selection, each character the longest JSON can
+#: make it: ``\uXXXX`` for CJK, a surrogate pair ``\ud83d\ude00`` above U+FFFF.
+#: (No full stop: a selection of 1,000 sentences takes the encoder ~20 s.)
+CJK = "咖啡的萃取时间取决于研磨度和水温"
+
+
+@pytest.mark.parametrize(
+    ("question", "selection"),
+    [
+        ((CJK * 200)[:2000], (CJK * 2000)[:20_000]),
+        ("\U0001f600" * 2000, "\U0001f600" * 20_000),
+    ],
+    ids=["CJK", "astral"],
+)
+def test_the_largest_valid_request_fits_the_body_limit(
+    client: TestClient, question: str, selection: str
+) -> None:
+    body = {
+        "question": question,
+        "mode": "selection",
+        "selection": selection,
+        "k": 20,
+        "filters": {"docnames": ["brewing/espresso"] * 50, "chapters": [1] * 50},
+        "style": "chicago",
+        "generator": "extractive",
+    }
+    content = json.dumps(body).encode()  # ensure_ascii: every character escaped
+    assert len(content) > 64 * 1024
+    response = client.post(
+        "/api/ask", content=content, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["mode"] == "selection"
+    limit = ServerSettings(build_dir=Path(".")).max_body_bytes
+    too_large = client.post(
+        "/api/ask",
+        content=content + b" " * (limit - len(content) + 1),
+        headers={"Content-Type": "application/json"},
+    )
+    assert too_large.status_code == 400
+    assert too_large.json()["error"]["code"] == "body_too_large"

@@ -62,6 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
             queue_size=args.queue_size,
             cors_origins=tuple(args.cors_origin),
             rate_limit=args.rate_limit,
+            forwarded_allow_ips=_proxies(args.forwarded_allow_ips),
             request_timeout=args.timeout,
             qdrant=args.qdrant,
             qdrant_collection=args.collection,
@@ -74,6 +75,15 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as error:
         raise RagciteError(f"invalid server options: {_problems(error)}") from None
     return serve(settings, args.log_level)
+
+
+def _proxies(option: str | None) -> tuple[str, ...]:
+    """``--forwarded-allow-ips``, else uvicorn's ``FORWARDED_ALLOW_IPS``,
+    else none (uvicorn itself would trust loopback: see the reverse-proxy how-to)."""
+    import os
+
+    text = option if option is not None else os.environ.get("FORWARDED_ALLOW_IPS")
+    return tuple(item.strip() for item in (text or "").split(",") if item.strip())
 
 
 def _mcp(args: argparse.Namespace) -> int:

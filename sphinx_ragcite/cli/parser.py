@@ -300,13 +300,47 @@ def _mcp_parser(commands: Any) -> None:
         choices=GENERATORS,
         help="default answer generator (extractive unless --model or --llm-url)",
     )
-    mcp.add_argument("--timeout", type=float, default=60.0, help="seconds per answer")
+    mcp.add_argument(
+        "--timeout", type=_seconds, default=60.0, help="seconds per answer"
+    )
     mcp.add_argument("--log-level", default="warning", help="on standard error")
     _llm_arguments(mcp)
     _embedding_argument(mcp)
     _qdrant_arguments(
         mcp, "answer from the passages `ragcite push BUILD_DIR` stored there"
     )
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: more than 0 and at most a day (a longer one overflows
+    the clocks that generation waits on, and every generation fails)."""
+    from sphinx_ragcite.server.settings import MAX_TIMEOUT
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"must be seconds, more than 0 and at most {MAX_TIMEOUT:g} (a day), "
+            f"not {text!r}"
+        )
+    return seconds
+
+
+def _days(text: str) -> int:
+    """``--questions-log-days``: a whole number of days the log can keep."""
+    from sphinx_ragcite.questions.log import MAX_DAYS
+
+    try:
+        days = int(text)
+    except ValueError:
+        days = 0
+    if not 1 <= days <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of days, 1 to {MAX_DAYS} (a century), not {text!r}"
+        )
+    return days
 
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -349,7 +383,15 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate-limit", type=int, default=120, help="requests/minute per client; 0=off"
     )
     parser.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds per answer"
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="comma-separated addresses or networks of your reverse proxies "
+        "(127.0.0.1,10.0.0.0/8; * for any): only from these are X-Forwarded-For "
+        "(the client address the rate limit counts) and X-Forwarded-Proto "
+        "believed. Default: $FORWARDED_ALLOW_IPS, else none",
+    )
+    parser.add_argument(
+        "--timeout", type=_seconds, default=60.0, help="seconds per answer"
     )
     parser.add_argument(
         "--questions-log",
@@ -360,7 +402,7 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--questions-log-days",
-        type=int,
+        type=_days,
         metavar="N",
         help="delete logged questions older than N days (default: keep them)",
     )

@@ -6,6 +6,16 @@ thread appends them in batches, one transaction each. Feedback goes through
 the same queue, so a vote always finds the row of the answer it is about.
 A log that cannot be opened or written costs one warning; the answers go on.
 
+The file is created 0600 (it holds what readers typed; SQLite gives its
+-wal and -shm files the same mode). Rows a write could not keep (a full
+disk, a lock held too long) wait and are written once it can; a vote on an
+answer whose row is not written is refused (:class:`LogUnavailable`), never
+told there is no such answer. Before each batch, and every
+:data:`TICK` seconds when idle, the writer looks at the configured path, as
+logging's ``WatchedFileHandler`` does: a log moved or deleted (logrotate's
+rename and create, ``mv``, ``rm``) is completed and closed, and a new one is
+made at the path, with one warning.
+
 ``cited`` holds ``{"id", "url"}`` per citation (per shown passage for the
 ``passages`` outcome); ``url`` is relative to its site's ``base_url`` in the
 ``sites`` table, and with several sites served each entry also names its
@@ -14,29 +24,40 @@ A log that cannot be opened or written costs one warning; the answers go on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import queue
 import secrets
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import astuple, dataclass, field, fields
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sphinx_ragcite.questions.schema import LogVersionError, open_log
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock
+    fcntl = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from pathlib import Path
+    from collections.abc import Iterable, Iterator
 
     from sphinx_ragcite.contracts import Answer
 
 logger = logging.getLogger("sphinx_ragcite.server")
 
 Door = Literal["api", "stream", "mcp"]
+#: ``--questions-log-days`` at most: a century (a date further back than
+#: year 1 cannot even be computed).
+MAX_DAYS = 36_500
 #: Seconds between two retention passes of the writer thread.
 PRUNE_EVERY = 24 * 3600.0
 #: Rows one transaction writes at most.
@@ -49,6 +70,22 @@ CLOSE_TIMEOUT = 10.0
 #: Milliseconds the writer waits for a lock another process holds (replicas
 #: share one file): only the writer thread waits, never an answer.
 BUSY_TIMEOUT_MS = 30_000
+#: Seconds between two looks of the idle writer at its file (moved? rows
+#: waiting to be written again?): one ``stat`` call each.
+TICK = 1.0
+#: SQLite's primary result codes a later try can get past: busy, locked,
+#: read-only, I/O error, full, cannot open. Any other error (the table
+#: dropped, say) loses the batch's rows.
+RETRYABLE = frozenset({5, 6, 8, 10, 13, 14})
+#: answer_ids of rows lost for good, remembered so that a vote on one is
+#: refused as the log's failure, not told there is no such answer.
+REMEMBER_LOST = 10_000
+#: Seconds between the tries to open the log at start, when SQLite says it
+#: is busy, locked or failed an I/O (another process opening it at once).
+OPEN_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8)
+#: The mode the log is created with: what readers typed is for its owner.
+MODE = 0o600
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class LogUnavailable(RuntimeError):
@@ -94,7 +131,7 @@ COLUMNS = tuple(f.name for f in fields(Asked))
 INSERT = (
     f"INSERT INTO questions ({', '.join(COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(COLUMNS))})"
-)
+).replace("INSERT", "INSERT OR IGNORE", 1)  # a row tried again is written once
 VOTE = (
     "INSERT INTO feedback (answer_id, helpful, reason, given_at) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (answer_id) DO UPDATE SET helpful = excluded.helpful, "
@@ -174,6 +211,139 @@ class _Vote:
 _STOP = object()
 
 
+@dataclass
+class _File:
+    """The open log, and what its file and its -wal/-shm were when opened:
+    how the writer notices the path now names another file."""
+
+    connection: sqlite3.Connection
+    #: (st_dev, st_ino) of the log
+    ident: tuple[int, int]
+    #: (st_dev, st_ino) of its "-wal" and "-shm" files
+    side: dict[str, tuple[int, int]]
+
+    @classmethod
+    def open(cls, path: Path, sites: Iterable[SiteRow]) -> _File:
+        """The log at *path*, created 0600 if missing, its *sites* registered.
+
+        An empty file (new, or made by logrotate's ``create``) cannot own a
+        -wal or -shm: any beside it belong to the log moved away, which a
+        process that has not noticed yet may still hold. SQLite drops such a
+        -wal itself but would share that -shm, and so the other process's
+        view of the old log: both are unlinked first (the holder keeps its
+        open files). One process of the server's at a time does this.
+        """
+        with _one_at_a_time(path.parent):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _CLOEXEC, MODE)
+            except FileExistsError:
+                pass
+            else:  # a file nobody else has open, so closing it unlocks nothing
+                os.close(fd)
+            if _size(path) == 0:
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        Path(f"{path}{suffix}").unlink()
+            connection = open_log(path)
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            with connection:
+                connection.executemany(
+                    "INSERT OR REPLACE INTO sites (name, build_dir, base_url) "
+                    "VALUES (?, ?, ?)",
+                    [astuple(site) for site in sites],
+                )
+            ident = _ident(path)
+            side = {}
+            for suffix in ("-wal", "-shm"):
+                found = _ident(Path(f"{path}{suffix}"))
+                if found is not None:
+                    side[suffix] = found
+        except BaseException:
+            connection.close()
+            raise
+        if ident is None:
+            connection.close()
+            raise FileNotFoundError(f"{path} vanished as it was opened")
+        return cls(connection, ident, side)
+
+    def change(self, path: Path) -> str | None:
+        """How the file at *path* is no longer this log, or None."""
+        try:
+            now = os.stat(path)
+        except FileNotFoundError:
+            return "moved or deleted"
+        except OSError:
+            return None  # cannot look: the write will say what is wrong
+        if (now.st_dev, now.st_ino) != self.ident:
+            return "moved or deleted"
+        if now.st_size == 0:  # a log in WAL mode is never empty: copytruncate
+            return "truncated"
+        return None
+
+    def retire(self, path: Path, change: str) -> None:
+        """Finish with a log that moved: copy what its -wal holds into it
+        (through the open file, wherever it is now), unlink its -wal and -shm
+        (only while they are still the ones it opened: another process of a
+        server with --workers may have made new ones), close it.
+
+        A truncated log has lost the pages its -wal builds on; closing may
+        still copy that -wal's pages into it, a file SQLite cannot read
+        ("file is not a database"), so it is emptied again, as it was left.
+        """
+        if change != "truncated":
+            try:
+                self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as error:  # what is left, the last holder copies
+                logger.debug("question log %s: checkpoint failed (%s)", path, error)
+        for suffix, ident in self.side.items():
+            beside = Path(f"{path}{suffix}")
+            if _ident(beside) == ident:
+                with contextlib.suppress(OSError):
+                    beside.unlink()
+        self.connection.close()
+        if change == "truncated" and _ident(path) == self.ident:
+            with contextlib.suppress(OSError):
+                os.truncate(path, 0)
+
+
+@contextlib.contextmanager
+def _one_at_a_time(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on *folder* (a lock SQLite's own ``fcntl``
+    locks on the log do not see): the server's processes open the log one
+    at a time. Where it cannot be had (no ``fcntl``, a file system without
+    ``flock``) they go on without it."""
+    if fcntl is None:
+        yield
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def _ident(path: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
 class QuestionLog:
     """One SQLite file and the one thread that writes it.
 
@@ -183,21 +353,27 @@ class QuestionLog:
 
     def __init__(
         self,
-        connection: sqlite3.Connection,
-        path: str,
+        file: _File,
+        path: str | Path,
         *,
         days: int | None = None,
         keep_selections: bool = False,
+        sites: Iterable[SiteRow] = (),
     ) -> None:
-        self.path = path
+        self.path = str(path)
         #: rows older than this many days are deleted (None: kept for ever)
         self.days = days
         #: keep the selected text with its question (``--log-selections``)
         self.keep_selections = keep_selections
-        #: rows that could not be written
+        #: rows that could not be written, and never will be
         self.lost = 0
-        self._connection = connection
+        self._sites = tuple(sites)
+        self._file: _File | None = file
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        #: rows a failed write kept, oldest first: written before new ones
+        self._waiting: list[Asked] = []
+        self._lost_ids: OrderedDict[str, None] = OrderedDict()
+        self._lost_lock = threading.Lock()
         self._warned = False
         self._closed = False
         self._close_lock = threading.Lock()
@@ -205,6 +381,11 @@ class QuestionLog:
             target=self._run, name="ragcite-questions", daemon=True
         )
         self._thread.start()
+
+    @property
+    def _connection(self) -> sqlite3.Connection | None:
+        """The open connection (None while the log cannot be opened)."""
+        return self._file.connection if self._file is not None else None
 
     @classmethod
     def open(
@@ -215,43 +396,59 @@ class QuestionLog:
         keep_selections: bool = False,
         sites: Iterable[SiteRow] = (),
     ) -> QuestionLog | None:
-        """The log at *path* (created if missing), its *sites* registered and
-        its old rows deleted; None, after one warning, if it cannot be used."""
-        try:
-            connection = open_log(path)
-        except (sqlite3.Error, OSError, LogVersionError) as error:
+        """The log at *path* (created 0600 if missing), its *sites* registered
+        and its old rows deleted; None, after one warning, if it cannot be used."""
+        path = Path(path)
+        sites = tuple(sites)
+        failure: Exception | None = None
+        for pause in (*OPEN_RETRIES, None):
+            try:
+                file = _File.open(path, sites)
+            except (sqlite3.Error, LogVersionError) as error:
+                # processes of --workers N opening one file at once can meet
+                # a lock or an I/O error that is gone a moment later
+                if pause is not None and _transient(error):
+                    logger.debug("question log %s: %s; again", path, _why(error))
+                    time.sleep(pause)
+                    continue
+                failure = error
+            except OSError as error:
+                failure = error
+            break
+        if failure is not None:
             logger.warning(
                 "cannot open the question log %s (%s); answering without it",
                 path,
-                error,
+                _why(failure),
             )
             return None
         try:
-            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            with connection:
-                connection.executemany(
-                    "INSERT OR REPLACE INTO sites (name, build_dir, base_url) "
-                    "VALUES (?, ?, ?)",
-                    [astuple(site) for site in sites],
-                )
             if days:
-                _prune(connection, days)
+                _prune(file.connection, days)
         except (sqlite3.Error, OSError) as error:
-            connection.close()
+            file.connection.close()
             logger.warning(
                 "cannot write the question log %s (%s); answering without it",
                 path,
                 error,
             )
             return None
-        return cls(connection, str(path), days=days, keep_selections=keep_selections)
+        if _mode(path) & 0o004:  # made by an older version, or by hand
+            logger.warning(
+                "the question log %s can be read by every user of this machine; "
+                "it holds what readers typed: chmod 600 it",
+                path,
+            )
+        return cls(file, path, days=days, keep_selections=keep_selections, sites=sites)
 
     def record(self, row: Asked) -> None:
         """Queue *row* for the writer; never blocks, never raises."""
         if self._closed:
             return
-        if self._queue.qsize() >= MAX_PENDING:
-            self._lost(1, f"the writer is behind by {MAX_PENDING} rows")
+        if self._queue.qsize() + len(self._waiting) >= MAX_PENDING:
+            why = f"the writer is behind by {MAX_PENDING} rows"
+            self._lost([row], why)
+            self._warn(why)
             return
         self._queue.put(row)
 
@@ -260,7 +457,7 @@ class QuestionLog:
 
         The future is True once stored, False if the log holds no such
         answer; it fails with :class:`LogUnavailable` if the log cannot
-        store it.
+        store it (the answer's own row among what it could not write).
         """
         vote = _Vote(answer_id, helpful, reason, utc_now())
         if self._closed:
@@ -284,22 +481,37 @@ class QuestionLog:
         next_prune = time.monotonic() + PRUNE_EVERY
         try:
             while True:
-                wait = max(0.0, next_prune - time.monotonic()) if self.days else None
+                wait = TICK
+                if self.days:
+                    wait = min(wait, max(0.0, next_prune - time.monotonic()))
                 batch = self._take(wait)
                 stop = any(item is _STOP for item in batch)
                 items = [item for item in batch if item is not _STOP]
-                if items:
+                # before any write: a moved log is not written
+                self._watch(reopen=bool(items or self._waiting) or not stop)
+                if items or self._waiting:
                     self._write(items)
                 if self.days and time.monotonic() >= next_prune:
                     next_prune = time.monotonic() + PRUNE_EVERY
-                    try:
-                        _prune(self._connection, self.days)
-                    except (sqlite3.Error, OSError) as error:
-                        self._failed(error)
+                    if self._file is not None:
+                        try:
+                            _prune(self._file.connection, self.days)
+                        except (sqlite3.Error, OSError) as error:
+                            self._failed(error)
                 if stop:
                     return
         finally:
-            self._connection.close()
+            if self._waiting:
+                logger.warning(
+                    "%d question(s) could not be written to the question log %s "
+                    "before the server stopped",
+                    len(self._waiting),
+                    self.path,
+                )
+                self._lost(self._waiting, "the server stopped")
+                self._waiting = []
+            if self._file is not None:
+                self._file.connection.close()
             while True:  # votes that came after the end are answered, not left
                 try:
                     item = self._queue.get_nowait()
@@ -321,21 +533,54 @@ class QuestionLog:
                 break
         return batch
 
+    def _watch(self, reopen: bool = True) -> None:
+        """Notice a log moved, deleted or truncated, and (if *reopen*) open
+        a new one: not for a server stopping with nothing left to write."""
+        path = Path(self.path)
+        if self._file is not None:
+            change = self._file.change(path)
+            if change is None:
+                return
+            self._file.retire(path, change)
+            self._file = None
+            how = (
+                "was truncated (copytruncate is not supported: the rows still "
+                "in its -wal are lost)"
+                if change == "truncated"
+                else "was moved or deleted"
+            )
+            logger.warning(
+                "the question log %s %s; logging to a new file at %s", path, how, path
+            )
+        if not reopen:
+            return
+        try:
+            self._file = _File.open(path, self._sites)
+        except (sqlite3.Error, OSError, LogVersionError) as error:
+            self._failed(error)
+
     def _write(self, items: list[object]) -> None:
-        rows = [astuple(item) for item in items if isinstance(item, Asked)]
+        rows = self._waiting + [item for item in items if isinstance(item, Asked)]
+        self._waiting = []
         votes = [item for item in items if isinstance(item, _Vote)]
+        if self._file is None:  # could not be opened again: keep the rows
+            self._keep(rows)
+            for vote in votes:
+                _settle(vote.done, LogUnavailable("the question log cannot be opened"))
+            return
+        connection = self._file.connection
         found: list[bool] = []
         try:
-            with self._connection:  # one transaction: all of it or none
+            with connection:  # one transaction: all of it or none
                 if rows:
-                    self._connection.executemany(INSERT, rows)
+                    connection.executemany(INSERT, [astuple(row) for row in rows])
                 for vote in votes:
-                    known = self._connection.execute(
+                    known = connection.execute(
                         "SELECT 1 FROM questions WHERE answer_id = ?",
                         (vote.answer_id,),
                     ).fetchone()
                     if known:
-                        self._connection.execute(
+                        connection.execute(
                             VOTE,
                             (
                                 vote.answer_id,
@@ -348,28 +593,94 @@ class QuestionLog:
         except Exception as error:  # the writer outlives any failure
             if not isinstance(error, (sqlite3.Error, OSError)):
                 logger.exception("question log %s: writing failed", self.path)
-            self._failed(error, len(rows))
+            if _retryable(error):
+                self._keep(rows)
+            else:
+                self._lost(rows, str(error))
+            self._warn(_why(error))
             for vote in votes:
                 _settle(vote.done, LogUnavailable(str(error)))
             return
+        if self._warned and (rows or any(found)):  # written, not only read
+            self._warned = False
+            logger.info(
+                "the question log %s can be written again (%d rows written)",
+                self.path,
+                len(rows),
+            )
         for vote, known in zip(votes, found, strict=True):
-            _settle(vote.done, known)
+            if not known and self._was_lost(vote.answer_id):
+                _settle(vote.done, LogUnavailable("the answer's row was lost"))
+            else:
+                _settle(vote.done, known)
 
-    def _failed(self, error: Exception, rows: int = 0) -> None:
-        self._lost(rows, str(error))
+    def _keep(self, rows: list[Asked]) -> None:
+        """Keep *rows* to write again (as many as :data:`MAX_PENDING` allows)."""
+        room = max(0, MAX_PENDING - self._queue.qsize())
+        self._waiting = rows[:room]
+        if len(rows) > room:
+            self._lost(rows[room:], f"{MAX_PENDING} rows wait already")
 
-    def _lost(self, rows: int, why: str) -> None:
-        self.lost += rows
+    def _failed(self, error: Exception) -> None:
+        self._warn(_why(error))
+
+    def _lost(self, rows: list[Asked], why: str) -> None:
+        """Count *rows* as lost for good, and remember their answer_ids."""
+        with self._lost_lock:
+            self.lost += len(rows)
+            for row in rows:
+                self._lost_ids[row.answer_id] = None
+            while len(self._lost_ids) > REMEMBER_LOST:
+                self._lost_ids.popitem(last=False)
+        logger.debug("question log %s: %d row(s) lost (%s)", self.path, len(rows), why)
+
+    def _was_lost(self, answer_id: str) -> bool:
+        with self._lost_lock:
+            return answer_id in self._lost_ids
+
+    def _warn(self, why: str) -> None:
+        """One warning while the log cannot be written (again after it could)."""
         if self._warned:
-            logger.debug("question log %s: %d row(s) lost (%s)", self.path, rows, why)
             return
         self._warned = True
         logger.warning(
             "cannot write the question log %s (%s); answers go on, but questions "
-            "are not logged while it cannot be written",
+            "wait (up to %d) to be logged, and votes are refused, while it "
+            "cannot be written",
             self.path,
             why,
+            MAX_PENDING,
         )
+
+
+def _why(error: Exception) -> str:
+    """*error*'s message, with SQLite's own name of it (``SQLITE_IOERR_...``)."""
+    name = getattr(error, "sqlite_errorname", None)
+    return f"{error}; {name}" if name else str(error)
+
+
+def _mode(path: Path) -> int:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
+
+
+def _transient(error: Exception) -> bool:
+    """A failure to open that may pass: SQLite's own, or one ``open_log``
+    reported as "not a question log" while the file could not be read."""
+    if isinstance(error, LogVersionError):
+        read = error.__context__  # what open_log's first read raised
+        return isinstance(read, sqlite3.Error) and _retryable(read)
+    return _retryable(error)
+
+
+def _retryable(error: Exception) -> bool:
+    """A failure a later try can get past (a full disk, a lock, I/O)."""
+    if isinstance(error, sqlite3.Error):
+        code = getattr(error, "sqlite_errorcode", None)
+        return code is not None and code & 0xFF in RETRYABLE
+    return isinstance(error, OSError)
 
 
 def _settle(future: Future[bool], outcome: bool | Exception) -> None:

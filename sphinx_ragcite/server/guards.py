@@ -173,6 +173,7 @@ class ApiGuard:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._hinted = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = getattr(scope["app"].state, "ragcite", None) if "app" in scope else None
@@ -185,6 +186,8 @@ class ApiGuard:
             await self.app(scope, receive, send)
             return
         client = (scope.get("client") or ("unknown", 0))[0]
+        if not self._hinted and not state.settings.forwarded_allow_ips:
+            self._hint(scope, client)
         mcp = scope["path"] == MCP_PATH
         wait = state.limiter.check(client)
         if wait:
@@ -211,6 +214,20 @@ class ApiGuard:
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+    def _hint(self, scope: Scope, client: str) -> None:
+        """Say once that X-Forwarded-For is ignored: behind a proxy that is
+        not named, every reader shares the proxy's rate limit."""
+        if any(k == b"x-forwarded-for" for k, _ in scope.get("headers", ())):
+            self._hinted = True
+            logger.warning(
+                "a request from %s carries X-Forwarded-For, which is not "
+                "believed: the rate limit counts %s itself. If that is your "
+                "reverse proxy, start the server with --forwarded-allow-ips %s",
+                client,
+                client,
+                client,
+            )
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

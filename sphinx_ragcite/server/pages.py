@@ -91,31 +91,45 @@ def _quality(ranges: list[tuple[str, str, float]], kind: str, sub: str) -> float
 
 
 def find_variant(files: StaticFiles, path: str, scope: Scope) -> Variant | None:
-    """The page (or twin) *path* names, if it has a twin and the site a llms.txt."""
-    if scope["method"] not in ("GET", "HEAD") or not _is_file(files, LLMS_TXT):
+    """The page (or twin) *path* names, if it has a twin and the site a llms.txt.
+
+    Every file, the twin too, is found by the static files' own
+    ``lookup_path``, so negotiation serves nothing they would refuse (a
+    symlink out of the site); a path it cannot look up (NUL, a name over
+    NAME_MAX) is left to them, and they answer 404.
+    """
+    if scope["method"] not in ("GET", "HEAD"):
         return None
+    try:
+        if not _is_file(files, LLMS_TXT):
+            return None
+        return _variant(files, path, scope)
+    except (OSError, ValueError):
+        return None
+
+
+def _variant(files: StaticFiles, path: str, scope: Scope) -> Variant | None:
     full, found = files.lookup_path(path)
     url = "" if path in ("", ".") else path.replace(os.sep, "/")
     if found is not None and stat.S_ISDIR(found.st_mode):
         if not str(scope["path"]).endswith("/"):
             return None  # StaticFiles redirects to the folder
         url = f"{url}/" if url else ""
-        full, found = files.lookup_path(os.path.join(path, "index.html"))
+        path = os.path.join(path, "index.html")
+        full, found = files.lookup_path(path)
     if found is None or not stat.S_ISREG(found.st_mode):
         return None
-    if full.endswith(".html"):
-        twin = full + TWIN_SUFFIX
-        try:
-            twin_stat = os.stat(twin)
-        except OSError:
-            return None
-        if not stat.S_ISREG(twin_stat.st_mode):
+    if not _canonical(scope, url):
+        return None  # its relative Link and Content-Location would miss
+    if path.endswith(".html"):
+        twin, twin_stat = files.lookup_path(path + TWIN_SUFFIX)
+        if twin_stat is None or not stat.S_ISREG(twin_stat.st_mode):
             return None
         if prefers_markdown(_header(scope, b"accept")):
             return Variant(twin, twin_stat, quote(url, _SAFE), True, True)
         return Variant(full, found, quote(url, _SAFE), False, True)
-    if full.endswith(".html" + TWIN_SUFFIX) and os.path.isfile(
-        full.removesuffix(TWIN_SUFFIX)
+    if path.endswith(".html" + TWIN_SUFFIX) and _is_file(
+        files, path.removesuffix(TWIN_SUFFIX)
     ):
         page = url.removesuffix(TWIN_SUFFIX)
         return Variant(full, found, quote(page, _SAFE), True, False)
@@ -138,6 +152,18 @@ async def page_response(files: StaticFiles, path: str, scope: Scope) -> Response
     return response
 
 
+def _canonical(scope: Scope, url: str) -> bool:
+    """The request names the file by its own URL: not ``/index.html/``,
+    ``//index.html`` or ``/a%2Fb.html``, which the static files also serve
+    but against which a relative link resolves elsewhere."""
+    path = str(scope["path"])
+    root = str(scope.get("root_path", ""))
+    if root and path.startswith(f"{root}/"):
+        path = path[len(root) :]
+    raw = bytes(scope.get("raw_path") or b"").lower()
+    return path == f"/{url}" and b"%2f" not in raw
+
+
 def _is_file(files: StaticFiles, path: str) -> bool:
     found = files.lookup_path(path)[1]
     return found is not None and stat.S_ISREG(found.st_mode)
@@ -153,8 +179,11 @@ def sites_llms_txt(specs: Sequence[tuple[str, Path]]) -> str | None:
     site's own (which covers the pages under ``/NAME/``), or None if none has one."""
     lines = []
     for name, folder in specs:
+        path = (folder / LLMS_TXT).resolve()
+        if not path.is_relative_to(folder.resolve()):
+            continue  # a symlink out of the site: not served, so not listed
         try:
-            with open(folder / LLMS_TXT, encoding="utf-8", errors="replace") as f:
+            with open(path, encoding="utf-8", errors="replace") as f:
                 first = f.readline(500).strip()
         except OSError:
             continue

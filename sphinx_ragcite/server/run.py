@@ -40,6 +40,9 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
             member.version or "not set",
         )
     log.info("generator: %s", state.llm.name if state.llm else "extractive")
+    trusted = ",".join(settings.forwarded_allow_ips)
+    if trusted:
+        log.info("believing X-Forwarded-For and X-Forwarded-Proto from %s", trusted)
     if state.questions is not None:
         log.info("logging questions to %s", state.questions.path)
     if settings.workers == 1:
@@ -48,6 +51,10 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
             host=settings.host,
             port=settings.port,
             log_level=log_level,
+            # uvicorn reads the proxy headers, from the proxies named only
+            # (by default it would believe any client on loopback)
+            proxy_headers=bool(trusted),
+            forwarded_allow_ips=trusted or None,
         )
     else:
         state.close()  # each worker loads its own (and its question log writer)
@@ -59,5 +66,9 @@ def serve(settings: ServerSettings, log_level: str = "info") -> int:
             port=settings.port,
             workers=settings.workers,
             log_level=log_level,
+            # uvicorn reads the proxy headers, from the proxies named only
+            # (by default it would believe any client on loopback)
+            proxy_headers=bool(trusted),
+            forwarded_allow_ips=trusted or None,
         )
     return 0

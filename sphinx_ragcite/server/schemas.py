@@ -42,6 +42,18 @@ MAX_FILTER = 50
 MAX_REASON = 500
 #: An ``answer_id``: ``secrets.token_hex(16)``.
 ANSWER_ID = re.compile(r"[0-9a-f]{32}")
+#: Bytes JSON can spend on one character of a string: a character above
+#: U+FFFF escaped as a surrogate pair, ``\ud83d\ude00`` (``json.dumps`` does
+#: this by default; CJK escaped is ``\u5496``, 6 bytes).
+JSON_BYTES_PER_CHAR = 12
+#: Bytes for everything but the question and the selection: the other
+#: fields (filters, site, version...) and JSON's own punctuation.
+OTHER_FIELDS_BYTES = 64 * 1024
+#: The request body limit: the longest question and selection, every
+#: character at its longest, and the rest. 329,536 bytes (about 322 KiB).
+MAX_BODY_BYTES = (
+    MAX_QUESTION + MAX_SELECTION
+) * JSON_BYTES_PER_CHAR + OTHER_FIELDS_BYTES
 
 
 def _valid_text(value: str) -> str:
@@ -105,7 +117,12 @@ ScopeText = Annotated[str, Field(max_length=SCOPE_TEXT), AfterValidator(_scope)]
 Docnames = Annotated[list[Text], Field(max_length=MAX_FILTER)]
 Chapters = Annotated[list[Integer], Field(max_length=MAX_FILTER)]
 Count = Annotated[Integer, Field(ge=1, le=MAX_K)]
-AnswerId = Annotated[str, Field(max_length=64), AfterValidator(_answer_id)]
+#: (The pattern is documented, not checked by it: ``_answer_id`` words the error.)
+AnswerId = Annotated[
+    str,
+    Field(max_length=64, json_schema_extra={"pattern": ANSWER_ID.pattern}),
+    AfterValidator(_answer_id),
+]
 Reason = Annotated[str, AfterValidator(_reason)]
 #: A passage ID as a request sends it: measured before it is looked up.
 PassageIdText = Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_ID)]

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sphinx_ragcite.errors import RagciteError
+from sphinx_ragcite.questions.log import MAX_DAYS
 from sphinx_ragcite.retrieval.sites import check_site_name
+from sphinx_ragcite.server.schemas import MAX_BODY_BYTES
 
 ENV_SETTINGS = "RAGCITE_SERVER_SETTINGS"
+#: ``--timeout`` at most: a day (``1e308`` overflows the clocks generation
+#: waits on, and every generation would fail).
+MAX_TIMEOUT = 24 * 3600.0
 #: (name, BUILD_DIR) of ``--site NAME=BUILD_DIR``
 SiteSpec = tuple[str, Path]
 
@@ -37,16 +43,21 @@ class ServerSettings(BaseModel):
     cors_origins: tuple[str, ...] = ()
     #: requests per minute per client address; 0 turns the limit off
     rate_limit: int = Field(120, ge=0)
-    request_timeout: float = Field(60.0, gt=0)
+    #: the proxies whose X-Forwarded-For (the client's address, so its rate
+    #: limit) and X-Forwarded-Proto are believed: IP addresses, networks, or
+    #: "*" for any (``--forwarded-allow-ips``); none: the peer is the client
+    forwarded_allow_ips: tuple[str, ...] = ()
+    request_timeout: float = Field(60.0, gt=0, le=MAX_TIMEOUT)
     cache_size: int = Field(256, ge=0)
-    max_body_bytes: int = Field(64 * 1024, ge=1024)
+    #: admits the largest valid request, however it is escaped (schemas.py)
+    max_body_bytes: int = Field(MAX_BODY_BYTES, ge=1024)
     #: answer from passages pushed to Qdrant (URL or local-mode folder)
     qdrant: str | None = None
     qdrant_collection: str = "ragcite"
     #: the question log (``--questions-log``): one SQLite row per answer
     questions_log: Path | None = None
     #: days a logged question is kept (``--questions-log-days``); None: always
-    questions_log_days: int | None = Field(None, ge=1)
+    questions_log_days: int | None = Field(None, ge=1, le=MAX_DAYS)
     #: keep the selected text of a question (``--log-selections``)
     log_selections: bool = False
 
@@ -62,6 +73,24 @@ class ServerSettings(BaseModel):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"site name given twice: {', '.join(twice)}")
+        return value
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            if item == "*":
+                continue
+            try:
+                if "/" in item:
+                    ipaddress.ip_network(item)  # strict, as uvicorn reads it
+                else:
+                    ipaddress.ip_address(item)
+            except ValueError:
+                raise ValueError(
+                    f"{item!r} is not an IP address (127.0.0.1, ::1), a network "
+                    "(10.0.0.0/8) or *"
+                ) from None
         return value
 
     @model_validator(mode="after")
