@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.server
 import importlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,20 +46,36 @@ def rootdir() -> Path:
     return ROOTS
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """No build of the suite reads or writes the user's embedding cache:
-    builds keep their vectors with their doctrees (``ragcite_cache_dir =
-    "none"``), as each test's fresh doctrees make every build a clean one, and
-    anything that still asks for the user cache folder gets a temporary one.
-    Tests of the shared cache set ``ragcite_cache_dir`` themselves."""
-    import os
+def _shared_root(factory: pytest.TempPathFactory) -> Path:
+    """The session's folder that every xdist worker sees: the parent of a
+    worker's own base folder (``pytest-N/popen-gwK``), else the base folder."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
+
+@pytest.fixture(scope="session")
+def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this session shared by its xdist workers (builds, caches)."""
+    path = _shared_root(tmp_path_factory) / "shared"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_user_cache(shared_dir: Path) -> Iterator[None]:
+    """No build of the suite reads or writes the user's embedding cache: every
+    build of the session, in process or not, in any worker, shares one cache
+    in a temporary folder (``$SPHINX_RAGCITE_CACHE_DIR``), so a text is
+    encoded once per run; anything that still asks for the user cache folder
+    gets a temporary one. Tests that count what a build encodes use
+    ``own_embedding_cache``; tests of the cache set ``ragcite_cache_dir``."""
     saved = {
         k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "SPHINX_RAGCITE_CACHE_DIR")
     }
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg_cache"))
-    os.environ["SPHINX_RAGCITE_CACHE_DIR"] = "none"
+    xdg = shared_dir / "xdg_cache"
+    xdg.mkdir(exist_ok=True)
+    os.environ["XDG_CACHE_HOME"] = str(xdg)
+    os.environ["SPHINX_RAGCITE_CACHE_DIR"] = str(shared_dir / "embeddings")
     try:
         yield
     finally:
@@ -64,6 +84,14 @@ def no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture
+def own_embedding_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds of this test keep their vectors with their doctrees
+    (``ragcite_cache_dir = "none"``), for tests that count what a clean or
+    incremental build encodes: the session's cache would have them already."""
+    monkeypatch.setenv("SPHINX_RAGCITE_CACHE_DIR", "none")
 
 
 def read_manifest(outdir: Path) -> dict:
@@ -113,17 +141,191 @@ def sphinx_build(srcdir: Path, outdir: Path, *options: str) -> str:
     return result.stderr
 
 
-@pytest.fixture(scope="session")
-def example_site(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
-    """The example book built once per session (embeddings included)."""
-    import shutil
+# -- builds shared by the session -------------------------------------------
 
-    root = tmp_path_factory.mktemp("example_site")
-    srcdir = root / "src"
-    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=shutil.ignore_patterns("_build"))
-    outdir = root / "html"
-    assert sphinx_build(srcdir, outdir, "-d", str(root / "doctrees")) == ""
-    return outdir
+
+def digest(*parts: str | bytes) -> str:
+    """A short hash of *parts*, in order."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(
+            hashlib.sha256(part.encode() if isinstance(part, str) else part).digest()
+        )
+    return h.hexdigest()[:12]
+
+
+def tree_key(root: Path) -> str:
+    """Hash of a source tree's file names and contents (caches left out)."""
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not {"__pycache__", "_build"} & set(p.parts)
+    )
+    return digest(
+        *(p.relative_to(root).as_posix().encode() + p.read_bytes() for p in files)
+    )
+
+
+@dataclass(frozen=True)
+class Built:
+    """A finished build: its output folder and what Sphinx printed."""
+
+    outdir: Path
+    warnings: str
+    status: str = ""
+
+    @property
+    def srcdir(self) -> Path:
+        return self.outdir.parent / "src"
+
+    @property
+    def doctrees(self) -> Path:
+        return self.outdir.parent / "doctrees"
+
+
+class Builds:
+    """Builds made once per session and shared, read-only, by every test (and
+    every xdist worker) that asks for the same source and settings, as
+    ``benchmarks/_harness.py`` keys its sites: one folder per key below the
+    session's shared folder, made under a file lock, so a second worker waits
+    for the first one's build instead of making its own. A test that changes
+    a build (edits the source and builds again, writes into the output)
+    works on a ``copy`` of it.
+
+    Each folder holds ``src`` (a copy of the source), ``html`` (or the
+    builder's output), ``doctrees`` and ``warnings.txt``.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def once(self, name: str, key: str, make: Callable[[Path], None]) -> Path:
+        """``root/NAME-KEY``, made by *make(folder)* unless a test of this
+        session (in any worker) made it already."""
+        from filelock import FileLock
+
+        folder = self.root / f"{name}-{key}"
+        done = folder / ".done"
+        with FileLock(str(folder) + ".lock"):
+            if not done.exists():
+                if folder.exists():  # a build that failed half way
+                    shutil.rmtree(folder)
+                folder.mkdir()
+                make(folder)
+                done.touch()
+        return folder
+
+    def sphinx(self, src: Path, *options: str, name: str | None = None) -> Built:
+        """``python -m sphinx -b html OPTIONS`` of a copy of *src*, once: the
+        build in a child process, as an author runs it."""
+
+        def make(folder: Path) -> None:
+            srcdir = folder / "src"
+            shutil.copytree(src, srcdir, ignore=_IGNORE)
+            out = folder / "html"
+            warnings = sphinx_build(
+                srcdir, out, "-d", str(folder / "doctrees"), *options
+            )
+            (folder / "warnings.txt").write_text(warnings, "utf-8")
+
+        key = digest("sphinx", tree_key(src), *options)
+        folder = self.once(name or src.name, key, make)
+        return self._built(folder)
+
+    def app(
+        self,
+        testroot: str,
+        builder: str = "html",
+        confoverrides: dict[str, Any] | None = None,
+    ) -> Built:
+        """``tests/roots/test-TESTROOT`` built once in this process by Sphinx's
+        own test application (as the ``app`` fixture builds it, fresh), so the
+        extension's code runs where coverage sees it."""
+        from io import StringIO
+
+        from sphinx.testing.util import SphinxTestApp
+
+        overrides = dict(confoverrides or {})
+
+        def make(folder: Path) -> None:
+            srcdir = folder / "src"
+            shutil.copytree(ROOTS / f"test-{testroot}", srcdir, ignore=_IGNORE)
+            status, warning = StringIO(), StringIO()
+            syspath = sys.path.copy()
+            app = SphinxTestApp(
+                builder,
+                srcdir=srcdir,
+                builddir=folder / "_build",
+                confoverrides=overrides,
+                status=status,
+                warning=warning,
+                freshenv=True,
+            )
+            try:
+                app.build()
+            finally:
+                app.cleanup()
+                sys.path[:] = syspath
+            (folder / "_build" / builder).rename(folder / "html")
+            (folder / "_build" / "doctrees").rename(folder / "doctrees")
+            (folder / "warnings.txt").write_text(warning.getvalue(), "utf-8")
+            (folder / "status.txt").write_text(status.getvalue(), "utf-8")
+
+        key = digest("app", builder, json.dumps(overrides, sort_keys=True, default=str))
+        return self._built(self.once(f"{testroot}-{builder}", key, make))
+
+    @staticmethod
+    def _built(folder: Path) -> Built:
+        status = folder / "status.txt"
+        return Built(
+            folder / "html",
+            (folder / "warnings.txt").read_text("utf-8"),
+            status.read_text("utf-8") if status.exists() else "",
+        )
+
+    @staticmethod
+    def copy(built: Built, dest: Path) -> Built:
+        """A private copy of *built* (source, output, doctrees) in *dest*, to
+        edit and build again; the doctrees keep it incremental."""
+        for part in ("src", "html", "doctrees"):
+            if (built.outdir.parent / part).exists():
+                shutil.copytree(built.outdir.parent / part, dest / part, symlinks=True)
+        return Built(dest / "html", built.warnings, built.status)
+
+
+_IGNORE = shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints")
+
+
+@pytest.fixture(scope="session")
+def builds(shared_dir: Path) -> Builds:
+    """The session's shared builds (see ``Builds``)."""
+    return Builds(shared_dir / "builds")
+
+
+@pytest.fixture
+def built(request: pytest.FixtureRequest, builds: Builds) -> Built:
+    """What Sphinx's ``app`` fixture has after ``app.build()``, for a test that
+    only reads the output: the build its ``@pytest.mark.sphinx`` marker
+    describes (builder, ``testroot``, ``confoverrides``), made once per
+    session, fresh, and shared with every test that asks for the same."""
+    args: dict[int, Any] = {}
+    kwargs: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("sphinx"))):
+        args |= dict(enumerate(marker.args))
+        kwargs.update(marker.kwargs)
+    builder = args.get(0, kwargs.get("buildername", "html"))
+    return builds.app(
+        kwargs.get("testroot", "root"), builder, kwargs.get("confoverrides")
+    )
+
+
+@pytest.fixture(scope="session")
+def example_site(builds: Builds) -> Path:
+    """The example book built once per session (embeddings included)."""
+    built = builds.sphinx(EXAMPLE_BOOK, name="example_book")
+    assert built.warnings == ""
+    return built.outdir
 
 
 #: What the edited copy of the example book says instead (test_sites.py).
@@ -132,13 +334,10 @@ BLOOM_V2 = "wait 50 to 70 seconds"
 
 
 @pytest.fixture(scope="session")
-def example_site_v2(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+def example_site_v2(builds: Builds, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A second version of the example book: version 2.0, one paragraph edited."""
-    import shutil
-
-    root = tmp_path_factory.mktemp("example_site_v2")
-    srcdir = root / "src"
-    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=shutil.ignore_patterns("_build"))
+    srcdir = tmp_path_factory.mktemp("example_site_v2") / "src"
+    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=_IGNORE)
     page = srcdir / "brewing" / "pour_over.md"
     text = page.read_text("utf-8")
     assert BLOOM_V1 in text
@@ -151,9 +350,9 @@ def example_site_v2(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
         if not line.startswith("release =")
     ]
     conf.write_text("\n".join([*lines, 'release = "2.0.1"', ""]), "utf-8")
-    outdir = root / "html"
-    assert sphinx_build(srcdir, outdir, "-d", str(root / "doctrees")) == ""
-    return outdir
+    built = builds.sphinx(srcdir, name="example_book_v2")
+    assert built.warnings == ""
+    return built.outdir
 
 
 def benchmark(name: str) -> ModuleType:
