@@ -363,6 +363,90 @@ def benchmark(name: str) -> ModuleType:
     return importlib.import_module(name)
 
 
+# -- one Chromium for the session ---------------------------------------------
+
+#: The Debian ``chromium`` package, driven by Python playwright (never a
+#: downloaded browser).
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+#: Screenshots of the browser tests, for people to look at.
+SHOTS = Path("/tmp/ragcite-shots")
+
+
+def uses_browser(item: pytest.Item) -> bool:
+    return not {"browser", "chromium"}.isdisjoint(getattr(item, "fixturenames", ()))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that drive Chromium run last, together: the session's browser
+    starts once, before the first of them, and playwright's sync API marks
+    the main thread's asyncio loop as running while it lives, which
+    ``asyncio.run`` in a later test would refuse. The order is otherwise kept."""
+    items[:] = sorted(items, key=uses_browser)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    """One Chromium for the whole session (each test gets a fresh context
+    through ``page``), closed when the session ends."""
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"the browser tests need Chromium at {CHROMIUM} "
+            "(apt-get install -y chromium)"
+        )
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="pip install playwright (no browser download)"
+    )
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: Any) -> Any:
+    """The session's Chromium (a name test modules import and alias: each
+    alias is a thin fixture over the one ``chromium``)."""
+    return chromium
+
+
+class Problems(list):  # type: ignore[type-arg]
+    """Uncaught page errors and CSP violations seen by a page."""
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A page in a fresh browser context (no cookies, storage or cache from
+    another test) that fails the test on any page error or CSP violation."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    problems = Problems()
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on(
+        "console",
+        lambda m: (
+            problems.append(f"console: {m.text}")
+            if m.type == "error" and "Content Security Policy" in m.text
+            else None
+        ),
+    )
+    page.problems = problems
+    yield page
+    context.close()
+    assert not problems, problems
+
+
 # -- servers, streams and a scripted model, for the HTTP tests ---------------------
 
 
@@ -396,6 +480,42 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def answer_server(
+    build_dir: Path | None, **kwargs: Any
+) -> contextlib.AbstractContextManager[str]:
+    """``ragcite serve`` in a thread: the site at ``/`` (or ``sites=`` each at
+    ``/NAME/``) and the API, no rate limit; ``llm=`` a generator."""
+    from sphinx_ragcite.server.app import create_app
+    from sphinx_ragcite.server.settings import ServerSettings
+
+    llm = kwargs.pop("llm", None)
+    settings = ServerSettings(build_dir=build_dir, rate_limit=0, **kwargs)
+    return serving(create_app(settings, llm=llm))
+
+
+@pytest.fixture(scope="session")
+def example_server(example_site: Path) -> Iterator[str]:
+    """The example book and its answer API (extractive), one server for every
+    test that only reads from it."""
+    with answer_server(example_site, generator="extractive") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def example_files(example_site: Path) -> Iterator[str]:
+    """The example book from a plain file server (no answer API)."""
+    with serving_files(example_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def example_versions_server(example_site: Path, example_site_v2: Path) -> Iterator[str]:
+    """The example book 1.0 as ``v1`` beside its edited 2.0 as ``v2``."""
+    sites = (("v1", example_site), ("v2", example_site_v2))
+    with answer_server(None, sites=sites, generator="extractive") as url:
+        yield url
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

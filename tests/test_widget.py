@@ -19,9 +19,15 @@ import pytest
 
 from conftest import (
     EXAMPLE_BOOK,
+    LAUNCH_ARGS,
     REPO,
     ROOTS,
+    SHOTS,
+    Problems,
     ScriptedLLM,
+    answer_server,
+    browser,
+    page,
     read_passages,
     serving,
     serving_files,
@@ -40,21 +46,11 @@ sync_api = pytest.importorskip(
 )
 uvicorn = pytest.importorskip("uvicorn")
 
-from sphinx_ragcite.server.app import create_app  # noqa: E402
-from sphinx_ragcite.server.settings import ServerSettings  # noqa: E402
-
-SHOTS = Path("/tmp/ragcite-shots")
 DOC_SHOTS = REPO / "docs" / "_static" / "screenshots"
 UPDATE_SHOTS = os.environ.get("RAGCITE_UPDATE_SCREENSHOTS") == "1"
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
+#: Names other test modules import from here (the browser, its page, the
+#: launch options): the fixtures live in conftest, one Chromium per session.
+__all__ = ["LAUNCH_ARGS", "Problems", "browser", "page", "serving"]
 QUESTION = "How long should the bloom take?"
 PWNED = "window.__pwned"
 IN_VIEW = """(id) => {
@@ -71,14 +67,6 @@ IN_VIEW = """(id) => {
 # -- servers ---------------------------------------------------------------
 
 
-def answer_server(build_dir: Path | None, **kwargs: Any):  # type: ignore[no-untyped-def]
-    """``ragcite serve`` in a thread: the site at ``/`` (or ``sites=`` each at
-    ``/NAME/``) and the API."""
-    llm = kwargs.pop("llm", None)
-    settings = ServerSettings(build_dir=build_dir, rate_limit=0, **kwargs)
-    return serving(create_app(settings, llm=llm))
-
-
 def hostile_model() -> ScriptedLLM:
     """A language model that answers with markup, script and javascript: links."""
     model = ScriptedLLM(
@@ -92,63 +80,30 @@ def hostile_model() -> ScriptedLLM:
     return model
 
 
+# The example book's servers are the session's (conftest): these names are
+# the ones the widget tests and the modules that alias them use.
+
+
 @pytest.fixture(scope="module")
 def site(example_site: Path) -> Path:
     return example_site
 
 
 @pytest.fixture(scope="module")
-def server(site: Path):  # type: ignore[no-untyped-def]
-    with answer_server(site, generator="extractive") as url:
-        yield url
+def server(example_server: str) -> str:
+    return example_server
 
 
 @pytest.fixture(scope="module")
-def plain_server(site: Path):  # type: ignore[no-untyped-def]
-    with serving_files(site) as url:
-        yield url
+def plain_server(example_files: str) -> str:
+    return example_files
 
 
 @pytest.fixture(scope="module")
-def hostile_server(tmp_path_factory):  # type: ignore[no-untyped-def]
-    out = tmp_path_factory.mktemp("hostile") / "html"
-    sphinx_build(ROOTS / "test-hostile", out)
+def hostile_server(builds):  # type: ignore[no-untyped-def]
+    out = builds.sphinx(ROOTS / "test-hostile").outdir
     with answer_server(out, generator="llm", llm=hostile_model()) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():  # type: ignore[no-untyped-def]
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield browser
-        browser.close()
-
-
-class Problems(list):  # type: ignore[type-arg]
-    """Uncaught page errors and CSP violations seen by a page."""
-
-
-@pytest.fixture
-def page(browser):  # type: ignore[no-untyped-def]
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    problems = Problems()
-    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    page.on(
-        "console",
-        lambda m: (
-            problems.append(f"console: {m.text}")
-            if m.type == "error" and "Content Security Policy" in m.text
-            else None
-        ),
-    )
-    page.problems = problems
-    yield page
-    context.close()
-    assert not problems, problems
 
 
 def ask_api(base: str, question: str, **extra: Any) -> dict:
@@ -1278,10 +1233,8 @@ def test_the_version_comes_from_the_page(page, server: str) -> None:  # type: ig
 
 
 @pytest.fixture(scope="module")
-def sites_server(site: Path, example_site_v2: Path):  # type: ignore[no-untyped-def]
-    sites = (("v1", site), ("v2", example_site_v2))
-    with answer_server(None, sites=sites, generator="extractive") as url:
-        yield url
+def sites_server(example_versions_server: str) -> str:
+    return example_versions_server
 
 
 def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> None:  # type: ignore[no-untyped-def]
