@@ -235,13 +235,15 @@ class Builds:
 
     def app(
         self,
-        testroot: str,
+        testroot: str | Path,
         builder: str = "html",
         confoverrides: dict[str, Any] | None = None,
     ) -> Built:
-        """``tests/roots/test-TESTROOT`` built once in this process by Sphinx's
-        own test application (as the ``app`` fixture builds it, fresh), so the
-        extension's code runs where coverage sees it."""
+        """``tests/roots/test-TESTROOT`` (or the folder *testroot*) built once
+        in this process by Sphinx's own test application (as the ``app``
+        fixture builds it, fresh), so the extension's code runs where
+        coverage sees it."""
+        src = ROOTS / f"test-{testroot}" if isinstance(testroot, str) else testroot
         from io import StringIO
 
         from sphinx.testing.util import SphinxTestApp
@@ -250,7 +252,7 @@ class Builds:
 
         def make(folder: Path) -> None:
             srcdir = folder / "src"
-            shutil.copytree(ROOTS / f"test-{testroot}", srcdir, ignore=_IGNORE)
+            shutil.copytree(src, srcdir, ignore=_IGNORE)
             status, warning = StringIO(), StringIO()
             syspath = sys.path.copy()
             app = SphinxTestApp(
@@ -272,8 +274,38 @@ class Builds:
             (folder / "warnings.txt").write_text(warning.getvalue(), "utf-8")
             (folder / "status.txt").write_text(status.getvalue(), "utf-8")
 
-        key = digest("app", builder, json.dumps(overrides, sort_keys=True, default=str))
-        return self._built(self.once(f"{testroot}-{builder}", key, make))
+        key = digest(
+            "app",
+            tree_key(src),
+            builder,
+            json.dumps(overrides, sort_keys=True, default=str),
+        )
+        return self._built(self.once(f"{src.name}-{builder}", key, make))
+
+    def corpus(self, name: str, with_ragcite: bool = True) -> Built:
+        """Third-party corpus *name* (``../shared/corpora``) built once, as an
+        author builds it: ``python -m sphinx -b html -q -N`` in a child process
+        on a copy, with or without ``sphinx_ragcite`` added to its
+        extensions. ``warnings`` is the build's stderr; the folder's name is
+        ``outdir.parent`` (to take it out of warnings)."""
+        corpora = benchmark("_corpora")
+
+        def make(folder: Path) -> None:
+            srcdir = corpora.prepare_corpus(name, folder, with_ragcite)
+            cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-N"]
+            proc = subprocess.run(
+                [*cmd, str(srcdir), str(folder / "html")],
+                cwd=srcdir.parent,
+                env=corpora.build_env(srcdir),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert proc.returncode == 0, f"build failed:\n{proc.stderr[-3000:]}"
+            (folder / "warnings.txt").write_text(proc.stderr, "utf-8")
+
+        flavour = "with" if with_ragcite else "without"
+        return self._built(self.once(f"{name}-{flavour}", "corpus", make))
 
     @staticmethod
     def _built(folder: Path) -> Built:
@@ -304,7 +336,7 @@ def builds(shared_dir: Path) -> Builds:
 
 
 @pytest.fixture
-def built(request: pytest.FixtureRequest, builds: Builds) -> Built:
+def app_built(request: pytest.FixtureRequest, builds: Builds) -> Built:
     """What Sphinx's ``app`` fixture has after ``app.build()``, for a test that
     only reads the output: the build its ``@pytest.mark.sphinx`` marker
     describes (builder, ``testroot``, ``confoverrides``), made once per

@@ -15,10 +15,10 @@ ID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 
 
 @pytest.fixture
-def basic(built: Built) -> dict:
+def basic(app_built: Built) -> dict:
     """The marker's build (once per session for each configuration)."""
-    assert built.warnings == ""
-    return {r["passage_id"]: r for r in read_passages(built.outdir)}
+    assert app_built.warnings == ""
+    return {r["passage_id"]: r for r in read_passages(app_built.outdir)}
 
 
 @pytest.mark.sphinx("html", testroot="basic", freshenv=True)
@@ -146,9 +146,9 @@ def test_excluded_documents_keep_the_numbering(basic: dict) -> None:
 
 
 @pytest.mark.sphinx("html", testroot="myst", freshenv=True)
-def test_myst_and_notebooks(built: Built) -> None:
-    assert built.warnings == ""
-    records = {r["passage_id"]: r for r in read_passages(built.outdir)}
+def test_myst_and_notebooks(app_built: Built) -> None:
+    assert app_built.warnings == ""
+    records = {r["passage_id"]: r for r in read_passages(app_built.outdir)}
     assert records["ch0-sec0-p1"]["text"] == "A MyST Markdown root page with a link."
     assert records["ch0-sec1-p1"]["text"] == "Setting | Default\nwords | 120"
     guide = records["ch1-sec1-p1"]["text"]

@@ -123,7 +123,7 @@ def book(tmp_path: Path) -> Path:
 
 
 def test_incremental_build_embeds_only_changed_passages(
-    book: Path, tmp_path: Path, example_site: Path
+    book: Path, tmp_path: Path, example_site: Path, own_embedding_cache: None
 ) -> None:
     out, doctrees = tmp_path / "html", tmp_path / "doctrees"
     options = ("-d", str(doctrees))

@@ -26,7 +26,7 @@ from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.pages import prefers_markdown
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import EXAMPLE_BOOK, benchmark, read_passages, serving
+from conftest import EXAMPLE_BOOK, Builds, benchmark, read_passages, serving
 
 #: What Chromium and Firefox send for a page they navigate to.
 BROWSER_ACCEPT = (
@@ -316,27 +316,15 @@ CORPUS = "click-docs"
 
 
 @pytest.fixture(scope="module")
-def corpus_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def corpus_site(builds: Builds) -> Path:
+    """The corpus as ``test_corpora.py`` builds it (the session's build)."""
     if _corpora.corpus_path(CORPUS) is None:
         pytest.skip(f"corpus {CORPUS} not found (../shared/corpora)")
     for module in _corpora.CORPUS_DEPS[CORPUS]:
         pytest.importorskip(
             module, reason=f'{CORPUS} needs it: pip install ".[corpora]"'
         )
-    root = tmp_path_factory.mktemp(CORPUS)
-    srcdir = _corpora.prepare_corpus(CORPUS, root, True)
-    outdir = root / "html"
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-N"]
-    result = subprocess.run(
-        [*cmd, str(srcdir), str(outdir)],
-        cwd=srcdir.parent,
-        env=_corpora.build_env(srcdir),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return outdir
+    return builds.corpus(CORPUS).outdir
 
 
 @pytest.mark.corpora

@@ -201,7 +201,8 @@ def offline_site(
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-d",
          str(root / "doctrees"), str(srcdir), str(outdir)],
-        env=blocker.env(log),
+        # the encoder runs (the session's embedding cache would skip it)
+        env=blocker.env(log, SPHINX_RAGCITE_CACHE_DIR="none"),
         cwd=root,
         capture_output=True,
         text=True,

@@ -28,10 +28,10 @@ GLUED = re.compile(r"Type[a-z]|Default[A-Z0-9'\"]|Parameters[a-z]|Returns[a-z]")
 
 
 @pytest.fixture
-def reference(built: Built) -> dict[str, str]:
+def reference(app_built: Built) -> dict[str, str]:
     """The marker's build (once per session for each configuration)."""
-    assert built.warnings == ""
-    return {r["passage_id"]: r["text"] for r in read_passages(built.outdir)}
+    assert app_built.warnings == ""
+    return {r["passage_id"]: r["text"] for r in read_passages(app_built.outdir)}
 
 
 def _golden(passages: dict[str, str]) -> str:

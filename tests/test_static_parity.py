@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -199,17 +198,9 @@ def test_stemmer_parity_on_vocabulary(texts, tmp_path):  # type: ignore[no-untyp
 
 
 @pytest.fixture(scope="module")
-def book(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
-    """The example book, built once; returns its output directory."""
-    root = tmp_path_factory.mktemp("static-book")
-    src, out = root / "src", root / "out"
-    shutil.copytree(EXAMPLE_BOOK, src, ignore=shutil.ignore_patterns("_build"))
-    subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(out)],
-        check=True,
-        timeout=600,
-    )
-    return out
+def book(example_site: Path) -> Path:
+    """The example book's build (the session's)."""
+    return example_site
 
 
 @pytest.fixture(scope="module")
