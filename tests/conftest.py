@@ -141,6 +141,30 @@ def sphinx_build(srcdir: Path, outdir: Path, *options: str) -> str:
     return result.stderr
 
 
+# -- tests that must not skip on CI --------------------------------------------
+
+#: CI installs Node and Chromium (``.ci/run``): there a test that would skip
+#: for want of one fails instead, so a green run means they ran.
+ON_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def needs_ci_tool(item: pytest.Item) -> bool:
+    """Whether *item* runs Node (``node`` marker) or Chromium."""
+    return item.get_closest_marker("node") is not None or uses_browser(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if ON_CI and report.skipped and needs_ci_tool(item):
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else ""
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, where it must run: {reason}"
+
+
 # -- builds shared by the session -------------------------------------------
 
 

@@ -26,10 +26,13 @@ from sphinx_ragcite.text import SPEC, spec_for, tokenize, tokenizer, words
 from conftest import EXAMPLE_BOOK, REPO, ROOTS, read_manifest, read_passages
 
 NODE = shutil.which("node")
-if NODE is None:
-    pytest.skip(
-        "node is not on PATH: the browser scripts cannot run", allow_module_level=True
-    )
+#: Under ``CI=true`` a skip here fails the run (conftest): CI installs Node.
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.skipif(
+        NODE is None, reason="node is not on PATH: the browser scripts cannot run"
+    ),
+]
 
 JS = REPO / "js"
 

@@ -34,13 +34,8 @@ from conftest import (
     sphinx_build,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(
-        "the widget tests need Chromium at /usr/bin/chromium "
-        "(apt-get install -y chromium)",
-        allow_module_level=True,
-    )
+# Without Chromium the ``browser`` fixture skips each test (fails it under
+# ``CI=true``: CI installs Chromium).
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install playwright (no browser download)"
 )
