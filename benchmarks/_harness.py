@@ -1,9 +1,11 @@
 """What every benchmark shares: its sites, its server, its result file, its figures.
 
-A benchmark runs as ``python benchmarks/NAME.py`` (``benchmarks/`` is then on
-``sys.path``) and imports what it needs from here::
+A benchmark runs as ``python benchmarks/NAME.py`` (or ``python -m
+benchmarks.NAME``) and imports what it needs from here; tests and tools import
+it the same way (the package ``benchmarks``: the checkout's root is on
+``sys.path`` in an editable install and under pytest)::
 
-    from _harness import RESULTS, envelope, example_site, table, write_result
+    from benchmarks._harness import RESULTS, envelope, example_site, table
 
 Sites (built with the extension, reused while nothing they depend on changed):
 
@@ -67,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import _corpora
+from benchmarks import _corpora
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence

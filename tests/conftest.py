@@ -412,11 +412,9 @@ def example_site_v2(builds: Builds, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def benchmark(name: str) -> ModuleType:
-    """``benchmarks/<name>.py``, imported as the benchmarks import each other."""
-    folder = str(REPO / "benchmarks")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module(name)
+    """``benchmarks/<name>.py``: the package ``benchmarks`` (the code tests,
+    benchmarks and tools share), imported by its name there."""
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 # -- one Chromium for the session ---------------------------------------------

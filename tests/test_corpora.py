@@ -14,10 +14,10 @@ from collections import Counter
 
 import pytest
 
-from conftest import REPO, Builds, Built, benchmark
-from test_anchors import check_anchors
+from benchmarks import _corpora
 
-_corpora = benchmark("_corpora")
+from conftest import REPO, Builds, Built
+from test_anchors import check_anchors
 
 pytestmark = [
     pytest.mark.corpora,

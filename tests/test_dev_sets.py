@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import _corpora
+from benchmarks import _harness as harness
+from benchmarks import answer_quality as aq
 from sphinx_ragcite.evaluate import load_qa
 
-from conftest import REPO, benchmark
+from conftest import REPO
 
 QA = REPO / "benchmarks" / "qa"
-aq = benchmark("answer_quality")
-harness = benchmark("_harness")
 
 PID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 
@@ -153,7 +154,7 @@ def test_judge_failure_kinds():
 
 
 def _corpora_available() -> bool:
-    corpora = benchmark("_corpora").corpora_dir()
+    corpora = _corpora.corpora_dir()
     return corpora is not None and (corpora / "packaging-guide").is_dir()
 
 
@@ -251,7 +252,7 @@ def test_xuance_zh_is_held_out():
 
 
 def _xuance_available() -> bool:
-    return benchmark("_corpora").corpus_path("xuance-docs-zh") is not None
+    return _corpora.corpus_path("xuance-docs-zh") is not None
 
 
 @pytest.mark.corpora

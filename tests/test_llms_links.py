@@ -21,12 +21,13 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from llms_txt import parse_llms_file
 
+from benchmarks import _corpora
 from sphinx_ragcite.formats.llms_links import link_header, relative_links, twin_url
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.pages import prefers_markdown
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import EXAMPLE_BOOK, Builds, benchmark, read_passages, serving
+from conftest import EXAMPLE_BOOK, Builds, read_passages, serving
 
 #: What Chromium and Firefox send for a page they navigate to.
 BROWSER_ACCEPT = (
@@ -311,7 +312,6 @@ def test_each_site_points_to_its_own_llms_txt(
 
 # --- a shared corpus ------------------------------------------------------
 
-_corpora = benchmark("_corpora")
 CORPUS = "click-docs"
 
 
