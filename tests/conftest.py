@@ -119,7 +119,7 @@ def passages_bytes(outdir: Path) -> bytes:
     return (outdir / "_ragcite" / manifest["files"]["passages"]).read_bytes()
 
 
-def build(make_app, builder: str, srcdir: Path, **kwargs):  # type: ignore[no-untyped-def]
+def build(make_app, builder: str, srcdir: Path, **kwargs):
     """Build a project; clean up docutils registrations so the next app starts fresh."""
     app = make_app(builder, srcdir=srcdir, **kwargs)
     try:
@@ -158,7 +158,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Iterator[None]:
     outcome = yield
-    report = outcome.get_result()  # type: ignore[attr-defined]
+    report = outcome.get_result()
     if ON_CI and report.skipped and needs_ci_tool(item):
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else ""
         report.outcome = "failed"
@@ -474,7 +474,7 @@ def browser(chromium: Any) -> Any:
     return chromium
 
 
-class Problems(list):  # type: ignore[type-arg]
+class Problems(list):
     """Uncaught page errors and CSP violations seen by a page."""
 
 
@@ -652,7 +652,7 @@ def wait_until(condition: Callable[[], object], seconds: float) -> float:
 def health(url: str) -> dict[str, Any]:
     import httpx
 
-    return httpx.get(f"{url}/api/health").json()  # type: ignore[no-any-return]
+    return httpx.get(f"{url}/api/health").json()
 
 
 def sse_events(text: str) -> list[tuple[str, dict[str, Any]]]:

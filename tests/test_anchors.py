@@ -63,7 +63,7 @@ def check_anchors(outdir: Path) -> list[dict]:
 
 @pytest.mark.parametrize("builder", ["html", "dirhtml", "singlehtml"])
 @pytest.mark.parametrize("root", ["basic", "myst"])
-def test_anchor_once_per_passage(make_app, rootdir, tmp_path, builder, root):  # type: ignore[no-untyped-def]
+def test_anchor_once_per_passage(make_app, rootdir, tmp_path, builder, root):
     srcdir = tmp_path / root
     shutil.copytree(rootdir / f"test-{root}", srcdir)
     app = build(make_app, builder, srcdir)

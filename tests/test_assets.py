@@ -32,7 +32,7 @@ SCRIPTS = (
 
 
 @pytest.fixture
-def srcdir(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def srcdir(rootdir, tmp_path):
     path = tmp_path / "src"
     shutil.copytree(rootdir / "test-basic", path)
     return path
@@ -74,7 +74,7 @@ def check_page(html: str, root: str) -> None:
 
 
 @pytest.mark.sphinx("html", testroot="basic", freshenv=True, confoverrides=FAST)
-def test_html_pages_get_the_widget_once(app) -> None:  # type: ignore[no-untyped-def]
+def test_html_pages_get_the_widget_once(app) -> None:
     app.build()
     outdir = Path(app.outdir)
     pages = {p.relative_to(outdir).as_posix() for p in outdir.rglob("*.html")}
@@ -97,14 +97,14 @@ def test_html_pages_get_the_widget_once(app) -> None:  # type: ignore[no-untyped
         ("singlehtml", {"index.html": ""}),
     ],
 )
-def test_other_site_builders_get_the_widget(make_app, srcdir, builder, pages):  # type: ignore[no-untyped-def]
+def test_other_site_builders_get_the_widget(make_app, srcdir, builder, pages):
     app = build(make_app, builder, srcdir, confoverrides=FAST)
     for page, root in pages.items():
         check_page((app.outdir / page).read_text("utf-8"), root)
 
 
 @pytest.mark.parametrize("builder", ["latex", "text"])
-def test_non_html_builders_get_no_widget(make_app, srcdir, builder):  # type: ignore[no-untyped-def]
+def test_non_html_builders_get_no_widget(make_app, srcdir, builder):
     app = build(make_app, builder, srcdir, confoverrides=FAST)
     assert not (app.outdir / "_static" / "ragcite").exists()
     for path in app.outdir.rglob("*"):
@@ -114,7 +114,7 @@ def test_non_html_builders_get_no_widget(make_app, srcdir, builder):  # type: ig
             assert "data-ragcite" not in text, path
 
 
-def test_widget_can_be_turned_off(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_widget_can_be_turned_off(make_app, srcdir):
     app = build(
         make_app, "html", srcdir, confoverrides={**FAST, "ragcite_widget": False}
     )
@@ -126,7 +126,7 @@ def test_widget_can_be_turned_off(make_app, srcdir):  # type: ignore[no-untyped-
     assert (app.outdir / "_ragcite" / "manifest.json").exists()  # the index stays
 
 
-def test_widget_settings_reach_the_script_tag(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_widget_settings_reach_the_script_tag(make_app, srcdir):
     overrides = {
         **FAST,
         "ragcite_server_url": " https://answers.example.org/book ",
@@ -139,7 +139,7 @@ def test_widget_settings_reach_the_script_tag(make_app, srcdir):  # type: ignore
     assert app.warning.getvalue().strip() == ""
 
 
-def test_site_name_scope_and_a_page_that_asks_all_sites(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_site_name_scope_and_a_page_that_asks_all_sites(make_app, srcdir):
     index = srcdir / "index.rst"
     index.write_text(":ragcite_scope: all\n\n" + index.read_text("utf-8"), "utf-8")
     overrides = {**FAST, "ragcite_site_name": "v1.2", "ragcite_widget_scope": "site"}
@@ -167,7 +167,7 @@ def test_site_name_scope_and_a_page_that_asks_all_sites(make_app, srcdir):  # ty
         ("ragcite_site_name", "../up"),
     ],
 )
-def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value):  # type: ignore[no-untyped-def]
+def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value):
     app = make_app("html", srcdir=srcdir, confoverrides={**FAST, name: value})
     try:
         assert f"{name} must be" in app.warning.getvalue()
@@ -186,7 +186,7 @@ def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value): 
 # -- where the files come from -------------------------------------------------
 
 
-def test_widget_dir_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_widget_dir_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:
     package = tmp_path / "sphinx_ragcite"
     (package / "static").mkdir(parents=True)
     for name in assets.WIDGET_FILES:
@@ -195,7 +195,7 @@ def test_widget_dir_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  #
     assert assets.widget_dir() == package / "static"
 
 
-def test_widget_dir_falls_back_to_the_checkout(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_widget_dir_falls_back_to_the_checkout(tmp_path, monkeypatch) -> None:
     package = tmp_path / "sphinx_ragcite"
     package.mkdir()
     (tmp_path / "js").mkdir()

@@ -61,7 +61,7 @@ def node() -> str:
 def example_site() -> Path:
     """The example book built with the extension, once (the benchmarks' cached
     build, keyed by the build code and the book's sources)."""
-    return benchmark("_harness").example_build()[0]  # type: ignore[no-any-return]
+    return benchmark("_harness").example_build()[0]
 
 
 # Reads the task's input JSON, runs the engine's modules on it, writes JSON.
@@ -330,7 +330,7 @@ def test_units(node: str, example_site: Path, tmp_path: Path) -> None:
     extended = 0
     for e, (text, js) in enumerate(zip(texts, got, strict=True)):
         cut = tuple(split_sentences(text))
-        item = Evidence("k", None, text, cut, None, frozenset(), frozenset(), 0.0, 1)  # type: ignore[arg-type]
+        item = Evidence("k", None, text, cut, None, frozenset(), frozenset(), 0.0, 1)
         expected = [
             [u.first, u.last, u.text, u.start, u.end, u.extended]
             for u in units.units_of(e, item)

@@ -35,7 +35,7 @@ def test_ids_follow_reading_order(basic: dict) -> None:
         "zorphan": "ch7",
     }
     assert all(ID.match(pid) for pid in basic)
-    assert list(basic) == sorted(basic, key=parse_passage_id)  # type: ignore[arg-type]
+    assert list(basic) == sorted(basic, key=parse_passage_id)
 
 
 @pytest.mark.sphinx("html", testroot="basic", freshenv=True)

@@ -169,7 +169,7 @@ corpora = pytest.mark.skipif(
 PASSAGES_ONLY = ["ragcite_embeddings=0"]
 
 
-def built(name: str):  # type: ignore[no-untyped-def]
+def built(name: str):
     """Dev set *name* as the benchmark builds it, and its passages by ID (the
     test skips when a corpus or tool is missing)."""
     sites = harness.RESULTS / (".sites+" + "+".join(PASSAGES_ONLY))

@@ -182,7 +182,7 @@ def test_no_links_without_llms_txt(example_src: Path, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def client(example_site: Path):  # type: ignore[no-untyped-def]
+def client(example_site: Path):
     with TestClient(create_app(ServerSettings(build_dir=example_site))) as client:
         yield client
 

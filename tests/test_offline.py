@@ -284,7 +284,7 @@ def test_the_server_needs_no_network(
 # --- opt-in: a full install from a wheelhouse, without any index ------------
 
 
-def _run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def _run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [str(a) for a in args], capture_output=True, text=True, check=False, **kwargs
     )

@@ -68,7 +68,7 @@ def texts() -> list[str]:
     return [*TRICKY, *lines]
 
 
-def test_tokenize_parity(texts, tmp_path):  # type: ignore[no-untyped-def]
+def test_tokenize_parity(texts, tmp_path):
     got = node("tokenize", {"texts": texts, "spec": SPEC}, tmp_path)
     assert len(got) == len(texts)
     for text, (js_words, js_tokens) in zip(texts, got, strict=True):
@@ -79,7 +79,7 @@ def test_tokenize_parity(texts, tmp_path):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     "language", ["de", "fr", "es", "ru", "tr", "fi", "zh_CN", "ja", "ko"]
 )
-def test_tokenize_parity_every_language(texts, language, tmp_path):  # type: ignore[no-untyped-def]
+def test_tokenize_parity_every_language(texts, language, tmp_path):
     """The tricky strings and every source line, under each language's spec."""
     spec = spec_for(language)
     tok = tokenizer(spec)
@@ -95,7 +95,7 @@ def test_tokenize_parity_every_language(texts, language, tmp_path):  # type: ign
 SUFFIXES = ("s", "es", "ed", "ing", "ly", "edly", "ingly", "ness", "ational", "ization")
 
 
-def test_stemmer_parity_on_vocabulary(texts, tmp_path):  # type: ignore[no-untyped-def]
+def test_stemmer_parity_on_vocabulary(texts, tmp_path):
     vocabulary = sorted({w for text in texts for w in words(text)})
     assert len(vocabulary) > 2000
     inflected = sorted({w + s for w in vocabulary if w.isalpha() for s in SUFFIXES})
@@ -125,10 +125,10 @@ def static_index(book: Path) -> dict:
 
     records = read_passages(book)
     # Through JSON, as the browser gets it.
-    return json.loads(json.dumps(make_static(records, tokenized(records))))  # type: ignore[no-any-return]
+    return json.loads(json.dumps(make_static(records, tokenized(records))))
 
 
-def test_passage_text_tokenize_parity(book, tmp_path):  # type: ignore[no-untyped-def]
+def test_passage_text_tokenize_parity(book, tmp_path):
     from sphinx_ragcite.formats.bm25 import indexed_text
 
     texts = [indexed_text(r) for r in read_passages(book)]
@@ -136,7 +136,7 @@ def test_passage_text_tokenize_parity(book, tmp_path):  # type: ignore[no-untype
     assert [tokens for _, tokens in got] == [tokenize(t) for t in texts]
 
 
-def test_search_parity(static_index, tmp_path):  # type: ignore[no-untyped-def]
+def test_search_parity(static_index, tmp_path):
     lines = (EXAMPLE_BOOK / "qa.jsonl").read_text("utf-8").splitlines()
     questions = [json.loads(line)["question"] for line in lines]
     assert len(questions) >= 80
@@ -161,7 +161,7 @@ def test_search_parity(static_index, tmp_path):  # type: ignore[no-untyped-def]
     ]
 
 
-def test_static_scores_are_bm25s_scores(book):  # type: ignore[no-untyped-def]
+def test_static_scores_are_bm25s_scores(book):
     """The static index's BM25 scores equal the server's (bm25s) to the bit,
     so the answer engine in the browser retrieves what the server does."""
     from sphinx_ragcite.retrieval.site import Site

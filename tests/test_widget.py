@@ -95,7 +95,7 @@ def plain_server(example_files: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def hostile_server(builds):  # type: ignore[no-untyped-def]
+def hostile_server(builds):
     out = builds.sphinx(ROOTS / "test-hostile").outdir
     with answer_server(out, generator="llm", llm=hostile_model()) as url:
         yield url
@@ -110,13 +110,13 @@ def ask_api(base: str, question: str, **extra: Any) -> dict:
         return json.loads(response.read())
 
 
-def ask(page, question: str, **options: Any) -> dict:  # type: ignore[no-untyped-def]
+def ask(page, question: str, **options: Any) -> dict:
     return page.evaluate(
         "([q, o]) => window.ragcite.ask(q, o)", [question, options or {}]
     )
 
 
-def wait_highlighted(page, passage_id: str) -> None:  # type: ignore[no-untyped-def]
+def wait_highlighted(page, passage_id: str) -> None:
     page.wait_for_function(
         "(id) => document.getElementById(id)?.classList.contains('ragcite-highlight')",
         arg=passage_id,
@@ -128,7 +128,7 @@ def wait_highlighted(page, passage_id: str) -> None:  # type: ignore[no-untyped-
 # -- asking and citations ----------------------------------------------------
 
 
-def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     launcher = page.locator(".ragcite-launcher")
     launcher.click()
@@ -159,7 +159,7 @@ def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:  #
     page.screenshot(path=str(SHOTS / "answer.png"))
 
 
-def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     answer = ask(page, QUESTION)
     quote = answer["citations"][0]["quote"]
@@ -180,7 +180,7 @@ def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:  # t
     preview.wait_for(state="hidden")
 
 
-def test_click_a_marker_on_another_page_loads_and_highlights(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_click_a_marker_on_another_page_loads_and_highlights(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     answer = ask(page, QUESTION)
     target = answer["citations"][0]
@@ -193,7 +193,7 @@ def test_click_a_marker_on_another_page_loads_and_highlights(page, server: str) 
     page.locator('a[data-ragcite-n="1"]').wait_for(state="visible")
 
 
-def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -> None:
     target = ask_api(server, QUESTION)["citations"][0]
     page_url = f"{server}/{target['url'].split('#')[0]}"
     page.goto(page_url)
@@ -212,7 +212,7 @@ def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -
     )
 
 
-def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:
     passages = [p for p in read_passages(site) if p["docname"] == "brewing/espresso"]
     deep = passages[len(passages) * 2 // 3]
     page.goto(f"{server}/{deep['url']}")
@@ -241,12 +241,12 @@ def squeezed(text: str) -> str:
     return "".join(ch for ch in text if not ch.isspace() and ch != "|")
 
 
-def marked_quote(page) -> dict:  # type: ignore[no-untyped-def]
+def marked_quote(page) -> dict:
     page.wait_for_function(f"({QUOTE_MARKED})() !== null", timeout=5000)
-    return page.evaluate(QUOTE_MARKED)  # type: ignore[no-any-return]
+    return page.evaluate(QUOTE_MARKED)
 
 
-def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path):  # type: ignore[no-untyped-def]
+def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path):
     page.goto(f"{server}/index.html")
     answer = ask(page, QUESTION)
     target = answer["citations"][0]
@@ -285,7 +285,7 @@ def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path)
     assert page.evaluate(QUOTE_MARKED) is None
 
 
-def test_a_page_without_quotes_js_still_follows_citations(page, server: str):  # type: ignore[no-untyped-def]
+def test_a_page_without_quotes_js_still_follows_citations(page, server: str):
     """Pages an incremental build kept from before quotes.js load the new
     widget without it: citations still highlight their passage."""
     page.route("**/_static/ragcite/quotes.js*", lambda route: route.abort())
@@ -298,12 +298,12 @@ def test_a_page_without_quotes_js_still_follows_citations(page, server: str):  #
     assert page.evaluate(QUOTE_MARKED) is None
 
 
-def reopen(page) -> None:  # type: ignore[no-untyped-def]
+def reopen(page) -> None:
     if not page.get_by_role("dialog", name="Ask this book").is_visible():
         page.locator(".ragcite-launcher").click()
 
 
-def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) -> None:
     """<mark> fallback, on this page: table rows, a sentence across a link,
     and a quote the page does not have (the passage alone is highlighted)."""
     records = {p["passage_id"]: p for p in read_passages(site)}
@@ -316,7 +316,7 @@ def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) ->
     template = ask_api(server, QUESTION)
     base = template["citations"][0]
 
-    def cite(n: int, record: dict, quoted: list[str], spans=None) -> dict:  # type: ignore[no-untyped-def]
+    def cite(n: int, record: dict, quoted: list[str], spans=None) -> dict:
         if spans is None:
             spans = [[a, a + len(q)] for q in quoted for a in [record["text"].index(q)]]
         return {
@@ -381,7 +381,7 @@ def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) ->
 
 
 @pytest.fixture(scope="module")
-def edited_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+def edited_site(tmp_path_factory):
     """test-links built, then a paragraph inserted and one moved to another page."""
     import shutil
 
@@ -406,12 +406,12 @@ def edited_site(tmp_path_factory):  # type: ignore[no-untyped-def]
         yield url, before
 
 
-def shown_text(page, passage_id: str) -> str:  # type: ignore[no-untyped-def]
+def shown_text(page, passage_id: str) -> str:
     wait_highlighted(page, passage_id)
     return " ".join(page.locator(f"#{passage_id}").inner_text().split())
 
 
-def test_old_link_follows_text_moved_down_the_page(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_follows_text_moved_down_the_page(page, edited_site) -> None:
     base, before = edited_site
     old = "kettles.html#ch1-sec1-p1"
     page.goto(f"{base}/{old}")  # as from a bookmark: no referrer
@@ -425,7 +425,7 @@ def test_old_link_follows_text_moved_down_the_page(page, edited_site) -> None:  
     assert shown_text(page, "ch1-sec1-p1").startswith("Before any numbers")
 
 
-def test_old_link_follows_text_to_another_page(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_follows_text_to_another_page(page, edited_site) -> None:
     base, before = edited_site
     old = "kettles.html#ch1-sec2-p1"
     page.goto(f"{base}/{old}")
@@ -434,7 +434,7 @@ def test_old_link_follows_text_to_another_page(page, edited_site) -> None:  # ty
     assert page.locator(".ragcite-moved").is_visible()
 
 
-def test_links_from_the_site_itself_are_not_redirected(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+def test_links_from_the_site_itself_are_not_redirected(page, edited_site) -> None:
     base, _ = edited_site
     page.goto(f"{base}/kettles.html#ch1-sec1-p1", referer=f"{base}/index.html")
     assert shown_text(page, "ch1-sec1-p1").startswith("Before any numbers")
@@ -443,7 +443,7 @@ def test_links_from_the_site_itself_are_not_redirected(page, edited_site) -> Non
 
 
 @pytest.fixture(scope="module")
-def rechunked_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+def rechunked_site(tmp_path_factory):
     """test-links with two paragraphs per passage, then one inserted at the top."""
     import shutil
 
@@ -467,7 +467,7 @@ def rechunked_site(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 def test_old_link_to_a_rechunked_passage_highlights_its_first_block(
     page, rechunked_site: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """[a b] [c] became [new a] [b c]: the old p1 link shows a, inside p1."""
     page.goto(f"{rechunked_site}/kettles.html#ch1-sec1-p1")
     page.wait_for_selector(".ragcite-highlight")
@@ -502,7 +502,7 @@ def dirhtml_with_a_shift(tmp_path: Path, name: str = "kettles") -> Path:
     return out
 
 
-def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:
     """Pages are folders there (kettles/): the widget keys links the same way."""
     out = dirhtml_with_a_shift(tmp_path)
     with serving_files(out) as base:
@@ -511,7 +511,7 @@ def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-
         assert shown_text(page, "ch1-sec1-p3").startswith("An electric kettle")
 
 
-def test_old_link_on_a_dirhtml_page_with_a_non_ascii_name(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_on_a_dirhtml_page_with_a_non_ascii_name(page, tmp_path) -> None:
     """dirhtml writes ``kéttles/`` as it is, the browser has ``k%C3%A9ttles/``:
     the moved map still finds the link (keys compare decoded)."""
     out = dirhtml_with_a_shift(tmp_path, "kéttles")
@@ -525,7 +525,7 @@ def test_old_link_on_a_dirhtml_page_with_a_non_ascii_name(page, tmp_path) -> Non
         assert page.locator(".ragcite-moved").is_visible()
 
 
-def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:
     """grinders.rst became mills.rst: the old page is gone, so the server's
     404 page (sphinx-notfound-page) runs the widget, which follows the map."""
     pytest.importorskip("notfound", reason="pip install sphinx-notfound-page")
@@ -555,7 +555,7 @@ def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:  
 # -- selected text --------------------------------------------------------------
 
 
-def test_selection_mode_cites_the_user_selection(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_selection_mode_cites_the_user_selection(page, server: str) -> None:
     page.goto(f"{server}/brewing/espresso.html")
     page.evaluate(
         """() => {
@@ -587,7 +587,7 @@ def test_selection_mode_cites_the_user_selection(page, server: str) -> None:  # 
     page.screenshot(path=str(SHOTS / "selection.png"))
 
 
-def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     ask(page, QUESTION)
     page.evaluate(
@@ -605,7 +605,7 @@ def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None: 
 
 
 @pytest.fixture(scope="module")
-def tall_list_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+def tall_list_site(tmp_path_factory):
     """A page whose list is ten times taller than the viewport."""
     root = tmp_path_factory.mktemp("tall")
     src, out = root / "src", root / "html"
@@ -649,7 +649,7 @@ LINE_ENDS = """() => [...document.querySelectorAll('[role=main] ul li')]
   .map((r) => r.right)"""
 
 
-def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> None:  # type: ignore[no-untyped-def]
+def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> None:
     """The button sits where the selection leaves the screen, in view."""
     page.goto(f"{tall_list_site}/index.html")
     height = page.evaluate(SELECT_LIST)
@@ -703,7 +703,7 @@ def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> N
 # -- static mode -----------------------------------------------------------------
 
 
-def test_static_mode_without_a_server_lists_passages(page, plain_server: str) -> None:  # type: ignore[no-untyped-def]
+def test_static_mode_without_a_server_lists_passages(page, plain_server: str) -> None:
     # keyword search alone, as on a site built with ragcite_browser_answers =
     # False (answers in the browser: test_browser_answers.py)
     page.route("**/_static/ragcite/browser.js", lambda route: route.abort())
@@ -725,7 +725,7 @@ def test_static_mode_without_a_server_lists_passages(page, plain_server: str) ->
     wait_highlighted(page, first["passage_id"])
 
 
-def test_static_mode_works_from_disk(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_static_mode_works_from_disk(page, site: Path) -> None:
     """file:// blocks fetch, but the static index also loads as a script."""
     page.goto((site / "brewing" / "espresso.html").as_uri())
     result = ask(page, QUESTION)
@@ -789,7 +789,7 @@ NOT_FOUND = ".ragcite-notfound"
 OTHER_THEME = "furo"
 
 
-def shot(page, name: str, docs: bool = False) -> None:  # type: ignore[no-untyped-def]
+def shot(page, name: str, docs: bool = False) -> None:
     """A screenshot for people to look at; *docs*: one the docs show."""
     path = SHOTS / name
     page.screenshot(path=str(path))
@@ -798,7 +798,7 @@ def shot(page, name: str, docs: bool = False) -> None:  # type: ignore[no-untype
 
 
 @pytest.fixture(scope="module")
-def themed_server(tmp_path_factory):  # type: ignore[no-untyped-def]
+def themed_server(tmp_path_factory):
     """The example book under a second theme, with the answer server."""
     pytest.importorskip(OTHER_THEME, reason=f"pip install {OTHER_THEME}")
     root = tmp_path_factory.mktemp(f"example-{OTHER_THEME}")
@@ -811,7 +811,7 @@ def themed_server(tmp_path_factory):  # type: ignore[no-untyped-def]
         yield url
 
 
-def outcome_page(page, base: str, outcome: str) -> tuple[dict, dict]:  # type: ignore[no-untyped-def]
+def outcome_page(page, base: str, outcome: str) -> tuple[dict, dict]:
     """Ask the outcome's question on the start page: the API's answer, the widget's."""
     question, expected = question_for(base, outcome)
     page.goto(f"{base}/index.html")
@@ -821,7 +821,7 @@ def outcome_page(page, base: str, outcome: str) -> tuple[dict, dict]:  # type: i
     return expected, shown
 
 
-def test_outcome_answer_shows_markers_and_its_band(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_outcome_answer_shows_markers_and_its_band(page, server: str) -> None:
     answer, _ = outcome_page(page, server, "answer")
     assert answer["grounded"] is True
     level = answer["confidence_level"]
@@ -837,7 +837,7 @@ def test_outcome_answer_shows_markers_and_its_band(page, server: str) -> None:  
     shot(page, "outcome-answer.png", docs=True)
 
 
-def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):  # type: ignore[no-untyped-def]
+def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):
     answer, _ = outcome_page(page, server, "passages")
     assert answer["grounded"] is False
     assert 1 <= len(answer["passages"]) <= 3
@@ -888,7 +888,7 @@ def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):
     assert page.locator("ol.ragcite-passages > li").count() == len(answer["passages"])
 
 
-def test_outcome_not_found_lists_the_closest_pages(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_outcome_not_found_lists_the_closest_pages(page, server: str) -> None:
     answer, _ = outcome_page(page, server, "not_found")
     assert answer["grounded"] is False
     assert answer["passages"] == []
@@ -907,7 +907,7 @@ def test_outcome_not_found_lists_the_closest_pages(page, server: str) -> None:  
 
 
 @pytest.mark.parametrize("outcome", list(OUTCOMES))
-def test_outcomes_under_another_theme(page, themed_server: str, outcome: str) -> None:  # type: ignore[no-untyped-def]
+def test_outcomes_under_another_theme(page, themed_server: str, outcome: str) -> None:
     outcome_page(page, themed_server, outcome)
     title = {
         "answer": ".ragcite-answer",
@@ -919,7 +919,7 @@ def test_outcomes_under_another_theme(page, themed_server: str, outcome: str) ->
     shot(page, name, docs=True)
 
 
-def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:
     """Answer JSON from before ``outcome``: grounded false reads as not_found."""
     page.goto(f"{server}/index.html")
     question, old = question_for(server, "not_found")
@@ -948,7 +948,7 @@ def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:
     assert page.locator("a[data-ragcite-n], .ragcite-answer").count() == 0
 
 
-def test_hostile_passages_cannot_link_or_run(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_passages_cannot_link_or_run(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     question, evil = question_for(server, "passages")
     evil = json.loads(json.dumps(evil))  # a copy to change
@@ -978,7 +978,7 @@ def test_hostile_passages_cannot_link_or_run(page, server: str) -> None:  # type
     assert "<script>window.__pwned=1</script>" in state["text"]
 
 
-def fake_stream(route, answer: dict) -> None:  # type: ignore[no-untyped-def]
+def fake_stream(route, answer: dict) -> None:
     body = (
         'event: retrieval\ndata: {"retrieved": []}\n\n'
         f"event: final\ndata: {json.dumps(answer)}\n\n"
@@ -986,7 +986,7 @@ def fake_stream(route, answer: dict) -> None:  # type: ignore[no-untyped-def]
     route.fulfill(status=200, content_type="text/event-stream", body=body)
 
 
-def test_errors_busy_and_low_confidence(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_errors_busy_and_low_confidence(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     page.route(
         "**/api/ask/stream",
@@ -1065,7 +1065,7 @@ INERT = """() => {
 }"""
 
 
-def test_hostile_documents_and_model_stay_inert(page, hostile_server: str) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_documents_and_model_stay_inert(page, hostile_server: str) -> None:
     page.goto(f"{hostile_server}/index.html")
     page.evaluate(STREAM_WATCH)
     answer = ask(page, "What pressure do espresso machines brew at?")
@@ -1096,7 +1096,7 @@ def test_hostile_documents_and_model_stay_inert(page, hostile_server: str) -> No
     )
 
 
-def test_hostile_answer_json_cannot_link_or_run(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_answer_json_cannot_link_or_run(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     evil = ask_api(server, QUESTION)
     evil["answer"] = (
@@ -1164,7 +1164,7 @@ AFTER = """([selector, a, b]) => {
 }"""
 
 
-def assert_reads_in_order(page, selector: str, a: str, b: str) -> None:  # type: ignore[no-untyped-def]
+def assert_reads_in_order(page, selector: str, a: str, b: str) -> None:
     """*b* comes after *a* in the text and shows right of it on the same line."""
     boxes = page.evaluate(AFTER, [selector, a, b])
     assert len(boxes) == 2, (selector, a, b, boxes)
@@ -1175,7 +1175,7 @@ def assert_reads_in_order(page, selector: str, a: str, b: str) -> None:  # type:
 
 def test_bidi_overrides_in_book_and_model_text_stay_inside_their_sentence(
     page, server: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """An unclosed U+202E reverses its own sentence only: the widget's [1]
     stays after its sentence, and other sentences and titles read left to right."""
     page.goto(f"{server}/index.html")
@@ -1214,7 +1214,7 @@ def test_bidi_overrides_in_book_and_model_text_stay_inside_their_sentence(
     page.screenshot(path=str(SHOTS / "bidi.png"))
 
 
-def test_the_version_comes_from_the_page(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_version_comes_from_the_page(page, server: str) -> None:
     from sphinx_ragcite import __version__
 
     page.goto(f"{server}/index.html")
@@ -1232,7 +1232,7 @@ def sites_server(example_versions_server: str) -> str:
     return example_versions_server
 
 
-def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> None:
     from conftest import BLOOM_V1, BLOOM_V2
 
     sent: list[dict] = []
@@ -1258,7 +1258,7 @@ def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> Non
     page.screenshot(path=str(SHOTS / "sites-v1.png"))
 
 
-def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> None:
     from conftest import BLOOM_V2
 
     page.goto(f"{sites_server}/v1/brewing/pour_over.html")
@@ -1287,7 +1287,7 @@ def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> N
 # -- keyboard and themes --------------------------------------------------------------
 
 
-def test_keyboard_only(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_keyboard_only(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     target = ask_api(server, QUESTION)["citations"][0]
     page.keyboard.press("Control+/")
@@ -1315,7 +1315,7 @@ def test_keyboard_only(page, server: str) -> None:  # type: ignore[no-untyped-de
     assert page.evaluate(focused)
 
 
-def test_dark_mode(browser, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_dark_mode(browser, server: str) -> None:
     context = browser.new_context(
         viewport={"width": 1280, "height": 800}, color_scheme="dark"
     )
@@ -1335,7 +1335,7 @@ def test_dark_mode(browser, server: str) -> None:  # type: ignore[no-untyped-def
         context.close()
 
 
-def test_small_screen_panel_fits(browser, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_small_screen_panel_fits(browser, server: str) -> None:
     context = browser.new_context(
         viewport={"width": 390, "height": 740}, has_touch=True, is_mobile=True
     )
