@@ -141,6 +141,36 @@ def sphinx_build(srcdir: Path, outdir: Path, *options: str) -> str:
     return result.stderr
 
 
+# -- tiers and workers -----------------------------------------------------------
+
+#: What makes a test slow besides these markers: driving Chromium.
+SLOW_MARKERS = ("corpora", "llm", "packaging")
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The worker group of *item* under ``--dist loadgroup``: its module, so a
+    module's fixtures are made once; the Chromium tests all together (one
+    browser); a test on a third-party corpus by corpus, so the corpora build
+    on both workers at once."""
+    if uses_browser(item):
+        return "browser"
+    module = item.nodeid.split("::")[0]
+    callspec = getattr(item, "callspec", None)
+    if item.get_closest_marker("corpora") is not None:
+        corpus = callspec.params.get("corpus") if callspec else None
+        return f"{module}[{corpus}]" if corpus else item.nodeid
+    return module
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Tiers and workers. A test marked ``corpora``, ``llm`` or ``packaging``,
+    or driving Chromium, is ``slow`` too: ``-m "not slow"`` is the quick tier.
+    Each test gets its ``xdist_group`` (see ``xdist_group``)."""
+    if uses_browser(item) or any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+        item.add_marker(pytest.mark.slow)
+    item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+
+
 # -- tests that must not skip on CI --------------------------------------------
 
 #: CI installs Node and Chromium (``.ci/run``): there a test that would skip

@@ -172,8 +172,12 @@ PASSAGES_ONLY = ["ragcite_embeddings=0"]
 def built(name: str):
     """Dev set *name* as the benchmark builds it, and its passages by ID (the
     test skips when a corpus or tool is missing)."""
+    from filelock import FileLock
+
     sites = harness.RESULTS / (".sites+" + "+".join(PASSAGES_ONLY))
-    with pytest.MonkeyPatch.context() as patch:
+    sites.mkdir(parents=True, exist_ok=True)
+    # xdist workers share the harness's folder: one builds, the other waits
+    with FileLock(sites / f"{name}.lock"), pytest.MonkeyPatch.context() as patch:
         patch.setattr(harness, "VARIANT", PASSAGES_ONLY)
         patch.setattr(harness, "SITES", sites)
         patch.setattr(aq, "SITES", sites)
