@@ -37,10 +37,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _big_book import big_book
-from _browser_page import OBSERVE, engine_missing, engine_windows, install_stand_in
-
-from _harness import (
+from benchmarks._big_book import big_book
+from benchmarks._browser_page import (
+    OBSERVE,
+    engine_missing,
+    engine_windows,
+    install_stand_in,
+)
+from benchmarks._harness import (
     EXAMPLE_QA,
     REPO,
     RESULTS,

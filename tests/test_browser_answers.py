@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from test_widget import CHROMIUM, LAUNCH_ARGS, SHOTS, sync_api
+from test_widget import CHROMIUM, LAUNCH_ARGS, SHOTS
 
 from sphinx_ragcite.extension.browser_assets import ort_runtime_files
 
@@ -117,13 +117,8 @@ def serve(
         thread.join(10)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield browser
-        browser.close()
+# ``browser`` is the session's Chromium (conftest): each page here gets a
+# fresh context of its own.
 
 
 def watched(page):

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +36,12 @@ from sphinx_ragcite.contracts import (
 from sphinx_ragcite.retrieval import fusion
 from sphinx_ragcite.retrieval.searchable import SearchRequest
 from sphinx_ragcite.text import MIXED, STOPWORDS, split_sentences
+from tools import write_parity_cases as cases_tool
 
 from conftest import EXAMPLE_BOOK, REPO, benchmark
 
 JS = REPO / "js"
 GOLDEN = REPO / "tests" / "golden" / "parity_example_book.json"
-sys.path.insert(0, str(REPO / "tools"))
-import write_parity_cases as cases_tool  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import (
+    CHROMIUM,
     EXAMPLE_BOOK,
     LAUNCH_ARGS,
     REPO,
@@ -45,7 +46,7 @@ DOC_SHOTS = REPO / "docs" / "_static" / "screenshots"
 UPDATE_SHOTS = os.environ.get("RAGCITE_UPDATE_SCREENSHOTS") == "1"
 #: Names other test modules import from here (the browser, its page, the
 #: launch options): the fixtures live in conftest, one Chromium per session.
-__all__ = ["LAUNCH_ARGS", "Problems", "browser", "page", "serving"]
+__all__ = ["CHROMIUM", "LAUNCH_ARGS", "Problems", "browser", "page", "serving"]
 QUESTION = "How long should the bloom take?"
 PWNED = "window.__pwned"
 IN_VIEW = """(id) => {
