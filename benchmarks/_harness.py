@@ -215,29 +215,38 @@ def cached_build(
 ) -> tuple[Path, float | None]:
     """``results/.sites/<name>/html``, built anew when *key* changed.
 
-    *prepare(workdir)* makes a buildable copy in *workdir* and returns its
-    source folder, which is built with *options*. Returns
-    the output folder and the build's seconds (None when reused); the key and
-    the seconds are kept in ``stamp.json`` beside it.
+    *prepare(workdir)* makes a buildable copy in *workdir* (``src``) and
+    returns its source folder, which is built with *options*. Returns the
+    output folder and the build's seconds (None when reused); the key and the
+    seconds are kept in ``stamp.json`` beside it, the build's warnings in
+    ``stderr.txt``. Processes that want the same site (the test suite's xdist
+    workers, two benchmarks) take turns on a file lock: one builds, the
+    others reuse.
     """
+    from filelock import FileLock
+
     root = SITES / name
-    outdir = root / "html"
-    stamp = root / "stamp.json"
-    options = [*options, *(o for v in VARIANT for o in ("-D", v))]
-    fresh = not rebuild and stamp.is_file() and (outdir / _MANIFEST).is_file()
-    if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
-        return outdir, None
-    if root.exists():
-        shutil.rmtree(root)
-    work = root / "src"
-    work.mkdir(parents=True)
-    srcdir = prepare(work)
-    print(f"building {name} ...", file=sys.stderr, flush=True)
-    build = sphinx_build(srcdir, outdir, "-N", *options, doctrees=root / "doctrees")
-    if not (outdir / _MANIFEST).is_file():
-        raise BuildFailed(f"{' '.join(build.command)} wrote no {_MANIFEST}")
-    stamp.write_text(json.dumps({"key": key, "seconds": build.seconds}) + "\n")
-    return outdir, build.seconds
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root) + ".lock"):
+        outdir = root / "html"
+        stamp = root / "stamp.json"
+        options = [*options, *(o for v in VARIANT for o in ("-D", v))]
+        fresh = not rebuild and stamp.is_file() and (outdir / _MANIFEST).is_file()
+        if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
+            return outdir, None
+        if root.exists():
+            shutil.rmtree(root)
+        work = root / "src"
+        work.mkdir(parents=True)
+        srcdir = prepare(work)
+        print(f"building {name} ...", file=sys.stderr, flush=True)
+        doctrees = root / "doctrees"
+        build = sphinx_build(srcdir, outdir, "-N", *options, doctrees=doctrees)
+        if not (outdir / _MANIFEST).is_file():
+            raise BuildFailed(f"{' '.join(build.command)} wrote no {_MANIFEST}")
+        (root / "stderr.txt").write_text(build.stderr, "utf-8")
+        stamp.write_text(json.dumps({"key": key, "seconds": build.seconds}) + "\n")
+        return outdir, build.seconds
 
 
 def checked_site(site: Path) -> Path:

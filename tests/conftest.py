@@ -150,25 +150,32 @@ SLOW_MARKERS = ("corpora", "llm", "packaging")
 def xdist_group(item: pytest.Item) -> str:
     """The worker group of *item* under ``--dist loadgroup``: its module, so a
     module's fixtures are made once; the Chromium tests all together (one
-    browser); a test on a third-party corpus by corpus, so the corpora build
-    on both workers at once."""
+    browser, last); the tests on a third-party corpus by corpus
+    (``corpus:NAME``, from the ``corpus`` or dev-set ``name`` they are
+    parametrized with), so each corpus is built once, by the worker that then
+    runs every test on it, while the other worker builds another one."""
     if uses_browser(item):
         return "browser"
-    module = item.nodeid.split("::")[0]
     callspec = getattr(item, "callspec", None)
-    if item.get_closest_marker("corpora") is not None:
-        corpus = callspec.params.get("corpus") if callspec else None
-        return f"{module}[{corpus}]" if corpus else item.nodeid
-    return module
+    if item.get_closest_marker("corpora") is not None and callspec is not None:
+        params = callspec.params
+        if "corpus" in params:
+            return f"corpus:{params['corpus']}"
+        if "name" in params:
+            sets = benchmark("answer_quality").CORPUS_SETS
+            return f"corpus:{sets.get(params['name'], (params['name'],))[0]}"
+    return item.nodeid.split("::")[0]
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Tiers and workers. A test marked ``corpora``, ``llm`` or ``packaging``,
     or driving Chromium, is ``slow`` too: ``-m "not slow"`` is the quick tier.
-    Each test gets its ``xdist_group`` (see ``xdist_group``)."""
+    Each test gets its ``xdist_group`` (see ``xdist_group``) unless it names
+    one itself."""
     if uses_browser(item) or any(item.get_closest_marker(m) for m in SLOW_MARKERS):
         item.add_marker(pytest.mark.slow)
-    item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+    if item.get_closest_marker("xdist_group") is None:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
 
 
 # -- tests that must not skip on CI --------------------------------------------
@@ -227,6 +234,8 @@ class Built:
     outdir: Path
     warnings: str
     status: str = ""
+    #: the folder the built copy of the source is in (paths in warnings)
+    origin: Path | None = None
 
     @property
     def srcdir(self) -> Path:
@@ -340,9 +349,23 @@ class Builds:
         """Third-party corpus *name* (``../shared/corpora``) built once, as an
         author builds it: ``python -m sphinx -b html -q -N`` in a child process
         on a copy, with or without ``sphinx_ragcite`` added to its
-        extensions. ``warnings`` is the build's stderr; the folder's name is
-        ``outdir.parent`` (to take it out of warnings)."""
+        extensions. ``warnings`` is the build's stderr and ``origin`` the
+        folder the copy is in (paths in warnings start with it).
+
+        With the extension it is the benchmarks' build of the corpus
+        (``_harness.corpus_site``, in ``benchmarks/results/.sites/``, kept
+        while the build code and the corpus are unchanged), the one the dev
+        sets of ``answer_quality.py`` use too: built once for every test."""
         corpora = benchmark("_corpora")
+        if with_ragcite:
+            harness = benchmark("_harness")
+            outdir, _ = harness.corpus_site(name)
+            stderr = outdir.parent / "stderr.txt"
+            if not stderr.is_file():  # built before the harness kept it
+                outdir, _ = harness.corpus_site(name, rebuild=True)
+            return Built(
+                outdir, stderr.read_text("utf-8"), origin=outdir.parent / "src"
+            )
 
         def make(folder: Path) -> None:
             srcdir = corpora.prepare_corpus(name, folder, with_ragcite)
@@ -358,8 +381,10 @@ class Builds:
             assert proc.returncode == 0, f"build failed:\n{proc.stderr[-3000:]}"
             (folder / "warnings.txt").write_text(proc.stderr, "utf-8")
 
-        flavour = "with" if with_ragcite else "without"
-        return self._built(self.once(f"{name}-{flavour}", "corpus", make))
+        folder = self.once(f"{name}-without", "corpus", make)
+        return Built(
+            folder / "html", (folder / "warnings.txt").read_text("utf-8"), origin=folder
+        )
 
     @staticmethod
     def _built(folder: Path) -> Built:

@@ -41,7 +41,8 @@ class Build:
     """One build of the corpus (the session's, shared: see ``Builds.corpus``)."""
 
     def __init__(self, built: Built) -> None:
-        self.root = built.outdir.parent
+        assert built.origin is not None
+        self.root = built.origin
         self.outdir = built.outdir
         self.stderr = built.warnings
 

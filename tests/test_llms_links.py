@@ -328,6 +328,7 @@ def corpus_site(builds: Builds) -> Path:
 
 
 @pytest.mark.corpora
+@pytest.mark.xdist_group(f"corpus:{CORPUS}")  # with the other tests on it
 def test_every_page_of_a_shared_corpus_has_both_links(corpus_site: Path) -> None:
     assert check_site(corpus_site) >= 20
 
