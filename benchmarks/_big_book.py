@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import _corpora
-from _harness import build_code_key, cached_build, digest
+from benchmarks import _corpora
+from benchmarks._harness import build_code_key, cached_build, digest
 
 SQUAD_JSON = "datasets/squad-dev-41-48/squad-dev-v1.1-articles-41-48.json"
 CORPORA = ("packaging-guide", "click-docs", "requests-docs")

@@ -1,9 +1,11 @@
 """What every benchmark shares: its sites, its server, its result file, its figures.
 
-A benchmark runs as ``python benchmarks/NAME.py`` (``benchmarks/`` is then on
-``sys.path``) and imports what it needs from here::
+A benchmark runs as ``python benchmarks/NAME.py`` (or ``python -m
+benchmarks.NAME``) and imports what it needs from here; tests and tools import
+it the same way (the package ``benchmarks``: the checkout's root is on
+``sys.path`` in an editable install and under pytest)::
 
-    from _harness import RESULTS, envelope, example_site, table, write_result
+    from benchmarks._harness import RESULTS, envelope, example_site, table
 
 Sites (built with the extension, reused while nothing they depend on changed):
 
@@ -67,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import _corpora
+from benchmarks import _corpora
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -213,29 +215,38 @@ def cached_build(
 ) -> tuple[Path, float | None]:
     """``results/.sites/<name>/html``, built anew when *key* changed.
 
-    *prepare(workdir)* makes a buildable copy in *workdir* and returns its
-    source folder, which is built with *options*. Returns
-    the output folder and the build's seconds (None when reused); the key and
-    the seconds are kept in ``stamp.json`` beside it.
+    *prepare(workdir)* makes a buildable copy in *workdir* (``src``) and
+    returns its source folder, which is built with *options*. Returns the
+    output folder and the build's seconds (None when reused); the key and the
+    seconds are kept in ``stamp.json`` beside it, the build's warnings in
+    ``stderr.txt``. Processes that want the same site (the test suite's xdist
+    workers, two benchmarks) take turns on a file lock: one builds, the
+    others reuse.
     """
+    from filelock import FileLock
+
     root = SITES / name
-    outdir = root / "html"
-    stamp = root / "stamp.json"
-    options = [*options, *(o for v in VARIANT for o in ("-D", v))]
-    fresh = not rebuild and stamp.is_file() and (outdir / _MANIFEST).is_file()
-    if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
-        return outdir, None
-    if root.exists():
-        shutil.rmtree(root)
-    work = root / "src"
-    work.mkdir(parents=True)
-    srcdir = prepare(work)
-    print(f"building {name} ...", file=sys.stderr, flush=True)
-    build = sphinx_build(srcdir, outdir, "-N", *options, doctrees=root / "doctrees")
-    if not (outdir / _MANIFEST).is_file():
-        raise BuildFailed(f"{' '.join(build.command)} wrote no {_MANIFEST}")
-    stamp.write_text(json.dumps({"key": key, "seconds": build.seconds}) + "\n")
-    return outdir, build.seconds
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root) + ".lock"):
+        outdir = root / "html"
+        stamp = root / "stamp.json"
+        options = [*options, *(o for v in VARIANT for o in ("-D", v))]
+        fresh = not rebuild and stamp.is_file() and (outdir / _MANIFEST).is_file()
+        if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
+            return outdir, None
+        if root.exists():
+            shutil.rmtree(root)
+        work = root / "src"
+        work.mkdir(parents=True)
+        srcdir = prepare(work)
+        print(f"building {name} ...", file=sys.stderr, flush=True)
+        doctrees = root / "doctrees"
+        build = sphinx_build(srcdir, outdir, "-N", *options, doctrees=doctrees)
+        if not (outdir / _MANIFEST).is_file():
+            raise BuildFailed(f"{' '.join(build.command)} wrote no {_MANIFEST}")
+        (root / "stderr.txt").write_text(build.stderr, "utf-8")
+        stamp.write_text(json.dumps({"key": key, "seconds": build.seconds}) + "\n")
+        return outdir, build.seconds
 
 
 def checked_site(site: Path) -> Path:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from _harness import RESULTS, build_code_key, digest, read_passages
+from benchmarks._harness import RESULTS, build_code_key, digest, read_passages
 
 SEED = 0
 DIM = 384

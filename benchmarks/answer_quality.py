@@ -116,8 +116,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import _corpora
-from _harness import (
+from benchmarks import _corpora
+from benchmarks._harness import (
     BENCHMARKS,
     EXAMPLE_QA,
     REPO,
@@ -1171,7 +1171,7 @@ def plot_calibration(
 
 def near_topic_folds(devset: DevSet, rebuild: bool) -> list[Any]:
     """*devset*'s near-topic folds (``near_topic.py``), built or reused."""
-    import near_topic
+    from benchmarks import near_topic
 
     folds = near_topic.FOLDS_BY_SET.get(devset.name, near_topic.FOLDS)
     return near_topic.near_topic_sets(devset, folds, rebuild=rebuild)  # type: ignore[arg-type]

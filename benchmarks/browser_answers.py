@@ -33,10 +33,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _big_book import big_book
-from _browser_page import OBSERVE, engine_windows, mismatch
-
-from _harness import (
+from benchmarks._big_book import big_book
+from benchmarks._browser_page import OBSERVE, engine_windows, mismatch
+from benchmarks._harness import (
     EXAMPLE_QA,
     REPO,
     RESULTS,

@@ -34,8 +34,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import _corpora
-from _harness import RESULTS, envelope, sphinx_build, table, write_result
+from benchmarks import _corpora
+from benchmarks._harness import RESULTS, envelope, sphinx_build, table, write_result
 
 OUT = RESULTS / "build_choices.json"
 FOLDER = RESULTS / "build_variants"

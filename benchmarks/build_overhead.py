@@ -31,8 +31,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import _corpora
-from _harness import (
+from benchmarks import _corpora
+from benchmarks._harness import (
     RESULTS,
     BuildFailed,
     envelope,

@@ -55,8 +55,15 @@ from typing import Any
 
 import numpy as np
 
-import _corpora
-from _harness import RESULTS, envelope, read_passages, sphinx_build, table, write_result
+from benchmarks import _corpora
+from benchmarks._harness import (
+    RESULTS,
+    envelope,
+    read_passages,
+    sphinx_build,
+    table,
+    write_result,
+)
 
 DEFAULT_OUT = RESULTS / "cache_verify.json"
 SAMPLE = 16

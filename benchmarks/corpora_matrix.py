@@ -56,8 +56,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import _corpora
-from _harness import (
+from benchmarks import _corpora
+from benchmarks._harness import (
     RESULTS,
     envelope,
     read_manifest,

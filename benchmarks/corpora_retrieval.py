@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _harness import (
+from benchmarks._harness import (
     BENCHMARKS,
     REPO,
     RESULTS,
@@ -46,7 +46,7 @@ from _harness import (
     table,
     write_result,
 )
-from retrieval_quality import by_fusion, mode_rows, rows_table
+from benchmarks.retrieval_quality import by_fusion, mode_rows, rows_table
 
 CORPUS = "click-docs"
 DEFAULT_QA = BENCHMARKS / "click_qa.jsonl"

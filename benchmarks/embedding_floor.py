@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _harness import (
+from benchmarks._harness import (
     RESULTS,
     SITES,
     envelope,

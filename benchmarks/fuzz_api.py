@@ -94,7 +94,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from _harness import (
+from benchmarks._harness import (
     RESULTS,
     Server,
     envelope,

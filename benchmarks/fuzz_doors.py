@@ -63,9 +63,16 @@ from typing import Any
 from urllib.parse import quote, urljoin
 
 import httpx
-from fuzz_api import schemathesis_bin
 
-from _harness import RESULTS, Server, envelope, example_site, table, write_result
+from benchmarks._harness import (
+    RESULTS,
+    Server,
+    envelope,
+    example_site,
+    table,
+    write_result,
+)
+from benchmarks.fuzz_api import schemathesis_bin
 
 DEFAULT_OUT = RESULTS / "fuzz_doors.json"
 SECRET = "OUTSIDE-THE-SITE-7f3a"

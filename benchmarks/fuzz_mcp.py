@@ -73,8 +73,8 @@ from typing import Any
 
 import httpx
 
-import _corpora
-from _harness import (
+from benchmarks import _corpora
+from benchmarks._harness import (
     EXAMPLE_BOOK,
     RESULTS,
     Server,

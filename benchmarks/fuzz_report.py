@@ -79,10 +79,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from benchmarks._harness import RESULTS, envelope, example_site, write_result
 from sphinx_ragcite.cli.commands import main as ragcite
 from sphinx_ragcite.questions.schema import SCHEMA, SCHEMA_VERSION
-
-from _harness import RESULTS, envelope, example_site, write_result
 
 OUT = RESULTS / "fuzz_report.json"
 HOSTILE = '<img src=x onerror="alert(1)"></script><script>alert(2)</script>'

@@ -47,8 +47,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import _corpora
-from _harness import (
+from benchmarks import _corpora
+from benchmarks._harness import (
     EXAMPLE_QA,
     RESULTS,
     BuildFailed,

@@ -89,9 +89,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _corpora
-import answer_quality as aq
-from _harness import (
+from benchmarks import _corpora
+from benchmarks import answer_quality as aq
+from benchmarks._harness import (
     REPO,
     RESULTS,
     envelope,
@@ -423,10 +423,8 @@ def parity() -> dict[str, Any]:
     """Python vs ``js/tokenize.js`` on the case file, per language."""
     if shutil.which("node") is None:
         return {"skipped": "node is not on PATH"}
-    sys.path.insert(0, str(REPO / "tests"))
     # the parity tests' Node runner and texts
-    import test_static_parity as tsp  # type: ignore[import-not-found]
-
+    from benchmarks import _parity as tsp
     from sphinx_ragcite.text import spec_for, tokenizer
 
     cases = json.loads(

@@ -52,10 +52,16 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urljoin
 
+from benchmarks import _corpora
+from benchmarks._harness import (
+    RESULTS,
+    envelope,
+    read_passages,
+    sphinx_build,
+    table,
+    write_result,
+)
 from sphinx_ragcite.extension.link_history import blocks, link_key
-
-import _corpora
-from _harness import RESULTS, envelope, read_passages, sphinx_build, table, write_result
 
 DEFAULT_OUT = RESULTS / "link_survival.json"
 PREFIX = "globalThis.ragcite_moved="

@@ -37,7 +37,7 @@ import httpx
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from _harness import (
+from benchmarks._harness import (
     EXAMPLE_QA,
     RESULTS,
     Server,

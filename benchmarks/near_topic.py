@@ -22,7 +22,7 @@ strings (``answer_quality.norm``) still occurs in a passage of that build.
 
 Loading them (for training and the benchmark)::
 
-    import near_topic
+    from benchmarks import near_topic
     for nts in near_topic.load("click"):   # NearTopicSet, a DevSet
         nts.name    # "click~near0"
         nts.group   # "click": keep it with its set (leave-one-set-out)
@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import answer_quality as aq
-from _harness import (
+from benchmarks import answer_quality as aq
+from benchmarks._harness import (
     RESULTS,
     cached_build,
     digest,

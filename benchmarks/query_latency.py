@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from _harness import (
+from benchmarks._harness import (
     EXAMPLE_QA,
     REPO,
     RESULTS,
@@ -61,7 +61,7 @@ from _harness import (
     table,
     write_result,
 )
-from _synthetic import synthetic_site
+from benchmarks._synthetic import synthetic_site
 
 if TYPE_CHECKING:
     from collections.abc import Callable

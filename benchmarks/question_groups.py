@@ -39,6 +39,7 @@ import random
 import statistics
 import time
 
+from benchmarks._harness import BENCHMARKS, RESULTS, envelope, table, write_result
 from sphinx_ragcite.questions.groups import (
     DEFAULT_METHOD,
     DEFAULT_THRESHOLD,
@@ -47,8 +48,6 @@ from sphinx_ragcite.questions.groups import (
     purity,
 )
 from sphinx_ragcite.retrieval.embed import Embedder, model_files
-
-from _harness import BENCHMARKS, RESULTS, envelope, table, write_result
 
 LABELLED = BENCHMARKS / "qa" / "question_topics.jsonl"
 ORDERS = 5

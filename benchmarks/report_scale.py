@@ -30,11 +30,16 @@ import subprocess
 import sys
 import time
 
-from _question_log import synthetic_log
-
+from benchmarks._harness import (
+    RESULTS,
+    SITES,
+    envelope,
+    read_passages,
+    table,
+    write_result,
+)
+from benchmarks._question_log import synthetic_log
 from sphinx_ragcite.questions.report import MAX_GROUPED
-
-from _harness import RESULTS, SITES, envelope, read_passages, table, write_result
 
 WORK = RESULTS / ".report_scale"
 LIMIT_S = 30.0

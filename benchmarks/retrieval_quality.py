@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _harness import (
+from benchmarks._harness import (
     EXAMPLE_QA,
     RESULTS,
     envelope,

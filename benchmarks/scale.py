@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from _harness import (
+from benchmarks._harness import (
     BENCHMARKS,
     EXAMPLE_QA,
     REPO,
@@ -73,7 +73,7 @@ from _harness import (
     table,
     write_result,
 )
-from _synthetic import synthetic_dir, synthetic_site
+from benchmarks._synthetic import synthetic_dir, synthetic_site
 
 if TYPE_CHECKING:
     from sphinx_ragcite.retrieval.site import Site

@@ -86,7 +86,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from _harness import (
+from benchmarks._harness import (
     EXAMPLE_QA,
     RESULTS,
     Server,

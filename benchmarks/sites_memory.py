@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _harness import (
+from benchmarks._harness import (
     REPO,
     RESULTS,
     envelope,
@@ -46,7 +46,7 @@ from _harness import (
     table,
     write_result,
 )
-from _synthetic import synthetic_site
+from benchmarks._synthetic import synthetic_site
 
 DEFAULT_OUT = RESULTS / "sites_memory.json"
 QUESTION = "How long should the bloom take?"

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.server
 import importlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,20 +46,36 @@ def rootdir() -> Path:
     return ROOTS
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """No build of the suite reads or writes the user's embedding cache:
-    builds keep their vectors with their doctrees (``ragcite_cache_dir =
-    "none"``), as each test's fresh doctrees make every build a clean one, and
-    anything that still asks for the user cache folder gets a temporary one.
-    Tests of the shared cache set ``ragcite_cache_dir`` themselves."""
-    import os
+def _shared_root(factory: pytest.TempPathFactory) -> Path:
+    """The session's folder that every xdist worker sees: the parent of a
+    worker's own base folder (``pytest-N/popen-gwK``), else the base folder."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
+
+@pytest.fixture(scope="session")
+def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this session shared by its xdist workers (builds, caches)."""
+    path = _shared_root(tmp_path_factory) / "shared"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_user_cache(shared_dir: Path) -> Iterator[None]:
+    """No build of the suite reads or writes the user's embedding cache: every
+    build of the session, in process or not, in any worker, shares one cache
+    in a temporary folder (``$SPHINX_RAGCITE_CACHE_DIR``), so a text is
+    encoded once per run; anything that still asks for the user cache folder
+    gets a temporary one. Tests that count what a build encodes use
+    ``own_embedding_cache``; tests of the cache set ``ragcite_cache_dir``."""
     saved = {
         k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "SPHINX_RAGCITE_CACHE_DIR")
     }
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg_cache"))
-    os.environ["SPHINX_RAGCITE_CACHE_DIR"] = "none"
+    xdg = shared_dir / "xdg_cache"
+    xdg.mkdir(exist_ok=True)
+    os.environ["XDG_CACHE_HOME"] = str(xdg)
+    os.environ["SPHINX_RAGCITE_CACHE_DIR"] = str(shared_dir / "embeddings")
     try:
         yield
     finally:
@@ -64,6 +84,14 @@ def no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture
+def own_embedding_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds of this test keep their vectors with their doctrees
+    (``ragcite_cache_dir = "none"``), for tests that count what a clean or
+    incremental build encodes: the session's cache would have them already."""
+    monkeypatch.setenv("SPHINX_RAGCITE_CACHE_DIR", "none")
 
 
 def read_manifest(outdir: Path) -> dict:
@@ -91,7 +119,7 @@ def passages_bytes(outdir: Path) -> bytes:
     return (outdir / "_ragcite" / manifest["files"]["passages"]).read_bytes()
 
 
-def build(make_app, builder: str, srcdir: Path, **kwargs):  # type: ignore[no-untyped-def]
+def build(make_app, builder: str, srcdir: Path, **kwargs):
     """Build a project; clean up docutils registrations so the next app starts fresh."""
     app = make_app(builder, srcdir=srcdir, **kwargs)
     try:
@@ -113,17 +141,302 @@ def sphinx_build(srcdir: Path, outdir: Path, *options: str) -> str:
     return result.stderr
 
 
-@pytest.fixture(scope="session")
-def example_site(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
-    """The example book built once per session (embeddings included)."""
-    import shutil
+# -- tiers and workers -----------------------------------------------------------
 
-    root = tmp_path_factory.mktemp("example_site")
-    srcdir = root / "src"
-    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=shutil.ignore_patterns("_build"))
-    outdir = root / "html"
-    assert sphinx_build(srcdir, outdir, "-d", str(root / "doctrees")) == ""
-    return outdir
+#: What makes a test slow besides these markers: driving Chromium.
+SLOW_MARKERS = ("corpora", "llm", "packaging")
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The worker group of *item* under ``--dist loadgroup``: its module, so a
+    module's fixtures are made once; the Chromium tests all together (one
+    browser, last); the tests on a third-party corpus by corpus
+    (``corpus:NAME``, from the ``corpus`` or dev-set ``name`` they are
+    parametrized with), so each corpus is built once, by the worker that then
+    runs every test on it, while the other worker builds another one."""
+    if uses_browser(item):
+        return "browser"
+    callspec = getattr(item, "callspec", None)
+    if item.get_closest_marker("corpora") is not None and callspec is not None:
+        params = callspec.params
+        if "corpus" in params:
+            return f"corpus:{params['corpus']}"
+        if "name" in params:
+            sets = benchmark("answer_quality").CORPUS_SETS
+            return f"corpus:{sets.get(params['name'], (params['name'],))[0]}"
+    return item.nodeid.split("::")[0]
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Tiers and workers. A test marked ``corpora``, ``llm`` or ``packaging``,
+    or driving Chromium, is ``slow`` too: ``-m "not slow"`` is the quick tier.
+    Each test gets its ``xdist_group`` (see ``xdist_group``) unless it names
+    one itself."""
+    if uses_browser(item) or any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+        item.add_marker(pytest.mark.slow)
+    if item.get_closest_marker("xdist_group") is None:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+
+
+# -- tests that must not skip on CI --------------------------------------------
+
+#: CI installs Node and Chromium (``.ci/run``): there a test that would skip
+#: for want of one fails instead, so a green run means they ran.
+ON_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def needs_ci_tool(item: pytest.Item) -> bool:
+    """Whether *item* runs Node (``node`` marker) or Chromium."""
+    return item.get_closest_marker("node") is not None or uses_browser(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if ON_CI and report.skipped and needs_ci_tool(item):
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else ""
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, where it must run: {reason}"
+
+
+# -- builds shared by the session -------------------------------------------
+
+
+def digest(*parts: str | bytes) -> str:
+    """A short hash of *parts*, in order."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(
+            hashlib.sha256(part.encode() if isinstance(part, str) else part).digest()
+        )
+    return h.hexdigest()[:12]
+
+
+def tree_key(root: Path) -> str:
+    """Hash of a source tree's file names and contents (caches left out)."""
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not {"__pycache__", "_build"} & set(p.parts)
+    )
+    return digest(
+        *(p.relative_to(root).as_posix().encode() + p.read_bytes() for p in files)
+    )
+
+
+@dataclass(frozen=True)
+class Built:
+    """A finished build: its output folder and what Sphinx printed."""
+
+    outdir: Path
+    warnings: str
+    status: str = ""
+    #: the folder the built copy of the source is in (paths in warnings)
+    origin: Path | None = None
+
+    @property
+    def srcdir(self) -> Path:
+        return self.outdir.parent / "src"
+
+    @property
+    def doctrees(self) -> Path:
+        return self.outdir.parent / "doctrees"
+
+
+class Builds:
+    """Builds made once per session and shared, read-only, by every test (and
+    every xdist worker) that asks for the same source and settings, as
+    ``benchmarks/_harness.py`` keys its sites: one folder per key below the
+    session's shared folder, made under a file lock, so a second worker waits
+    for the first one's build instead of making its own. A test that changes
+    a build (edits the source and builds again, writes into the output)
+    works on a ``copy`` of it.
+
+    Each folder holds ``src`` (a copy of the source), ``html`` (or the
+    builder's output), ``doctrees`` and ``warnings.txt``.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def once(self, name: str, key: str, make: Callable[[Path], None]) -> Path:
+        """``root/NAME-KEY``, made by *make(folder)* unless a test of this
+        session (in any worker) made it already."""
+        from filelock import FileLock
+
+        folder = self.root / f"{name}-{key}"
+        done = folder / ".done"
+        with FileLock(str(folder) + ".lock"):
+            if not done.exists():
+                if folder.exists():  # a build that failed half way
+                    shutil.rmtree(folder)
+                folder.mkdir()
+                make(folder)
+                done.touch()
+        return folder
+
+    def sphinx(self, src: Path, *options: str, name: str | None = None) -> Built:
+        """``python -m sphinx -b html OPTIONS`` of a copy of *src*, once: the
+        build in a child process, as an author runs it."""
+
+        def make(folder: Path) -> None:
+            srcdir = folder / "src"
+            shutil.copytree(src, srcdir, ignore=_IGNORE)
+            out = folder / "html"
+            warnings = sphinx_build(
+                srcdir, out, "-d", str(folder / "doctrees"), *options
+            )
+            (folder / "warnings.txt").write_text(warnings, "utf-8")
+
+        key = digest("sphinx", tree_key(src), *options)
+        folder = self.once(name or src.name, key, make)
+        return self._built(folder)
+
+    def app(
+        self,
+        testroot: str | Path,
+        builder: str = "html",
+        confoverrides: dict[str, Any] | None = None,
+    ) -> Built:
+        """``tests/roots/test-TESTROOT`` (or the folder *testroot*) built once
+        in this process by Sphinx's own test application (as the ``app``
+        fixture builds it, fresh), so the extension's code runs where
+        coverage sees it."""
+        src = ROOTS / f"test-{testroot}" if isinstance(testroot, str) else testroot
+        from io import StringIO
+
+        from sphinx.testing.util import SphinxTestApp
+
+        overrides = dict(confoverrides or {})
+
+        def make(folder: Path) -> None:
+            srcdir = folder / "src"
+            shutil.copytree(src, srcdir, ignore=_IGNORE)
+            status, warning = StringIO(), StringIO()
+            syspath = sys.path.copy()
+            app = SphinxTestApp(
+                builder,
+                srcdir=srcdir,
+                builddir=folder / "_build",
+                confoverrides=overrides,
+                status=status,
+                warning=warning,
+                freshenv=True,
+            )
+            try:
+                app.build()
+            finally:
+                app.cleanup()
+                sys.path[:] = syspath
+            (folder / "_build" / builder).rename(folder / "html")
+            (folder / "_build" / "doctrees").rename(folder / "doctrees")
+            (folder / "warnings.txt").write_text(warning.getvalue(), "utf-8")
+            (folder / "status.txt").write_text(status.getvalue(), "utf-8")
+
+        key = digest(
+            "app",
+            tree_key(src),
+            builder,
+            json.dumps(overrides, sort_keys=True, default=str),
+        )
+        return self._built(self.once(f"{src.name}-{builder}", key, make))
+
+    def corpus(self, name: str, with_ragcite: bool = True) -> Built:
+        """Third-party corpus *name* (``../shared/corpora``) built once, as an
+        author builds it: ``python -m sphinx -b html -q -N`` in a child process
+        on a copy, with or without ``sphinx_ragcite`` added to its
+        extensions. ``warnings`` is the build's stderr and ``origin`` the
+        folder the copy is in (paths in warnings start with it).
+
+        With the extension it is the benchmarks' build of the corpus
+        (``_harness.corpus_site``, in ``benchmarks/results/.sites/``, kept
+        while the build code and the corpus are unchanged), the one the dev
+        sets of ``answer_quality.py`` use too: built once for every test."""
+        corpora = benchmark("_corpora")
+        if with_ragcite:
+            harness = benchmark("_harness")
+            outdir, _ = harness.corpus_site(name)
+            stderr = outdir.parent / "stderr.txt"
+            if not stderr.is_file():  # built before the harness kept it
+                outdir, _ = harness.corpus_site(name, rebuild=True)
+            return Built(
+                outdir, stderr.read_text("utf-8"), origin=outdir.parent / "src"
+            )
+
+        def make(folder: Path) -> None:
+            srcdir = corpora.prepare_corpus(name, folder, with_ragcite)
+            cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-N"]
+            proc = subprocess.run(
+                [*cmd, str(srcdir), str(folder / "html")],
+                cwd=srcdir.parent,
+                env=corpora.build_env(srcdir),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert proc.returncode == 0, f"build failed:\n{proc.stderr[-3000:]}"
+            (folder / "warnings.txt").write_text(proc.stderr, "utf-8")
+
+        folder = self.once(f"{name}-without", "corpus", make)
+        return Built(
+            folder / "html", (folder / "warnings.txt").read_text("utf-8"), origin=folder
+        )
+
+    @staticmethod
+    def _built(folder: Path) -> Built:
+        status = folder / "status.txt"
+        return Built(
+            folder / "html",
+            (folder / "warnings.txt").read_text("utf-8"),
+            status.read_text("utf-8") if status.exists() else "",
+        )
+
+    @staticmethod
+    def copy(built: Built, dest: Path) -> Built:
+        """A private copy of *built* (source, output, doctrees) in *dest*, to
+        edit and build again; the doctrees keep it incremental."""
+        for part in ("src", "html", "doctrees"):
+            if (built.outdir.parent / part).exists():
+                shutil.copytree(built.outdir.parent / part, dest / part, symlinks=True)
+        return Built(dest / "html", built.warnings, built.status)
+
+
+_IGNORE = shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints")
+
+
+@pytest.fixture(scope="session")
+def builds(shared_dir: Path) -> Builds:
+    """The session's shared builds (see ``Builds``)."""
+    return Builds(shared_dir / "builds")
+
+
+@pytest.fixture
+def app_built(request: pytest.FixtureRequest, builds: Builds) -> Built:
+    """What Sphinx's ``app`` fixture has after ``app.build()``, for a test that
+    only reads the output: the build its ``@pytest.mark.sphinx`` marker
+    describes (builder, ``testroot``, ``confoverrides``), made once per
+    session, fresh, and shared with every test that asks for the same."""
+    args: dict[int, Any] = {}
+    kwargs: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("sphinx"))):
+        args |= dict(enumerate(marker.args))
+        kwargs.update(marker.kwargs)
+    builder = args.get(0, kwargs.get("buildername", "html"))
+    return builds.app(
+        kwargs.get("testroot", "root"), builder, kwargs.get("confoverrides")
+    )
+
+
+@pytest.fixture(scope="session")
+def example_site(builds: Builds) -> Path:
+    """The example book built once per session (embeddings included)."""
+    built = builds.sphinx(EXAMPLE_BOOK, name="example_book")
+    assert built.warnings == ""
+    return built.outdir
 
 
 #: What the edited copy of the example book says instead (test_sites.py).
@@ -132,13 +445,10 @@ BLOOM_V2 = "wait 50 to 70 seconds"
 
 
 @pytest.fixture(scope="session")
-def example_site_v2(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+def example_site_v2(builds: Builds, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A second version of the example book: version 2.0, one paragraph edited."""
-    import shutil
-
-    root = tmp_path_factory.mktemp("example_site_v2")
-    srcdir = root / "src"
-    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=shutil.ignore_patterns("_build"))
+    srcdir = tmp_path_factory.mktemp("example_site_v2") / "src"
+    shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=_IGNORE)
     page = srcdir / "brewing" / "pour_over.md"
     text = page.read_text("utf-8")
     assert BLOOM_V1 in text
@@ -151,17 +461,99 @@ def example_site_v2(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
         if not line.startswith("release =")
     ]
     conf.write_text("\n".join([*lines, 'release = "2.0.1"', ""]), "utf-8")
-    outdir = root / "html"
-    assert sphinx_build(srcdir, outdir, "-d", str(root / "doctrees")) == ""
-    return outdir
+    built = builds.sphinx(srcdir, name="example_book_v2")
+    assert built.warnings == ""
+    return built.outdir
 
 
 def benchmark(name: str) -> ModuleType:
-    """``benchmarks/<name>.py``, imported as the benchmarks import each other."""
-    folder = str(REPO / "benchmarks")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module(name)
+    """``benchmarks/<name>.py``: the package ``benchmarks`` (the code tests,
+    benchmarks and tools share), imported by its name there."""
+    return importlib.import_module(f"benchmarks.{name}")
+
+
+# -- one Chromium for the session ---------------------------------------------
+
+#: The Debian ``chromium`` package, driven by Python playwright (never a
+#: downloaded browser).
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+#: Screenshots of the browser tests, for people to look at.
+SHOTS = Path("/tmp/ragcite-shots")
+
+
+def uses_browser(item: pytest.Item) -> bool:
+    return not {"browser", "chromium"}.isdisjoint(getattr(item, "fixturenames", ()))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that drive Chromium run last, together: the session's browser
+    starts once, before the first of them, and playwright's sync API marks
+    the main thread's asyncio loop as running while it lives, which
+    ``asyncio.run`` in a later test would refuse. The order is otherwise kept."""
+    items[:] = sorted(items, key=uses_browser)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    """One Chromium for the whole session (each test gets a fresh context
+    through ``page``), closed when the session ends."""
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"the browser tests need Chromium at {CHROMIUM} "
+            "(apt-get install -y chromium)"
+        )
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="pip install playwright (no browser download)"
+    )
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: Any) -> Any:
+    """The session's Chromium (a name test modules import and alias: each
+    alias is a thin fixture over the one ``chromium``)."""
+    return chromium
+
+
+class Problems(list):
+    """Uncaught page errors and CSP violations seen by a page."""
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A page in a fresh browser context (no cookies, storage or cache from
+    another test) that fails the test on any page error or CSP violation."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    problems = Problems()
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on(
+        "console",
+        lambda m: (
+            problems.append(f"console: {m.text}")
+            if m.type == "error" and "Content Security Policy" in m.text
+            else None
+        ),
+    )
+    page.problems = problems
+    yield page
+    context.close()
+    assert not problems, problems
 
 
 # -- servers, streams and a scripted model, for the HTTP tests ---------------------
@@ -197,6 +589,42 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def answer_server(
+    build_dir: Path | None, **kwargs: Any
+) -> contextlib.AbstractContextManager[str]:
+    """``ragcite serve`` in a thread: the site at ``/`` (or ``sites=`` each at
+    ``/NAME/``) and the API, no rate limit; ``llm=`` a generator."""
+    from sphinx_ragcite.server.app import create_app
+    from sphinx_ragcite.server.settings import ServerSettings
+
+    llm = kwargs.pop("llm", None)
+    settings = ServerSettings(build_dir=build_dir, rate_limit=0, **kwargs)
+    return serving(create_app(settings, llm=llm))
+
+
+@pytest.fixture(scope="session")
+def example_server(example_site: Path) -> Iterator[str]:
+    """The example book and its answer API (extractive), one server for every
+    test that only reads from it."""
+    with answer_server(example_site, generator="extractive") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def example_files(example_site: Path) -> Iterator[str]:
+    """The example book from a plain file server (no answer API)."""
+    with serving_files(example_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def example_versions_server(example_site: Path, example_site_v2: Path) -> Iterator[str]:
+    """The example book 1.0 as ``v1`` beside its edited 2.0 as ``v2``."""
+    sites = (("v1", example_site), ("v2", example_site_v2))
+    with answer_server(None, sites=sites, generator="extractive") as url:
+        yield url
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -279,7 +707,7 @@ def wait_until(condition: Callable[[], object], seconds: float) -> float:
 def health(url: str) -> dict[str, Any]:
     import httpx
 
-    return httpx.get(f"{url}/api/health").json()  # type: ignore[no-any-return]
+    return httpx.get(f"{url}/api/health").json()
 
 
 def sse_events(text: str) -> list[tuple[str, dict[str, Any]]]:

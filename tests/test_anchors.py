@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Comment, Tag
 
-from conftest import build, read_passages
+from conftest import read_passages
 
 _WORD = re.compile(r"\w+")
 
@@ -63,12 +62,10 @@ def check_anchors(outdir: Path) -> list[dict]:
 
 @pytest.mark.parametrize("builder", ["html", "dirhtml", "singlehtml"])
 @pytest.mark.parametrize("root", ["basic", "myst"])
-def test_anchor_once_per_passage(make_app, rootdir, tmp_path, builder, root):  # type: ignore[no-untyped-def]
-    srcdir = tmp_path / root
-    shutil.copytree(rootdir / f"test-{root}", srcdir)
-    app = build(make_app, builder, srcdir)
-    assert app.warning.getvalue() == ""
-    records = check_anchors(app.outdir)
+def test_anchor_once_per_passage(builds, builder, root):
+    built = builds.app(root, builder)  # the session's build, shared
+    assert built.warnings == ""
+    records = check_anchors(built.outdir)
     urls = {r["docname"]: r["url"].split("#")[0] for r in records}
     if builder == "html":
         assert urls["index"] == "index.html"

@@ -115,7 +115,7 @@ def test_markers_are_renumbered_in_order_of_appearance(site: Site) -> None:
     i_other, other = next(
         (i, pid) for i, pid in enumerate(retrieved, 1) if pid != chosen.passage_id
     )
-    text = site.passage(other)["text"]  # type: ignore[index]
+    text = site.passage(other)["text"]
     sentence = max(split_sentences(text), key=lambda s: len(s.text)).text
     engine.llm = ScriptedLLM(f"{sentence} [{i_other}] {chosen.quote} [{i_chosen}]")
     result = engine.answer(question, generator="llm")
@@ -191,9 +191,9 @@ def test_parse_markers_understands_every_convention(site: Site) -> None:
     vector = site.embedder.embed(["water"])[0]
     rows = [site._rows[p["passage_id"]] for p in site.passages[:40]]
     evidence = build_evidence(site, engine.sentences, vector, rows)
-    water = next(i for i, e in enumerate(evidence) if e.record["docname"] == "water")  # type: ignore[index]
+    water = next(i for i, e in enumerate(evidence) if e.record["docname"] == "water")
     pid = evidence[water].key
-    chapter = evidence[water].record["chapter"].split(".")[0]  # type: ignore[index]
+    chapter = evidence[water].record["chapter"].split(".")[0]
     assert parse_markers("a [2] b [1, 3]", evidence) == ([1, 0, 2], [])
     assert parse_markers(f"x [{pid}]", evidence) == ([water], [])
     assert parse_markers("x [Source: water.html]", evidence)[0] == [water]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
@@ -32,7 +31,7 @@ SCRIPTS = (
 
 
 @pytest.fixture
-def srcdir(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def srcdir(rootdir, tmp_path):
     path = tmp_path / "src"
     shutil.copytree(rootdir / "test-basic", path)
     return path
@@ -74,9 +73,8 @@ def check_page(html: str, root: str) -> None:
 
 
 @pytest.mark.sphinx("html", testroot="basic", freshenv=True, confoverrides=FAST)
-def test_html_pages_get_the_widget_once(app) -> None:  # type: ignore[no-untyped-def]
-    app.build()
-    outdir = Path(app.outdir)
+def test_html_pages_get_the_widget_once(app_built) -> None:
+    outdir = app_built.outdir
     pages = {p.relative_to(outdir).as_posix() for p in outdir.rglob("*.html")}
     assert {"index.html", "first.html", "part/index.html"} <= pages
     for page in pages:
@@ -97,49 +95,48 @@ def test_html_pages_get_the_widget_once(app) -> None:  # type: ignore[no-untyped
         ("singlehtml", {"index.html": ""}),
     ],
 )
-def test_other_site_builders_get_the_widget(make_app, srcdir, builder, pages):  # type: ignore[no-untyped-def]
-    app = build(make_app, builder, srcdir, confoverrides=FAST)
+def test_other_site_builders_get_the_widget(builds, builder, pages):
+    built = builds.app("basic", builder, FAST)  # the session's build, shared
     for page, root in pages.items():
-        check_page((app.outdir / page).read_text("utf-8"), root)
+        check_page((built.outdir / page).read_text("utf-8"), root)
 
 
 @pytest.mark.parametrize("builder", ["latex", "text"])
-def test_non_html_builders_get_no_widget(make_app, srcdir, builder):  # type: ignore[no-untyped-def]
-    app = build(make_app, builder, srcdir, confoverrides=FAST)
-    assert not (app.outdir / "_static" / "ragcite").exists()
-    for path in app.outdir.rglob("*"):
+def test_non_html_builders_get_no_widget(builds, builder):
+    built = builds.app("basic", builder, FAST)  # the session's build, shared
+    assert not (built.outdir / "_static" / "ragcite").exists()
+    for path in built.outdir.rglob("*"):
         if path.is_file():
             text = path.read_text("utf-8", errors="replace")
             assert "ragcite/widget" not in text, path
             assert "data-ragcite" not in text, path
 
 
-def test_widget_can_be_turned_off(make_app, srcdir):  # type: ignore[no-untyped-def]
-    app = build(
-        make_app, "html", srcdir, confoverrides={**FAST, "ragcite_widget": False}
-    )
-    for page in app.outdir.rglob("*.html"):
+def test_widget_can_be_turned_off(builds):
+    built = builds.app("basic", "html", {**FAST, "ragcite_widget": False})
+    for page in built.outdir.rglob("*.html"):
         text = page.read_text("utf-8")
         assert "ragcite/widget" not in text
         assert "data-ragcite" not in text
-    assert not (app.outdir / "_static" / "ragcite").exists()
-    assert (app.outdir / "_ragcite" / "manifest.json").exists()  # the index stays
+    assert not (built.outdir / "_static" / "ragcite").exists()
+    assert (built.outdir / "_ragcite" / "manifest.json").exists()  # the index stays
 
 
-def test_widget_settings_reach_the_script_tag(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_widget_settings_reach_the_script_tag(builds):
     overrides = {
         **FAST,
         "ragcite_server_url": " https://answers.example.org/book ",
         "ragcite_shortcut": "Alt+A",
     }
-    app = build(make_app, "html", srcdir, confoverrides=overrides)
-    widget = widget_tags((app.outdir / "index.html").read_text("utf-8"))["scripts"][-1]
+    built = builds.app("basic", "html", overrides)  # the session's build, shared
+    html = (built.outdir / "index.html").read_text("utf-8")
+    widget = widget_tags(html)["scripts"][-1]
     assert widget["data-ragcite-server"] == "https://answers.example.org/book"
     assert widget["data-ragcite-shortcut"] == "Alt+A"
-    assert app.warning.getvalue().strip() == ""
+    assert built.warnings.strip() == ""
 
 
-def test_site_name_scope_and_a_page_that_asks_all_sites(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_site_name_scope_and_a_page_that_asks_all_sites(make_app, srcdir):
     index = srcdir / "index.rst"
     index.write_text(":ragcite_scope: all\n\n" + index.read_text("utf-8"), "utf-8")
     overrides = {**FAST, "ragcite_site_name": "v1.2", "ragcite_widget_scope": "site"}
@@ -167,7 +164,7 @@ def test_site_name_scope_and_a_page_that_asks_all_sites(make_app, srcdir):  # ty
         ("ragcite_site_name", "../up"),
     ],
 )
-def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value):  # type: ignore[no-untyped-def]
+def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value):
     app = make_app("html", srcdir=srcdir, confoverrides={**FAST, name: value})
     try:
         assert f"{name} must be" in app.warning.getvalue()
@@ -186,7 +183,7 @@ def test_bad_widget_settings_warn_and_fall_back(make_app, srcdir, name, value): 
 # -- where the files come from -------------------------------------------------
 
 
-def test_widget_dir_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_widget_dir_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:
     package = tmp_path / "sphinx_ragcite"
     (package / "static").mkdir(parents=True)
     for name in assets.WIDGET_FILES:
@@ -195,7 +192,7 @@ def test_widget_dir_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  #
     assert assets.widget_dir() == package / "static"
 
 
-def test_widget_dir_falls_back_to_the_checkout(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_widget_dir_falls_back_to_the_checkout(tmp_path, monkeypatch) -> None:
     package = tmp_path / "sphinx_ragcite"
     package.mkdir()
     (tmp_path / "js").mkdir()

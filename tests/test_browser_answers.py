@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from test_widget import CHROMIUM, LAUNCH_ARGS, SHOTS, sync_api
+from test_widget import CHROMIUM, LAUNCH_ARGS, SHOTS
 
 from sphinx_ragcite.extension.browser_assets import ort_runtime_files
 
@@ -110,16 +110,11 @@ def serve(
         thread.join(10)
 
 
-@pytest.fixture(scope="module")
-def browser():  # type: ignore[no-untyped-def]
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield browser
-        browser.close()
+# ``browser`` is the session's Chromium (conftest): each page here gets a
+# fresh context of its own.
 
 
-def watched(page):  # type: ignore[no-untyped-def]
+def watched(page):
     """*page*, recording every request (its workers' too) and error."""
     page.set_default_timeout(60_000)
     page.requests = []
@@ -136,7 +131,7 @@ def watched(page):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def page(browser):  # type: ignore[no-untyped-def]
+def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = watched(context.new_page())
     yield page
@@ -145,7 +140,7 @@ def page(browser):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def profile_page(browser, tmp_path: Path):  # type: ignore[no-untyped-def]
+def profile_page(browser, tmp_path: Path):
     """A page of a browser with a profile on disk: its HTTP cache keeps large
     files, as a reader's browser does (an incognito context's cache in memory
     keeps none as large as the model)."""
@@ -161,11 +156,11 @@ def profile_page(browser, tmp_path: Path):  # type: ignore[no-untyped-def]
     assert not page.errors, page.errors
 
 
-def ask(page, question: str) -> dict:  # type: ignore[no-untyped-def]
-    return page.evaluate("(q) => window.ragcite.ask(q)", question)  # type: ignore[no-any-return]
+def ask(page, question: str) -> dict:
+    return page.evaluate("(q) => window.ragcite.ask(q)", question)
 
 
-def engine_requests(page, base: str) -> list[str]:  # type: ignore[no-untyped-def]
+def engine_requests(page, base: str) -> list[str]:
     """The requests that belong to answers in the browser."""
     pattern = re.compile(r"/_ragcite/|/_static/ragcite/(browser|worker|store)\.js")
     return [
@@ -176,7 +171,7 @@ def engine_requests(page, base: str) -> list[str]:  # type: ignore[no-untyped-de
 # -- nothing until asked, then progress -------------------------------------------
 
 
-def test_nothing_loads_at_page_load(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_loads_at_page_load(page, site: Path) -> None:
     with serve(site) as (base, _):
         page.goto(f"{base}/brewing/pour_over.html")
         page.wait_for_load_state("load")
@@ -191,7 +186,7 @@ def test_nothing_loads_at_page_load(page, site: Path) -> None:  # type: ignore[n
 
 def test_opening_the_panel_starts_the_download_with_progress_in_mb(
     page, site: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     manifest = read_manifest(site)
     total = sum(manifest["bytes"][role] for role in FIRST_ANSWER_ROLES)
     with serve(site, slow_model=True) as (base, _):
@@ -221,7 +216,7 @@ def test_opening_the_panel_starts_the_download_with_progress_in_mb(
 
 def test_static_results_at_once_then_the_answer_from_the_browser(
     page, site: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     with serve(site) as (base, _):
         page.goto(f"{base}/index.html")
         page.evaluate("window.ragcite.open()")
@@ -252,7 +247,7 @@ def test_static_results_at_once_then_the_answer_from_the_browser(
         page.wait_for_url(f"{base}/{cited['url']}")
 
 
-def test_later_questions_fetch_only_shards_and_visits_reuse_the_cache(  # type: ignore[no-untyped-def]
+def test_later_questions_fetch_only_shards_and_visits_reuse_the_cache(
     profile_page, site: Path
 ) -> None:
     page = profile_page
@@ -277,7 +272,7 @@ def test_later_questions_fetch_only_shards_and_visits_reuse_the_cache(  # type: 
         assert bodies == [200], [s for s in served if "/model." in s[1]]
 
 
-def test_the_reader_can_cancel_the_download(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_reader_can_cancel_the_download(page, site: Path) -> None:
     with serve(site, slow_model=True) as (base, _):
         page.goto(f"{base}/index.html")
         page.evaluate("window.ragcite.open()")
@@ -301,7 +296,7 @@ def test_the_reader_can_cancel_the_download(page, site: Path) -> None:  # type: 
 # -- where it cannot run ---------------------------------------------------------------
 
 
-def test_from_disk_the_reader_gets_search_results_and_why(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_from_disk_the_reader_gets_search_results_and_why(page, site: Path) -> None:
     page.goto((site / "brewing" / "espresso.html").as_uri())
     result = ask(page, QUESTION)
     assert result["mode"] == "static"
@@ -316,7 +311,7 @@ def test_from_disk_the_reader_gets_search_results_and_why(page, site: Path) -> N
 
 def test_a_csp_without_wasm_unsafe_eval_falls_back_with_one_sentence(
     page, site: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     csp = "script-src 'self'; worker-src 'self'; connect-src 'self'"
     with serve(site, csp=csp) as (base, _):
         page.goto(f"{base}/index.html")
@@ -332,7 +327,7 @@ def test_a_csp_without_wasm_unsafe_eval_falls_back_with_one_sentence(
         ]
 
 
-def test_the_documented_csp_lets_answers_run(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_documented_csp_lets_answers_run(page, site: Path) -> None:
     with serve(site, csp=DOCUMENTED_CSP) as (base, _):
         page.goto(f"{base}/index.html")
         answer = ask(page, QUESTION)
@@ -346,7 +341,7 @@ def test_the_documented_csp_lets_answers_run(page, site: Path) -> None:  # type:
         assert ours == []
 
 
-def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:
     with serve(site) as (base, served):
         page.goto(f"{base}/index.html")
         secret = "Is my secret 7f3a9c bloom question private?"
@@ -359,7 +354,7 @@ def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:  # 
         assert [c for c, _, _ in served if c != "GET"] == []
 
 
-def test_the_main_thread_is_never_blocked_by_the_engine(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_main_thread_is_never_blocked_by_the_engine(page, site: Path) -> None:
     """No long task (> 50 ms) while the engine downloads and starts, nor while
     it answers (from a question's post to the worker to its answer), the
     page's drawing of what arrives aside (benchmarks/_browser_page.py)."""
@@ -384,7 +379,7 @@ def test_the_main_thread_is_never_blocked_by_the_engine(page, site: Path) -> Non
 # -- the same answers as the server ----------------------------------------------
 
 
-def test_the_browser_answers_as_the_server_does(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_browser_answers_as_the_server_does(page, site: Path) -> None:
     """Every question of example_book/qa.jsonl, asked through
     ``window.ragcite.ask`` on the served site: the outcome, the cited passage
     IDs and the confidence (within 0.02) of the Python engine's answer, for

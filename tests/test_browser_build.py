@@ -48,7 +48,7 @@ def srcdir(rootdir: Path, tmp_path: Path) -> Path:
     return path
 
 
-def statuses(app) -> list[str]:  # type: ignore[no-untyped-def]
+def statuses(app) -> list[str]:
     """The build log's lines about answers in the browser."""
     lines = app._status.getvalue().splitlines()
     return [line for line in lines if "ragcite:" in line and "in the browser" in line]
@@ -178,7 +178,7 @@ def test_the_store_reads_the_built_site_in_node(example_site: Path) -> None:
 # -- what the option and a missing runtime leave out ------------------------------
 
 
-def test_browser_answers_off_keeps_keyword_search_only(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_browser_answers_off_keeps_keyword_search_only(make_app, srcdir):
     app = build(
         make_app, "html", srcdir, confoverrides={"ragcite_browser_answers": False}
     )
@@ -195,7 +195,7 @@ def test_browser_answers_off_keeps_keyword_search_only(make_app, srcdir):  # typ
     assert app.warning.getvalue().strip() == ""
 
 
-def test_missing_runtime_is_one_log_line_and_keyword_search(  # type: ignore[no-untyped-def]
+def test_missing_runtime_is_one_log_line_and_keyword_search(
     make_app, srcdir, monkeypatch
 ):
     monkeypatch.setattr(browser_index, "_runtime_files", lambda: None)
@@ -217,7 +217,7 @@ def test_missing_runtime_is_one_log_line_and_keyword_search(  # type: ignore[no-
 
 
 @needs_runtime
-def test_the_log_says_how_many_mb_the_option_adds(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_the_log_says_how_many_mb_the_option_adds(make_app, srcdir):
     app = build(make_app, "html", srcdir)
     manifest = read_manifest(app.outdir)
     folder = app.outdir / "_ragcite"
@@ -267,7 +267,7 @@ def test_runtime_roles_are_the_encoders_roles(tmp_path: Path) -> None:
 
 
 @needs_runtime
-def test_two_clean_builds_write_the_same_bytes(make_app, rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def test_two_clean_builds_write_the_same_bytes(make_app, rootdir, tmp_path):
     outs = []
     for name in ("a", "b"):
         src = tmp_path / name
@@ -281,7 +281,7 @@ def test_two_clean_builds_write_the_same_bytes(make_app, rootdir, tmp_path):  # 
 
 
 @needs_runtime
-def test_a_rebuild_copies_nothing_again_and_an_edit_changes_its_shards(  # type: ignore[no-untyped-def]
+def test_a_rebuild_copies_nothing_again_and_an_edit_changes_its_shards(
     make_app, srcdir
 ):
     app = build(make_app, "html", srcdir)
@@ -326,7 +326,7 @@ def test_a_rebuild_copies_nothing_again_and_an_edit_changes_its_shards(  # type:
 # -- the pieces ------------------------------------------------------------------
 
 
-def record(pid: str, doc: str, text: str) -> dict:  # type: ignore[type-arg]
+def record(pid: str, doc: str, text: str) -> dict:
     return {
         "passage_id": pid,
         "docname": doc,
@@ -345,8 +345,8 @@ def record(pid: str, doc: str, text: str) -> dict:  # type: ignore[type-arg]
 def test_shards_split_at_documents_and_every_few_rows() -> None:
     records = [record(f"ch1-sec0-p{i}", "a", "x") for i in range(1, 7)]
     records += [record("ch2-sec0-p1", "b", "y")]
-    assert shards.shard_groups(records, 4) == [(0, 4), (4, 2), (6, 1)]  # type: ignore[arg-type]
-    assert shards.shard_groups(records, 0) == [(0, 6), (6, 1)]  # type: ignore[arg-type]
+    assert shards.shard_groups(records, 4) == [(0, 4), (4, 2), (6, 1)]
+    assert shards.shard_groups(records, 0) == [(0, 6), (6, 1)]
     assert shards.shard_groups([], 4) == []
 
 
@@ -360,25 +360,25 @@ def test_a_shard_round_trips_and_refuses_damage() -> None:
         np.arange(3 * 4, dtype=np.int8).reshape(3, 4),
         np.array([0.5, 1.5, 2.5], dtype=np.float32),
     )
-    data = shards.shard_bytes(records, vectors, 0)  # type: ignore[arg-type]
+    data = shards.shard_bytes(records, vectors, 0)
     rows = shards.read_shard(data)
     assert [r.record["text"] for r in rows] == ["One. Two.", "Three."]
     assert rows[1].sentences is not None
     np.testing.assert_array_equal(rows[1].sentences[1], vectors.codes[2:3])
-    bare = shards.read_shard(shards.shard_bytes(records, None, 0))  # type: ignore[arg-type]
+    bare = shards.read_shard(shards.shard_bytes(records, None, 0))
     assert [r.sentences for r in bare] == [None, None]
     for bad in (data[:-1], data + b"\0", b"XXXX" + data[4:]):
         with pytest.raises(ValueError, match="shard"):
             shards.read_shard(bad)
 
 
-def finish(writer: IndexWriter) -> dict:  # type: ignore[type-arg]
+def finish(writer: IndexWriter) -> dict:
     """The files every manifest must name, from one passage, then the manifest."""
     from sphinx_ragcite.formats.bm25 import bm25_files, build_bm25
 
     one = {"passage_id": "ch0-sec0-p1", "heading_path": ["T"], "text": "Tea."}
     writer.add("passages", "passages.jsonl", (json.dumps(one) + "\n").encode())
-    for name, data in bm25_files(build_bm25([one])).items():  # type: ignore[list-item]
+    for name, data in bm25_files(build_bm25([one])).items():
         writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
     writer.add("static", "search.js", b"globalThis.x=1", alias=True)
     counts = {"passages": 1, "documents": 1, "moved": 0}

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +36,12 @@ from sphinx_ragcite.contracts import (
 from sphinx_ragcite.retrieval import fusion
 from sphinx_ragcite.retrieval.searchable import SearchRequest
 from sphinx_ragcite.text import MIXED, STOPWORDS, split_sentences
+from tools import write_parity_cases as cases_tool
 
 from conftest import EXAMPLE_BOOK, REPO, benchmark
 
 JS = REPO / "js"
 GOLDEN = REPO / "tests" / "golden" / "parity_example_book.json"
-sys.path.insert(0, str(REPO / "tools"))
-import write_parity_cases as cases_tool  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +59,7 @@ def node() -> str:
 def example_site() -> Path:
     """The example book built with the extension, once (the benchmarks' cached
     build, keyed by the build code and the book's sources)."""
-    return benchmark("_harness").example_build()[0]  # type: ignore[no-any-return]
+    return benchmark("_harness").example_build()[0]
 
 
 # Reads the task's input JSON, runs the engine's modules on it, writes JSON.
@@ -330,7 +328,7 @@ def test_units(node: str, example_site: Path, tmp_path: Path) -> None:
     extended = 0
     for e, (text, js) in enumerate(zip(texts, got, strict=True)):
         cut = tuple(split_sentences(text))
-        item = Evidence("k", None, text, cut, None, frozenset(), frozenset(), 0.0, 1)  # type: ignore[arg-type]
+        item = Evidence("k", None, text, cut, None, frozenset(), frozenset(), 0.0, 1)
         expected = [
             [u.first, u.last, u.text, u.start, u.end, u.extended]
             for u in units.units_of(e, item)

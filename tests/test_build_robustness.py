@@ -68,7 +68,7 @@ def lines(text: str) -> list[str]:
 # -- the two breakages found on real projects -----------------------------------
 
 
-def test_quickstart_index_with_translated_standard_labels(make_app, rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def test_quickstart_index_with_translated_standard_labels(make_app, rootdir, tmp_path):
     """``* :ref:`genindex``` and friends in a German project build cleanly."""
     app = build(make_app, "html", copy_root(rootdir, tmp_path, "quickstart"))
     assert app.warning.getvalue() == ""
@@ -86,7 +86,7 @@ def test_quickstart_index_with_translated_standard_labels(make_app, rootdir, tmp
     assert (manifest["project"], manifest["author"]) == ("Demo", "Me")
 
 
-def test_myst_links_resolved_through_every_domain(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def test_myst_links_resolved_through_every_domain(rootdir, tmp_path):
     """MyST asks each domain to resolve ``[text](target)``; ours answers none.
 
     Built with ``-W`` in its own process: myst-parser alone, without the
@@ -101,7 +101,7 @@ def test_myst_links_resolved_through_every_domain(rootdir, tmp_path):  # type: i
     assert texts[0].startswith("Read the setup page first, or jump to the tuning")
 
 
-def test_config_values_reach_the_manifest_as_text(make_app, rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def test_config_values_reach_the_manifest_as_text(make_app, rootdir, tmp_path):
     overrides = {"copyright": ["2019, Ann", "2024, Bo"], "release": "2.0rc1"}
     srcdir = copy_root(rootdir, tmp_path, "basic")
     app = build(make_app, "html", srcdir, confoverrides=overrides)
@@ -118,7 +118,7 @@ def test_config_values_reach_the_manifest_as_text(make_app, rootdir, tmp_path): 
 
 
 @pytest.fixture
-def clean_basic(make_app, rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def clean_basic(make_app, rootdir, tmp_path):
     """The passages of test-basic built without any failure, by ID."""
     app = build(make_app, "html", copy_root(rootdir, tmp_path, "basic", "clean"))
     return {r["passage_id"]: r for r in read_passages(app.outdir)}
@@ -132,11 +132,11 @@ def assert_left_out(outdir: Path, clean: dict, docname: str) -> None:
     check_anchors(outdir)
 
 
-def fail_for(monkeypatch, module, name: str, docname: str, error: Exception) -> None:  # type: ignore[no-untyped-def]
+def fail_for(monkeypatch, module, name: str, docname: str, error: Exception) -> None:
     """``module.name(doc, docname, ...)`` raises *error* for *docname* only."""
     real = getattr(module, name)
 
-    def failing(doc, this, **kwargs):  # type: ignore[no-untyped-def]
+    def failing(doc, this, **kwargs):
         if this == docname:
             raise error
         return real(doc, this, **kwargs)
@@ -147,7 +147,7 @@ def fail_for(monkeypatch, module, name: str, docname: str, error: Exception) -> 
 @pytest.mark.parametrize("parallel", [0, 2])
 def test_a_document_failing_to_chunk_gets_no_passages(
     make_app, rootdir, tmp_path, monkeypatch, clean_basic, parallel
-):  # type: ignore[no-untyped-def]
+):
     error = RuntimeError("a node no one expected")
     fail_for(monkeypatch, collector, "chunk_doctree", "first", error)
     app = build(
@@ -164,7 +164,7 @@ def test_a_document_failing_to_chunk_gets_no_passages(
 
 def test_a_document_failing_to_index_gets_no_passages(
     make_app, rootdir, tmp_path, monkeypatch, clean_basic
-):  # type: ignore[no-untyped-def]
+):
     error = TypeError("expected str instance, _TranslationProxy found")
     fail_for(monkeypatch, records_module, "doc_records", "part/inner", error)
     app = build(make_app, "html", copy_root(rootdir, tmp_path, "basic"))
@@ -179,8 +179,8 @@ def test_a_document_failing_to_index_gets_no_passages(
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # an empty index warns of nothing
-def test_document_warnings_can_be_suppressed(make_app, rootdir, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    def chunk(doctree, docname, **kwargs):  # type: ignore[no-untyped-def]
+def test_document_warnings_can_be_suppressed(make_app, rootdir, tmp_path, monkeypatch):
+    def chunk(doctree, docname, **kwargs):
         raise RuntimeError("every document fails")
 
     monkeypatch.setattr(collector, "chunk_doctree", chunk)
@@ -195,10 +195,10 @@ def test_document_warnings_can_be_suppressed(make_app, rootdir, tmp_path, monkey
 
 def test_a_failure_while_anchoring_a_page_is_one_warning(
     make_app, rootdir, tmp_path, monkeypatch
-):  # type: ignore[no-untyped-def]
+):
     real = extension.add_anchors
 
-    def anchors(env, doctree):  # type: ignore[no-untyped-def]
+    def anchors(env, doctree):
         if env.docname == "nosections":
             raise KeyError("ids")
         real(env, doctree)
@@ -215,7 +215,7 @@ def test_a_failure_while_anchoring_a_page_is_one_warning(
 # -- the index as a whole fails ---------------------------------------------------
 
 
-def built_then_edited(make_app, rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def built_then_edited(make_app, rootdir, tmp_path):
     """test-basic built once, then first.rst edited: (srcdir, the index then)."""
     srcdir = copy_root(rootdir, tmp_path, "basic")
     app = build(make_app, "html", srcdir)
@@ -227,10 +227,10 @@ def built_then_edited(make_app, rootdir, tmp_path):  # type: ignore[no-untyped-d
 
 def test_a_failing_index_step_keeps_the_previous_index(
     make_app, rootdir, tmp_path, monkeypatch
-):  # type: ignore[no-untyped-def]
+):
     srcdir, before = built_then_edited(make_app, rootdir, tmp_path)
 
-    def bm25(*args):  # type: ignore[no-untyped-def]
+    def bm25(*args):
         raise MemoryError("no room for the postings")
 
     monkeypatch.setattr(index_build, "build_bm25", bm25)
@@ -245,12 +245,12 @@ def test_a_failing_index_step_keeps_the_previous_index(
 
 def test_a_full_disk_half_way_keeps_the_previous_index(
     make_app, rootdir, tmp_path, monkeypatch
-):  # type: ignore[no-untyped-def]
+):
     """New files written before the failure sit beside the old ones, unnamed."""
     srcdir, before = built_then_edited(make_app, rootdir, tmp_path)
     real = writer.atomic_write
 
-    def write(path, data):  # type: ignore[no-untyped-def]
+    def write(path, data):
         if path.name.startswith("search."):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real(path, data)
@@ -277,7 +277,7 @@ def test_a_full_disk_half_way_keeps_the_previous_index(
     }
 
 
-def test_an_unwritable_index_folder_is_one_warning(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def test_an_unwritable_index_folder_is_one_warning(rootdir, tmp_path):
     srcdir = copy_root(rootdir, tmp_path, "basic")
     out = tmp_path / "html"
     out.mkdir()
@@ -325,10 +325,10 @@ def search(out: Path, query: str) -> list[dict]:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)["hits"]  # type: ignore[no-any-return]
+    return json.loads(result.stdout)["hits"]
 
 
-def test_a_killed_rebuild_leaves_the_old_index_answering(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def test_a_killed_rebuild_leaves_the_old_index_answering(rootdir, tmp_path):
     srcdir = copy_root(rootdir, tmp_path, "basic")
     out, doctrees = tmp_path / "html", tmp_path / "doctrees"
     options = ("-d", str(doctrees))
@@ -362,7 +362,7 @@ def test_a_killed_rebuild_leaves_the_old_index_answering(rootdir, tmp_path):  # 
 # -- anchors that themes and extensions move ----------------------------------------
 
 
-def test_anchors_survive_furo_inline_tabs_collapse_and_glossary(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def test_anchors_survive_furo_inline_tabs_collapse_and_glossary(rootdir, tmp_path):
     """Seen on the Python Packaging User Guide: anchors doubled or lost.
 
     furo copies a table's ids to the ``<div>`` it wraps it in;

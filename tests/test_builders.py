@@ -11,14 +11,14 @@ from conftest import build
 
 
 @pytest.fixture
-def srcdir(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def srcdir(rootdir, tmp_path):
     path = tmp_path / "src"
     shutil.copytree(rootdir / "test-basic", path)
     return path
 
 
 @pytest.mark.parametrize("builder", ["latex", "text", "man", "epub"])
-def test_other_builders_are_untouched(make_app, srcdir, builder):  # type: ignore[no-untyped-def]
+def test_other_builders_are_untouched(make_app, srcdir, builder):
     app = build(make_app, builder, srcdir)
     warnings = app.warning.getvalue()
     if builder == "epub":  # epub checks metadata the test root does not set
@@ -32,7 +32,7 @@ def test_other_builders_are_untouched(make_app, srcdir, builder):  # type: ignor
             assert "ch1-sec0-p1" not in path.read_text("utf-8", errors="replace")
 
 
-def test_linkcheck_still_runs(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_linkcheck_still_runs(make_app, srcdir):
     app = build(make_app, "linkcheck", srcdir)
     assert (app.outdir / "output.json").exists()
     assert not (app.outdir / "_ragcite").exists()
@@ -46,12 +46,12 @@ def test_linkcheck_still_runs(make_app, srcdir):  # type: ignore[no-untyped-def]
         ({"ragcite_exclude": [1, 2]}, "ragcite_exclude must be a list of strings"),
     ],
 )
-def test_bad_config_fails_with_one_clear_error(make_app, srcdir, overrides, message):  # type: ignore[no-untyped-def]
+def test_bad_config_fails_with_one_clear_error(make_app, srcdir, overrides, message):
     with pytest.raises(ConfigError, match=message):
         make_app("html", srcdir=srcdir, confoverrides=overrides)
 
 
-def test_config_lists_every_problem(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_config_lists_every_problem(make_app, srcdir):
     overrides = {"ragcite_passage_words": 0, "ragcite_ignore_classes": 3}
     with pytest.raises(ConfigError) as error:
         make_app("html", srcdir=srcdir, confoverrides=overrides)

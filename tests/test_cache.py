@@ -459,7 +459,7 @@ def negated(cache: Path) -> Path:
         with np.load(path) as data:
             arrays = {name: data[name] for name in data.files}
         arrays["codes"] = -arrays["codes"]
-        np.savez(path, **arrays)  # type: ignore[arg-type]
+        np.savez(path, **arrays)
     return cache
 
 

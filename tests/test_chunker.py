@@ -9,16 +9,16 @@ import pytest
 from sphinx_ragcite.contracts import make_snippet
 from sphinx_ragcite.extension.passages.ids import parse_passage_id
 
-from conftest import read_passages
+from conftest import Built, read_passages
 
 ID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 
 
 @pytest.fixture
-def basic(app):  # type: ignore[no-untyped-def]
-    app.build()
-    assert app.warning.getvalue() == ""
-    return {r["passage_id"]: r for r in read_passages(app.outdir)}
+def basic(app_built: Built) -> dict:
+    """The marker's build (once per session for each configuration)."""
+    assert app_built.warnings == ""
+    return {r["passage_id"]: r for r in read_passages(app_built.outdir)}
 
 
 @pytest.mark.sphinx("html", testroot="basic", freshenv=True)
@@ -35,7 +35,7 @@ def test_ids_follow_reading_order(basic: dict) -> None:
         "zorphan": "ch7",
     }
     assert all(ID.match(pid) for pid in basic)
-    assert list(basic) == sorted(basic, key=parse_passage_id)  # type: ignore[arg-type]
+    assert list(basic) == sorted(basic, key=parse_passage_id)
 
 
 @pytest.mark.sphinx("html", testroot="basic", freshenv=True)
@@ -146,10 +146,9 @@ def test_excluded_documents_keep_the_numbering(basic: dict) -> None:
 
 
 @pytest.mark.sphinx("html", testroot="myst", freshenv=True)
-def test_myst_and_notebooks(app) -> None:  # type: ignore[no-untyped-def]
-    app.build()
-    assert app.warning.getvalue() == ""
-    records = {r["passage_id"]: r for r in read_passages(app.outdir)}
+def test_myst_and_notebooks(app_built: Built) -> None:
+    assert app_built.warnings == ""
+    records = {r["passage_id"]: r for r in read_passages(app_built.outdir)}
     assert records["ch0-sec0-p1"]["text"] == "A MyST Markdown root page with a link."
     assert records["ch0-sec1-p1"]["text"] == "Setting | Default\nwords | 120"
     guide = records["ch1-sec1-p1"]["text"]

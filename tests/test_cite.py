@@ -118,7 +118,7 @@ def reuse_loaded_sites(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process runs share loaded sites (the subprocess tests load afresh)."""
     load = cli._load
 
-    def cached(args):  # type: ignore[no-untyped-def]
+    def cached(args):
         key = (str(args.site), args.embedding_model)
         if key not in _LOADED:
             _LOADED[key] = load(args)
@@ -281,7 +281,7 @@ def no_answer(outcome: str, **extra: Any) -> Answer:
         confidence_level="low",
         grounded=False,
         metadata={"see_also": [SEE_ALSO]},
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
         **extra,
     )
 
@@ -774,7 +774,7 @@ def test_site_options_are_the_defaults(
         "ragcite_max_quote_length": 5,
     },
 )
-def test_conf_values_are_checked_and_reach_the_manifest(app) -> None:  # type: ignore[no-untyped-def]
+def test_conf_values_are_checked_and_reach_the_manifest(app) -> None:
     app.build()
     warnings = app.warning.getvalue()
     assert "ragcite_show_page must be True or False" in warnings

@@ -15,19 +15,19 @@ from test_anchors import check_anchors
 
 
 @pytest.fixture
-def srcdir(rootdir, tmp_path):  # type: ignore[no-untyped-def]
+def srcdir(rootdir, tmp_path):
     path = tmp_path / "src"
     shutil.copytree(rootdir / "test-basic", path)
     return path
 
 
 @pytest.fixture
-def chunked(monkeypatch):  # type: ignore[no-untyped-def]
+def chunked(monkeypatch):
     """Docnames the chunker ran on, in order."""
     calls: list[str] = []
     real = collector.chunk_doctree
 
-    def spy(doctree, docname, **kwargs):  # type: ignore[no-untyped-def]
+    def spy(doctree, docname, **kwargs):
         calls.append(docname)
         return real(doctree, docname, **kwargs)
 
@@ -35,14 +35,14 @@ def chunked(monkeypatch):  # type: ignore[no-untyped-def]
     return calls
 
 
-def touch(path) -> None:  # type: ignore[no-untyped-def]
+def touch(path) -> None:
     later = time.time() + 5
     os.utime(path, (later, later))
 
 
 def test_clean_incremental_and_parallel_builds_are_identical(
     make_app, srcdir, tmp_path, chunked
-):  # type: ignore[no-untyped-def]
+):
     app = build(make_app, "html", srcdir)
     clean = passages_bytes(app.outdir)
     assert len(chunked) == 8
@@ -61,7 +61,7 @@ def test_clean_incremental_and_parallel_builds_are_identical(
     check_anchors(app.outdir)
 
 
-def test_edits_update_only_what_changed(make_app, srcdir, chunked):  # type: ignore[no-untyped-def]
+def test_edits_update_only_what_changed(make_app, srcdir, chunked):
     app = build(make_app, "html", srcdir)
     before = {r["passage_id"]: r for r in read_passages(app.outdir)}
 
@@ -86,7 +86,7 @@ def test_edits_update_only_what_changed(make_app, srcdir, chunked):  # type: ign
     check_anchors(app.outdir)
 
 
-def test_new_chapter_renumbers_and_rewrites_later_pages(make_app, srcdir):  # type: ignore[no-untyped-def]
+def test_new_chapter_renumbers_and_rewrites_later_pages(make_app, srcdir):
     app = build(make_app, "html", srcdir)
     (srcdir / "new.rst").write_text("New Chapter\n===========\n\nFresh text.\n")
     index = srcdir / "index.rst"

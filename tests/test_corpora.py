@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO, benchmark
-from test_anchors import check_anchors
+from benchmarks import _corpora
 
-_corpora = benchmark("_corpora")
+from conftest import REPO, Builds, Built
+from test_anchors import check_anchors
 
 pytestmark = [
     pytest.mark.corpora,
@@ -41,21 +38,13 @@ PID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 
 
 class Build:
-    def __init__(self, name: str, root: Path, with_ragcite: bool) -> None:
-        self.root = root
-        self.srcdir = _corpora.prepare_corpus(name, root, with_ragcite)
-        self.outdir = root / "html"
-        cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-N"]
-        proc = subprocess.run(
-            [*cmd, str(self.srcdir), str(self.outdir)],
-            cwd=self.srcdir.parent,
-            env=_corpora.build_env(self.srcdir),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert proc.returncode == 0, f"build failed:\n{proc.stderr[-3000:]}"
-        self.stderr = proc.stderr
+    """One build of the corpus (the session's, shared: see ``Builds.corpus``)."""
+
+    def __init__(self, built: Built) -> None:
+        assert built.origin is not None
+        self.root = built.origin
+        self.outdir = built.outdir
+        self.stderr = built.warnings
 
     def problems(self) -> Counter[str]:
         """Warning/error lines, with this build's temporary paths removed."""
@@ -63,10 +52,10 @@ class Build:
 
 
 class CorpusBuilds:
-    def __init__(self, name: str, tmp: Path) -> None:
+    def __init__(self, name: str, builds: Builds) -> None:
         self.name = name
-        self.without = Build(name, tmp / "without", with_ragcite=False)
-        self.with_ = Build(name, tmp / "with", with_ragcite=True)
+        self.without = Build(builds.corpus(name, with_ragcite=False))
+        self.with_ = Build(builds.corpus(name, with_ragcite=True))
         self.outdir = self.with_.outdir
         index = self.outdir / "_ragcite"
         self.manifest = json.loads((index / "manifest.json").read_text("utf-8"))
@@ -79,15 +68,13 @@ class CorpusBuilds:
 
 
 @pytest.fixture(scope="module", params=_corpora.CORPORA)
-def corpus(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> CorpusBuilds:
+def corpus(request: pytest.FixtureRequest, builds: Builds) -> CorpusBuilds:
     name: str = request.param
     if _corpora.corpus_path(name) is None:
         pytest.skip(f"corpus {name} not found in {_corpora.corpora_dir()}")
     for module in _corpora.CORPUS_DEPS[name]:
         pytest.importorskip(module, reason=f'{name} needs it: pip install ".[corpora]"')
-    return CorpusBuilds(name, tmp_path_factory.mktemp(name))
+    return CorpusBuilds(name, builds)
 
 
 def test_no_new_warnings(corpus: CorpusBuilds) -> None:

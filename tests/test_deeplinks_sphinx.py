@@ -60,7 +60,7 @@ def test_answer_links_carry_no_highlight_query(server: str, site: Path) -> None:
         check_link(record["url"])
 
 
-def test_widget_links_carry_no_highlight_query(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_widget_links_carry_no_highlight_query(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     ask(page, QUESTION)
     hrefs = page.eval_on_selector_all(
@@ -71,7 +71,7 @@ def test_widget_links_carry_no_highlight_query(page, server: str) -> None:  # ty
         check_link(href)
 
 
-def test_sphinx_search_terms_leave_the_quote_marked(page, server: str, site: Path):  # type: ignore[no-untyped-def]
+def test_sphinx_search_terms_leave_the_quote_marked(page, server: str, site: Path):
     """Terms from Sphinx's search page are highlighted on the page a citation
     opens, inside the quoted sentence: the quote stays marked, whole."""
     page.goto(f"{server}/index.html")
@@ -101,7 +101,7 @@ def test_sphinx_search_terms_leave_the_quote_marked(page, server: str, site: Pat
 
 @pytest.mark.parametrize("query", ["", "?highlight=bloom"])
 def test_a_text_fragment_link_still_highlights_its_passage(
-    page,  # type: ignore[no-untyped-def]
+    page,
     server: str,
     site: Path,
     query: str,

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import _corpora
+from benchmarks import _harness as harness
+from benchmarks import answer_quality as aq
 from sphinx_ragcite.evaluate import load_qa
 
-from conftest import REPO, benchmark
+from conftest import REPO
 
 QA = REPO / "benchmarks" / "qa"
-aq = benchmark("answer_quality")
-harness = benchmark("_harness")
 
 PID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 
@@ -153,7 +154,7 @@ def test_judge_failure_kinds():
 
 
 def _corpora_available() -> bool:
-    corpora = benchmark("_corpora").corpora_dir()
+    corpora = _corpora.corpora_dir()
     return corpora is not None and (corpora / "packaging-guide").is_dir()
 
 
@@ -162,28 +163,19 @@ corpora = pytest.mark.skipif(
 )
 
 
-#: The builds here need passages only: without embeddings (IDs and texts do
-#: not depend on them), in the harness's variant folder, so the encoder does
-#: not cost minutes per corpus on a fresh clone.
-PASSAGES_ONLY = ["ragcite_embeddings=0"]
-
-
-def built(name: str):  # type: ignore[no-untyped-def]
-    """Dev set *name* as the benchmark builds it, and its passages by ID (the
+def built(name: str):
+    """Dev set *name* as the benchmark builds it (its cached site in
+    ``benchmarks/results/.sites/``, the one ``test_browser_parity.py`` and the
+    corpus tests use too: built once per run), and its passages by ID (the
     test skips when a corpus or tool is missing)."""
-    sites = harness.RESULTS / (".sites+" + "+".join(PASSAGES_ONLY))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(harness, "VARIANT", PASSAGES_ONLY)
-        patch.setattr(harness, "SITES", sites)
-        patch.setattr(aq, "SITES", sites)
-        try:
-            devset = aq.LOADERS[name](False)
-        except FileNotFoundError as error:
-            pytest.skip(str(error))
-    assert harness.read_manifest(devset.site)["embedding"] is None
+    try:
+        devset = aq.LOADERS[name](False)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
     return devset, {p["passage_id"]: p for p in harness.read_passages(devset.site)}
 
 
+@pytest.mark.xdist_group("corpus:packaging-guide")  # with the other tests on it
 @pytest.mark.corpora
 @corpora
 def test_packaging_guide_gold_in_build():
@@ -209,6 +201,7 @@ def test_packaging_guide_gold_in_build():
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.xdist_group("corpus:squad")  # with the other tests on it
 @pytest.mark.corpora
 @corpora
 def test_squad_gold_in_build():
@@ -251,9 +244,10 @@ def test_xuance_zh_is_held_out():
 
 
 def _xuance_available() -> bool:
-    return benchmark("_corpora").corpus_path("xuance-docs-zh") is not None
+    return _corpora.corpus_path("xuance-docs-zh") is not None
 
 
+@pytest.mark.xdist_group("corpus:xuance-docs-zh")  # with the other tests on it
 @pytest.mark.corpora
 @pytest.mark.skipif(
     not _xuance_available(), reason="shared/corpora/xuance-docs-zh not found"

@@ -24,7 +24,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def url(example_site: Path, db: Path):  # type: ignore[no-untyped-def]
+def url(example_site: Path, db: Path):
     settings = ServerSettings(
         build_dir=example_site, generator="extractive", rate_limit=0, questions_log=db
     )
@@ -34,7 +34,7 @@ def url(example_site: Path, db: Path):  # type: ignore[no-untyped-def]
 
 def answer_id(url: str, question: str = QUESTION) -> str:
     body = httpx.post(f"{url}/api/ask", json={"question": question}).json()
-    return body["answer_id"]  # type: ignore[no-any-return]
+    return body["answer_id"]
 
 
 def votes(db: Path) -> dict[str, tuple[int, str | None]]:

@@ -123,7 +123,7 @@ def book(tmp_path: Path) -> Path:
 
 
 def test_incremental_build_embeds_only_changed_passages(
-    book: Path, tmp_path: Path, example_site: Path
+    book: Path, tmp_path: Path, example_site: Path, own_embedding_cache: None
 ) -> None:
     out, doctrees = tmp_path / "html", tmp_path / "doctrees"
     options = ("-d", str(doctrees))
@@ -241,7 +241,7 @@ def _minimal_index(writer: IndexWriter, text: str) -> dict:
 
     record = {"passage_id": "ch0-sec0-p1", "heading_path": ["T"], "text": text}
     writer.add("passages", "passages.jsonl", (json.dumps(record) + "\n").encode())
-    for name, data in bm25_files(build_bm25([record])).items():  # type: ignore[list-item]
+    for name, data in bm25_files(build_bm25([record])).items():
         writer.add("bm25." + name.split(".")[0], f"bm25/{name}", data)
     writer.add("static", "search.js", b"globalThis.x=" + text.encode(), alias=True)
     counts = {"passages": 1, "documents": 1, "moved": 0}

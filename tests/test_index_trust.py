@@ -34,7 +34,7 @@ def copy(example_site: Path, tmp_path: Path) -> Path:
 
 
 def manifest_of(site: Path) -> dict[str, Any]:
-    return json.loads((site / "_ragcite" / "manifest.json").read_text())  # type: ignore[no-any-return]
+    return json.loads((site / "_ragcite" / "manifest.json").read_text())
 
 
 def write_manifest(site: Path, manifest: dict[str, Any]) -> None:

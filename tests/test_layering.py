@@ -154,3 +154,49 @@ def test_query_side_runs_where_sphinx_cannot_be_imported(example_site: Path) -> 
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("ok")
+
+
+# -- tests, benchmarks and tools import one another as packages ------------------
+
+#: The folders whose scripts share code: through the packages ``benchmarks``
+#: and ``tools``, never by putting a folder on ``sys.path``.
+SHARING = ("tests", "benchmarks", "tools")
+
+
+def sys_path_edits(source: str) -> list[int]:
+    """Lines of *source* that call ``insert``/``append``/``extend`` on
+    ``sys.path`` (or assign to it)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in {"insert", "append", "extend"}:
+                target = node.func.value
+        elif isinstance(node, ast.Assign):
+            target = node.targets[0]
+        if (
+            isinstance(target, ast.Attribute)
+            and target.attr == "path"
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "sys"
+        ):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_script_edits_sys_path() -> None:
+    """Issue 34: shared code has one importable home (the ``benchmarks`` and
+    ``tools`` packages); the test roots' ``conf.py`` files are Sphinx
+    projects, which may."""
+    repo = PACKAGE.parent
+    found = {}
+    for folder in SHARING:
+        for path in sorted((repo / folder).rglob("*.py")):
+            relative = path.relative_to(repo)
+            if relative.parts[:2] == ("tests", "roots") or "results" in path.parts:
+                continue
+            lines = sys_path_edits(path.read_text("utf-8"))
+            if lines:
+                found[relative.as_posix()] = lines
+    assert not found, found
+    assert sys_path_edits("import sys\nsys.path.insert(0, 'x')\n") == [2]

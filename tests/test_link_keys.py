@@ -16,7 +16,7 @@ from conftest import REPO, build, read_passages
 GOLDEN = json.loads((REPO / "tests" / "golden" / "link_keys.json").read_text("utf-8"))
 
 
-def _link_key():  # type: ignore[no-untyped-def]
+def _link_key():
     from sphinx_ragcite.extension.link_history import link_key
 
     return link_key
@@ -43,7 +43,7 @@ def test_the_cases_cover_every_kind_of_page_url() -> None:
         ("dirhtml", "caf%C3%A9/r%C3%A9sum%C3%A9/"),
     ],
 )
-def test_sphinx_writes_page_urls_as_the_cases_do(  # type: ignore[no-untyped-def]
+def test_sphinx_writes_page_urls_as_the_cases_do(
     make_app, tmp_path, builder: str, url: str
 ):
     """Passage URLs are quoted once for every builder (Sphinx's dirhtml names

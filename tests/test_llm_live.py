@@ -57,7 +57,7 @@ class LlamaServer:
 
 
 @pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):  # type: ignore[no-untyped-def]
+def llama_server(tmp_path_factory):
     """llama-cpp-python's own OpenAI-compatible server, on loopback."""
     pytest.importorskip("sse_starlette", reason="llama-cpp-python[server] missing")
     port = free_port()
@@ -131,13 +131,13 @@ EMOJI_QUESTION = "How long should the bloom take? " + "😀" * 1960
 
 
 @pytest.fixture(scope="module")
-def model():  # type: ignore[no-untyped-def]
+def model():
     from sphinx_ragcite.answer.llm import LlamaCppGenerator
 
     return LlamaCppGenerator()
 
 
-def test_prompts_are_fitted_with_the_models_tokenizer(model) -> None:  # type: ignore[no-untyped-def]
+def test_prompts_are_fitted_with_the_models_tokenizer(model) -> None:
     from sphinx_ragcite.answer.prompt import PromptTooLong, fit_messages
     from sphinx_ragcite.answer.selection import RankedSentence
 
@@ -152,7 +152,7 @@ def test_prompts_are_fitted_with_the_models_tokenizer(model) -> None:  # type: i
 
 def test_an_over_long_question_is_answered_not_a_500(
     example_site: Path,
-    model,  # type: ignore[no-untyped-def]
+    model,
 ) -> None:
     """``ValueError: Requested tokens (6052) exceed context window of 2048``."""
     settings = ServerSettings(build_dir=example_site, generator="llm", rate_limit=0)
@@ -179,7 +179,7 @@ def test_an_over_long_question_is_answered_not_a_500(
 
 def test_a_230000_character_paragraph_is_capped_in_the_prompt(
     tmp_path: Path,
-    model,  # type: ignore[no-untyped-def]
+    model,
 ) -> None:
     src, out = tmp_path / "src", tmp_path / "html"
     src.mkdir()
@@ -210,7 +210,7 @@ def test_cli_ask_with_an_over_long_question_answers(example_site: Path) -> None:
 
 def test_llama_cpp_stops_when_the_reader_leaves(
     example_site: Path,
-    model,  # type: ignore[no-untyped-def]
+    model,
 ) -> None:
     settings = ServerSettings(build_dir=example_site, generator="llm", rate_limit=0)
     with serving(create_app(settings, llm=model)) as url:
@@ -223,7 +223,7 @@ def test_llama_cpp_stops_when_the_reader_leaves(
 
 def test_llama_cpp_stops_when_time_is_up(
     example_site: Path,
-    model,  # type: ignore[no-untyped-def]
+    model,
 ) -> None:
     """Streams ran to the end whatever --timeout said."""
     settings = ServerSettings(
@@ -259,7 +259,7 @@ def test_a_reader_who_leaves_frees_llama_cpp_server(
     wait_until(lambda: llama_server.said("Disconnected from client"), 5)
 
 
-def test_a_cancel_stops_llama_cpp_while_it_reads_the_prompt(model) -> None:  # type: ignore[no-untyped-def]
+def test_a_cancel_stops_llama_cpp_while_it_reads_the_prompt(model) -> None:
     """A long prompt takes seconds before the first token: decode is aborted."""
     import threading
 

@@ -23,12 +23,13 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from llms_txt import parse_llms_file
 
+from benchmarks import _corpora
 from sphinx_ragcite.formats.llms_links import link_header, relative_links, twin_url
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.pages import prefers_markdown
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import EXAMPLE_BOOK, benchmark, read_passages, serving
+from conftest import EXAMPLE_BOOK, Builds, read_passages, serving
 
 #: What Chromium and Firefox send for a page they navigate to.
 BROWSER_ACCEPT = (
@@ -183,7 +184,7 @@ def test_no_links_without_llms_txt(example_src: Path, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def client(example_site: Path):  # type: ignore[no-untyped-def]
+def client(example_site: Path):
     with TestClient(create_app(ServerSettings(build_dir=example_site))) as client:
         yield client
 
@@ -415,35 +416,23 @@ def test_odd_paths_are_404_not_500(
 
 # --- a shared corpus ------------------------------------------------------
 
-_corpora = benchmark("_corpora")
 CORPUS = "click-docs"
 
 
 @pytest.fixture(scope="module")
-def corpus_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def corpus_site(builds: Builds) -> Path:
+    """The corpus as ``test_corpora.py`` builds it (the session's build)."""
     if _corpora.corpus_path(CORPUS) is None:
         pytest.skip(f"corpus {CORPUS} not found (../shared/corpora)")
     for module in _corpora.CORPUS_DEPS[CORPUS]:
         pytest.importorskip(
             module, reason=f'{CORPUS} needs it: pip install ".[corpora]"'
         )
-    root = tmp_path_factory.mktemp(CORPUS)
-    srcdir = _corpora.prepare_corpus(CORPUS, root, True)
-    outdir = root / "html"
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-N"]
-    result = subprocess.run(
-        [*cmd, str(srcdir), str(outdir)],
-        cwd=srcdir.parent,
-        env=_corpora.build_env(srcdir),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return outdir
+    return builds.corpus(CORPUS).outdir
 
 
 @pytest.mark.corpora
+@pytest.mark.xdist_group(f"corpus:{CORPUS}")  # with the other tests on it
 def test_every_page_of_a_shared_corpus_has_both_links(corpus_site: Path) -> None:
     assert check_site(corpus_site) >= 20
 

@@ -219,14 +219,14 @@ def test_off_and_an_authors_own_llms_txt(tmp_path: Path) -> None:
 
 
 @contextlib.contextmanager
-def file_server(root: Path):  # type: ignore[no-untyped-def]
+def file_server(root: Path):
     """``python -m http.server``: decodes the path once and serves that file."""
     with serving_files(root) as url:
         yield url + "/"
 
 
 @contextlib.contextmanager
-def ragcite_server(root: Path):  # type: ignore[no-untyped-def]
+def ragcite_server(root: Path):
     """``ragcite serve ROOT`` on a real socket (Starlette's TestClient decodes
     a path twice, so it cannot tell ``%2541`` from ``%41``)."""
     pytest.importorskip("uvicorn")
@@ -238,7 +238,7 @@ def ragcite_server(root: Path):  # type: ignore[no-untyped-def]
         yield url + "/"
 
 
-def odd_site(make_app, rootdir: Path, tmp_path: Path, builder: str) -> Path:  # type: ignore[no-untyped-def]
+def odd_site(make_app, rootdir: Path, tmp_path: Path, builder: str) -> Path:
     srcdir = tmp_path / "src"
     shutil.copytree(rootdir / "test-odd-names", srcdir)
     app = build(make_app, builder, srcdir)
@@ -275,7 +275,7 @@ def site_urls(outdir: Path) -> set[str]:
 
 @pytest.mark.parametrize("builder", ["html", "dirhtml"])
 def test_odd_page_names_resolve_on_real_http_servers(
-    make_app,  # type: ignore[no-untyped-def]
+    make_app,
     rootdir: Path,
     tmp_path: Path,
     builder: str,
@@ -385,7 +385,7 @@ def test_escape_keeps_rules_breaks_and_bidi_as_text(name: str) -> None:
 
 
 def test_hostile_names_and_text_in_the_copies(
-    make_app,  # type: ignore[no-untyped-def]
+    make_app,
     rootdir: Path,
     tmp_path: Path,
 ) -> None:

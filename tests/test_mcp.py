@@ -32,7 +32,7 @@ ENV = {**os.environ, CITATION_DATE_ENV: "2026-11-24T00:00:00Z"}
 
 
 @asynccontextmanager
-async def stdio_session(site: Path):  # type: ignore[no-untyped-def]
+async def stdio_session(site: Path):
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "sphinx_ragcite", "mcp", str(site)],
@@ -47,7 +47,7 @@ async def stdio_session(site: Path):  # type: ignore[no-untyped-def]
 
 
 @asynccontextmanager
-async def http_session(url: str):  # type: ignore[no-untyped-def]
+async def http_session(url: str):
     async with (
         streamable_http_client(url) as (read, write),
         ClientSession(read, write) as session,
@@ -57,7 +57,7 @@ async def http_session(url: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def served(example_site: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def served(example_site: Path, tmp_path_factory: pytest.TempPathFactory):
     """A real ``ragcite serve`` process; yields its base URL."""
     log = tmp_path_factory.mktemp("served") / "server.log"
     args = (str(example_site), "--log-level", "warning")
@@ -68,7 +68,7 @@ def served(example_site: Path, tmp_path_factory: pytest.TempPathFactory):  # typ
 def structured(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
     assert result.structured_content is not None
-    return result.structured_content  # type: ignore[no-any-return]
+    return result.structured_content
 
 
 def error_text(result: Any) -> str:
@@ -244,7 +244,7 @@ def test_stdout_carries_only_the_protocol(example_site: Path) -> None:
     try:
         while not {1, 2, 3, 4} <= set(by_id):
             line = process.stdout.readline()
-            assert line, process.stderr.read()  # type: ignore[union-attr]
+            assert line, process.stderr.read()
             reply = json.loads(line)  # every line of stdout is a JSON-RPC message
             by_id[reply.get("id")] = reply
     finally:
@@ -335,7 +335,7 @@ def test_loopback_server_refuses_other_hosts_and_origins(example_site: Path) -> 
 
 
 @pytest.fixture(scope="module")
-def api(example_site: Path):  # type: ignore[no-untyped-def]
+def api(example_site: Path):
     """The app in-process; ``call`` reaches its state through the SDK's client."""
     settings = ServerSettings(build_dir=example_site, rate_limit=0)
     with TestClient(create_app(settings)) as client:
@@ -755,7 +755,7 @@ def test_a_2026_client_reuses_the_tool_list(api: TestClient) -> None:
             calls.append(1)
             return await list_tools()
 
-        server.list_tools = counted  # type: ignore[method-assign]
+        server.list_tools = counted
         async with Client(server, mode=mode) as client:
             for _ in range(3):
                 assert len((await client.list_tools()).tools) == len(TOOLS)

@@ -201,7 +201,8 @@ def offline_site(
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-d",
          str(root / "doctrees"), str(srcdir), str(outdir)],
-        env=blocker.env(log),
+        # the encoder runs (the session's embedding cache would skip it)
+        env=blocker.env(log, SPHINX_RAGCITE_CACHE_DIR="none"),
         cwd=root,
         capture_output=True,
         text=True,
@@ -283,7 +284,7 @@ def test_the_server_needs_no_network(
 # --- opt-in: a full install from a wheelhouse, without any index ------------
 
 
-def _run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def _run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [str(a) for a in args], capture_output=True, text=True, check=False, **kwargs
     )

@@ -75,7 +75,7 @@ SDIST_FOLDERS = ["js", "tests", "tests/roots", "example_book", "docs"]
 SDIST_FOLDERS += ["benchmarks", "tools"]
 
 
-def run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [str(a) for a in args], capture_output=True, text=True, check=False, **kwargs
     )

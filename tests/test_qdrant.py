@@ -56,7 +56,7 @@ def copy_of(folder: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def qdrant_site(  # type: ignore[no-untyped-def]
+def qdrant_site(
     qdrant_dir: Path, example_site: Path, tmp_path_factory: pytest.TempPathFactory
 ):
     folder = copy_of(qdrant_dir, tmp_path_factory.mktemp("qdrant_site") / "store")
@@ -174,7 +174,7 @@ def test_versions_share_a_collection_and_keep_their_own_idf(
     for question in QUESTIONS[:30]:
         for mode in ("bm25", "hybrid"):
             expected = memory_site.search(question, 10, mode=mode)
-            found = v1.search(question, 10, mode=mode)  # type: ignore[arg-type]
+            found = v1.search(question, 10, mode=mode)
             assert ids(found) == ids(expected), question
     with pytest.raises(RagciteError, match="several pushed site"):
         QdrantSite.open(":memory:", client=client, site="book")
@@ -376,7 +376,7 @@ def test_health_reports_a_store_it_can_no_longer_read(
     with TestClient(create_app(settings)) as client:
         health = client.get("/api/health")
         assert (health.status_code, health.json()["reason"]) == (200, None)
-        site = client.app.state.ragcite.site  # type: ignore[attr-defined]
+        site = client.app.state.ragcite.site
         site.client.delete_collection("ragcite")
         health = client.get("/api/health")
         assert health.status_code == 503
@@ -390,7 +390,7 @@ def test_health_reports_a_store_it_can_no_longer_read(
 
 
 @pytest.fixture
-def read_only(tmp_path: Path):  # type: ignore[no-untyped-def]
+def read_only(tmp_path: Path):
     """Make a folder read-only (immutable for root, whom modes do not stop)."""
     import os
     import stat
@@ -539,7 +539,7 @@ def test_serve_qdrant_answers_exactly_as_in_memory(
         TestClient(create_app(memory)) as a,
         TestClient(create_app(remote)) as b,
     ):
-        assert b.app.state.ragcite.site.__class__ is QdrantSite  # type: ignore[attr-defined]
+        assert b.app.state.ragcite.site.__class__ is QdrantSite
         for body in REQUESTS:
             x, y = a.post("/api/ask", json=body), b.post("/api/ask", json=body)
             assert (x.status_code, y.status_code) == (200, 200)
@@ -578,7 +578,7 @@ from test_server import (  # noqa: E402, F401  collected here with the client be
 
 
 @pytest.fixture(scope="module")
-def client(  # type: ignore[no-untyped-def]
+def client(
     example_site: Path, qdrant_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ):
     folder = copy_of(qdrant_dir, tmp_path_factory.mktemp("served") / "store")
@@ -586,5 +586,5 @@ def client(  # type: ignore[no-untyped-def]
         build_dir=example_site, generator="extractive", qdrant=str(folder)
     )
     with TestClient(create_app(settings)) as client:
-        assert isinstance(client.app.state.ragcite.site, QdrantSite)  # type: ignore[attr-defined]
+        assert isinstance(client.app.state.ragcite.site, QdrantSite)
         yield client

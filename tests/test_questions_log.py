@@ -49,7 +49,7 @@ QUESTIONS = (
 WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 
-def log_server(site: Path, db: Path, **settings: Any):  # type: ignore[no-untyped-def]
+def log_server(site: Path, db: Path, **settings: Any):
     """The app under uvicorn in a thread, logging to *db*; leaving the
     ``with`` stops it (and so flushes the log)."""
     settings.setdefault("rate_limit", 0)
@@ -90,7 +90,7 @@ async def ask_over_mcp(url: str, question: str) -> dict[str, Any]:
         await session.initialize()
         result = await session.call_tool("ask", {"question": question})
     assert not result.is_error, result.content
-    return result.structured_content  # type: ignore[no-any-return]
+    return result.structured_content
 
 
 def test_every_door_logs_one_row(example_site: Path, tmp_path: Path) -> None:
@@ -231,7 +231,7 @@ def test_concurrent_asks_lose_no_rows_and_never_wait_for_the_log(
     assert {r["door"] for r in logged} == {"api", "stream"}
 
 
-def test_a_clean_shutdown_writes_what_is_queued(example_site: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+def test_a_clean_shutdown_writes_what_is_queued(example_site: Path, tmp_path: Path):
     db = tmp_path / "questions.db"
     with log_server(example_site, db) as url, httpx.Client() as client:
         ids = [

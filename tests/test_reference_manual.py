@@ -19,7 +19,7 @@ import pytest
 
 from sphinx_ragcite.text import split_sentences, tokenize
 
-from conftest import read_passages
+from conftest import Built, read_passages
 
 GOLDEN = Path(__file__).parent / "golden" / "reference_passages.txt"
 UPDATE = os.environ.get("RAGCITE_UPDATE_GOLDENS") == "1"
@@ -28,10 +28,10 @@ GLUED = re.compile(r"Type[a-z]|Default[A-Z0-9'\"]|Parameters[a-z]|Returns[a-z]")
 
 
 @pytest.fixture
-def reference(app) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    app.build()
-    assert app.warning.getvalue() == ""
-    return {r["passage_id"]: r["text"] for r in read_passages(app.outdir)}
+def reference(app_built: Built) -> dict[str, str]:
+    """The marker's build (once per session for each configuration)."""
+    assert app_built.warnings == ""
+    return {r["passage_id"]: r["text"] for r in read_passages(app_built.outdir)}
 
 
 def _golden(passages: dict[str, str]) -> str:

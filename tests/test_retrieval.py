@@ -101,8 +101,8 @@ def test_rankings_are_those_of_the_float32_matrix(
             hits = site.search(
                 question,
                 k,
-                mode=mode,  # type: ignore[arg-type]
-                fusion=fusion,  # type: ignore[arg-type]
+                mode=mode,
+                fusion=fusion,
                 query_vector=vector,
             )
             assert [h.passage_id for h in hits] == reference_search(
@@ -167,7 +167,7 @@ def test_missing_file_is_detected(copy: Path) -> None:
         (lambda m: [1, 2], "not an index manifest"),
     ],
 )
-def test_manifest_mismatch(copy: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_manifest_mismatch(copy: Path, edit, message: str) -> None:
     path = copy / "_ragcite" / "manifest.json"
     path.write_text(json.dumps(edit(json.loads(path.read_text()))))
     with pytest.raises(RagciteIndexError, match=message):
@@ -232,7 +232,7 @@ def test_a_filter_that_keeps_nothing_finds_nothing(
     """Linear fusion of no candidates was a numpy error (a 500 on every door)."""
     hits = site.search(
         "How long should the bloom take?", 5, mode=mode, fusion=fusion, filters=filters
-    )  # type: ignore[arg-type]
+    )
     assert hits == []
 
 

@@ -35,7 +35,7 @@ def slow(delay: float = 0.05, pieces: int = 40) -> ScriptedLLM:
 
 
 @pytest.fixture(scope="module")
-def client(example_site: Path):  # type: ignore[no-untyped-def]
+def client(example_site: Path):
     settings = ServerSettings(build_dir=example_site, generator="extractive")
     with TestClient(create_app(settings)) as client:
         yield client

@@ -46,7 +46,7 @@ def sites(example_site: Path, example_site_v2: Path) -> Sites:
 
 
 @pytest.fixture(scope="module")
-def client(example_site: Path, example_site_v2: Path):  # type: ignore[no-untyped-def]
+def client(example_site: Path, example_site_v2: Path):
     settings = ServerSettings(
         sites=(("v1", example_site), ("v2", example_site_v2)), rate_limit=0
     )
@@ -139,7 +139,7 @@ def test_a_union_of_one_site_searches_as_that_site(sites: Sites) -> None:
     theirs = v2.site.search("descaling the kettle", 8)
     assert [(h.row, h.score) for h in mine] == [(h.row, h.score) for h in theirs]
     assert all(h.passage["url"].startswith("v2/") for h in mine)
-    assert mine[0].passage["site"] == "v2"  # type: ignore[typeddict-item]
+    assert mine[0].passage["site"] == "v2"
     assert union.version == sites.union([v2]).version
 
 
@@ -148,7 +148,7 @@ def test_a_union_of_two_fuses_their_rankings(sites: Sites) -> None:
     assert len(union.passages) == sum(len(m.site.passages) for m in sites)
     hits = union.search(QUESTION, 10)
     assert len(hits) == 10
-    names = {h.passage["site"] for h in hits}  # type: ignore[typeddict-item]
+    names = {h.passage["site"] for h in hits}
     assert names == {"v1", "v2"}  # both versions hold the bloom passage
     for hit in hits:  # rows are the union's: they give back the same record
         assert union.passages[hit.row] == hit.passage
@@ -156,7 +156,7 @@ def test_a_union_of_two_fuses_their_rankings(sites: Sites) -> None:
         assert member.site.passages[row]["passage_id"] == hit.passage_id
     assert union.vectors is not None
     member, row = union.locate(hits[0].row)
-    assert (union.vectors[hits[0].row] == member.site.vectors[row]).all()  # type: ignore[index]
+    assert (union.vectors[hits[0].row] == member.site.vectors[row]).all()
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
     assert [h.passage_id for h in union.search(QUESTION, 4, mode="bm25")]
@@ -165,7 +165,7 @@ def test_a_union_of_two_fuses_their_rankings(sites: Sites) -> None:
     # the build's sentence vectors, from the member that holds the row
     assert union.sentences is not None
     assert member.site.sentences is not None
-    assert (union.sentences.of(hits[0].row) == member.site.sentences.of(row)).all()  # type: ignore[union-attr]
+    assert (union.sentences.of(hits[0].row) == member.site.sentences.of(row)).all()
 
 
 def test_sites_of_different_models_are_not_asked_together(
@@ -458,7 +458,7 @@ async def mcp_scoped(url: str) -> None:
         assert {h["site"] for h in hits} == {"v1"}
         wrong = await session.call_tool("ask", {"question": QUESTION, "site": "v9"})
         assert wrong.is_error
-        assert "No site 'v9'" in wrong.content[0].text  # type: ignore[union-attr]
+        assert "No site 'v9'" in wrong.content[0].text
 
 
 def test_ragcite_serve_two_versions(
@@ -513,7 +513,7 @@ def test_two_versions_served_from_qdrant(
         rate_limit=0,
     )
     with TestClient(create_app(settings)) as client:
-        sites = client.app.state.ragcite.sites  # type: ignore[attr-defined]
+        sites = client.app.state.ragcite.sites
         assert all(isinstance(m.site, QdrantSite) for m in sites)
         for name, says in (("v1", BLOOM_V1), ("v2", BLOOM_V2)):
             answer = client.post(
@@ -537,8 +537,8 @@ def test_a_union_honours_the_fusion_asked(example_site: Path, mode: str) -> None
         [ServedSite("a", site), ServedSite("b", site)]
     )
     for question in questions(30):
-        alone = site.search(question, 8, mode=mode, fusion="linear")  # type: ignore[arg-type]
-        twice = union.search(question, 16, mode=mode, fusion="linear", depth=100)  # type: ignore[arg-type]
+        alone = site.search(question, 8, mode=mode, fusion="linear")
+        twice = union.search(question, 16, mode=mode, fusion="linear", depth=100)
         rows = [union.locate(h.row)[1] for h in twice]
         assert rows[::2] == rows[1::2] == [h.row for h in alone], question
         assert [h.score for h in twice[::2]] == [h.score for h in alone]

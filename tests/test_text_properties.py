@@ -232,7 +232,7 @@ def test_any_doctree_gives_valid_passages(
         url="guide/page.html",
         numbers={"": (3,)},
         suffix=". ",
-        labels=labels,  # type: ignore[arg-type]
+        labels=labels,
         titles=lambda name: doc_title,
     )
     ids = [r["passage_id"] for r in records]
@@ -270,7 +270,7 @@ def test_references_resolve_to_text(parts: list[Any], title: Any) -> None:
     )
     text = block_text(paragraph, IGNORE, "page")
     labels = {str(t): ("doc", "id", title) for t in parts if isinstance(t, str)}
-    resolved = resolve_xrefs(text, labels, lambda name: title)  # type: ignore[arg-type]
+    resolved = resolve_xrefs(text, labels, lambda name: title)
     assert isinstance(resolved, str)
     assert not set(DELIMITERS) & set(resolved)
 

@@ -65,7 +65,7 @@ def build_root(rootdir: Path, tmp: Path, root: str, *options: str) -> Built:
 
 
 @pytest.fixture(scope="module", params=list(THEMES))
-def themed(request, rootdir, tmp_path_factory) -> Built:  # type: ignore[no-untyped-def]
+def themed(request, rootdir, tmp_path_factory) -> Built:
     theme: str = request.param
     require(theme, THEMES[theme])
     for module, package in EXTENSIONS.items():
@@ -75,7 +75,7 @@ def themed(request, rootdir, tmp_path_factory) -> Built:  # type: ignore[no-unty
 
 
 @pytest.fixture(scope="module")
-def jupyter_book(rootdir, tmp_path_factory) -> Built:  # type: ignore[no-untyped-def]
+def jupyter_book(rootdir, tmp_path_factory) -> Built:
     for module, package in (
         ("sphinx_book_theme", "sphinx-book-theme"),
         *EXTENSIONS.items(),
@@ -264,7 +264,7 @@ def test_jupyter_book_reading_order_follows_toc(jupyter_book: Built) -> None:
     assert "def peel(apple):" in texts["apple_detail"]
 
 
-def test_long_api_descriptions(make_app, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_long_api_descriptions(make_app, tmp_path) -> None:
     """The signature stays with its first block; a long docstring splits."""
     (tmp_path / "conf.py").write_text('extensions = ["sphinx_ragcite"]\n', "utf-8")
     words = " ".join(f"word{i}" for i in range(30))

@@ -18,43 +18,35 @@ from typing import Any
 import pytest
 
 from conftest import (
+    CHROMIUM,
     EXAMPLE_BOOK,
+    LAUNCH_ARGS,
     REPO,
     ROOTS,
+    SHOTS,
+    Problems,
     ScriptedLLM,
+    answer_server,
+    browser,
+    page,
     read_passages,
     serving,
     serving_files,
     sphinx_build,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(
-        "the widget tests need Chromium at /usr/bin/chromium "
-        "(apt-get install -y chromium)",
-        allow_module_level=True,
-    )
+# Without Chromium the ``browser`` fixture skips each test (fails it under
+# ``CI=true``: CI installs Chromium).
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install playwright (no browser download)"
 )
 uvicorn = pytest.importorskip("uvicorn")
 
-from sphinx_ragcite.server.app import create_app  # noqa: E402
-from sphinx_ragcite.server.settings import ServerSettings  # noqa: E402
-
-SHOTS = Path("/tmp/ragcite-shots")
 DOC_SHOTS = REPO / "docs" / "_static" / "screenshots"
 UPDATE_SHOTS = os.environ.get("RAGCITE_UPDATE_SCREENSHOTS") == "1"
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
+#: Names other test modules import from here (the browser, its page, the
+#: launch options): the fixtures live in conftest, one Chromium per session.
+__all__ = ["CHROMIUM", "LAUNCH_ARGS", "Problems", "browser", "page", "serving"]
 QUESTION = "How long should the bloom take?"
 PWNED = "window.__pwned"
 IN_VIEW = """(id) => {
@@ -71,14 +63,6 @@ IN_VIEW = """(id) => {
 # -- servers ---------------------------------------------------------------
 
 
-def answer_server(build_dir: Path | None, **kwargs: Any):  # type: ignore[no-untyped-def]
-    """``ragcite serve`` in a thread: the site at ``/`` (or ``sites=`` each at
-    ``/NAME/``) and the API."""
-    llm = kwargs.pop("llm", None)
-    settings = ServerSettings(build_dir=build_dir, rate_limit=0, **kwargs)
-    return serving(create_app(settings, llm=llm))
-
-
 def hostile_model() -> ScriptedLLM:
     """A language model that answers with markup, script and javascript: links."""
     model = ScriptedLLM(
@@ -92,63 +76,30 @@ def hostile_model() -> ScriptedLLM:
     return model
 
 
+# The example book's servers are the session's (conftest): these names are
+# the ones the widget tests and the modules that alias them use.
+
+
 @pytest.fixture(scope="module")
 def site(example_site: Path) -> Path:
     return example_site
 
 
 @pytest.fixture(scope="module")
-def server(site: Path):  # type: ignore[no-untyped-def]
-    with answer_server(site, generator="extractive") as url:
-        yield url
+def server(example_server: str) -> str:
+    return example_server
 
 
 @pytest.fixture(scope="module")
-def plain_server(site: Path):  # type: ignore[no-untyped-def]
-    with serving_files(site) as url:
-        yield url
+def plain_server(example_files: str) -> str:
+    return example_files
 
 
 @pytest.fixture(scope="module")
-def hostile_server(tmp_path_factory):  # type: ignore[no-untyped-def]
-    out = tmp_path_factory.mktemp("hostile") / "html"
-    sphinx_build(ROOTS / "test-hostile", out)
+def hostile_server(builds):
+    out = builds.sphinx(ROOTS / "test-hostile").outdir
     with answer_server(out, generator="llm", llm=hostile_model()) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():  # type: ignore[no-untyped-def]
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield browser
-        browser.close()
-
-
-class Problems(list):  # type: ignore[type-arg]
-    """Uncaught page errors and CSP violations seen by a page."""
-
-
-@pytest.fixture
-def page(browser):  # type: ignore[no-untyped-def]
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    problems = Problems()
-    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    page.on(
-        "console",
-        lambda m: (
-            problems.append(f"console: {m.text}")
-            if m.type == "error" and "Content Security Policy" in m.text
-            else None
-        ),
-    )
-    page.problems = problems
-    yield page
-    context.close()
-    assert not problems, problems
 
 
 def ask_api(base: str, question: str, **extra: Any) -> dict:
@@ -160,13 +111,13 @@ def ask_api(base: str, question: str, **extra: Any) -> dict:
         return json.loads(response.read())
 
 
-def ask(page, question: str, **options: Any) -> dict:  # type: ignore[no-untyped-def]
+def ask(page, question: str, **options: Any) -> dict:
     return page.evaluate(
         "([q, o]) => window.ragcite.ask(q, o)", [question, options or {}]
     )
 
 
-def wait_highlighted(page, passage_id: str) -> None:  # type: ignore[no-untyped-def]
+def wait_highlighted(page, passage_id: str) -> None:
     page.wait_for_function(
         "(id) => document.getElementById(id)?.classList.contains('ragcite-highlight')",
         arg=passage_id,
@@ -178,7 +129,7 @@ def wait_highlighted(page, passage_id: str) -> None:  # type: ignore[no-untyped-
 # -- asking and citations ----------------------------------------------------
 
 
-def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     launcher = page.locator(".ragcite-launcher")
     launcher.click()
@@ -209,7 +160,7 @@ def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:  #
     page.screenshot(path=str(SHOTS / "answer.png"))
 
 
-def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     answer = ask(page, QUESTION)
     quote = answer["citations"][0]["quote"]
@@ -230,7 +181,7 @@ def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:  # t
     preview.wait_for(state="hidden")
 
 
-def test_click_a_marker_on_another_page_loads_and_highlights(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_click_a_marker_on_another_page_loads_and_highlights(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     answer = ask(page, QUESTION)
     target = answer["citations"][0]
@@ -243,7 +194,7 @@ def test_click_a_marker_on_another_page_loads_and_highlights(page, server: str) 
     page.locator('a[data-ragcite-n="1"]').wait_for(state="visible")
 
 
-def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -> None:
     target = ask_api(server, QUESTION)["citations"][0]
     page_url = f"{server}/{target['url'].split('#')[0]}"
     page.goto(page_url)
@@ -262,7 +213,7 @@ def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -
     )
 
 
-def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:
     passages = [p for p in read_passages(site) if p["docname"] == "brewing/espresso"]
     deep = passages[len(passages) * 2 // 3]
     page.goto(f"{server}/{deep['url']}")
@@ -291,12 +242,12 @@ def squeezed(text: str) -> str:
     return "".join(ch for ch in text if not ch.isspace() and ch != "|")
 
 
-def marked_quote(page) -> dict:  # type: ignore[no-untyped-def]
+def marked_quote(page) -> dict:
     page.wait_for_function(f"({QUOTE_MARKED})() !== null", timeout=5000)
-    return page.evaluate(QUOTE_MARKED)  # type: ignore[no-any-return]
+    return page.evaluate(QUOTE_MARKED)
 
 
-def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path):  # type: ignore[no-untyped-def]
+def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path):
     page.goto(f"{server}/index.html")
     answer = ask(page, QUESTION)
     target = answer["citations"][0]
@@ -335,7 +286,7 @@ def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path)
     assert page.evaluate(QUOTE_MARKED) is None
 
 
-def test_a_page_without_quotes_js_still_follows_citations(page, server: str):  # type: ignore[no-untyped-def]
+def test_a_page_without_quotes_js_still_follows_citations(page, server: str):
     """Pages an incremental build kept from before quotes.js load the new
     widget without it: citations still highlight their passage."""
     page.route("**/_static/ragcite/quotes.js*", lambda route: route.abort())
@@ -348,12 +299,12 @@ def test_a_page_without_quotes_js_still_follows_citations(page, server: str):  #
     assert page.evaluate(QUOTE_MARKED) is None
 
 
-def reopen(page) -> None:  # type: ignore[no-untyped-def]
+def reopen(page) -> None:
     if not page.get_by_role("dialog", name="Ask this book").is_visible():
         page.locator(".ragcite-launcher").click()
 
 
-def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) -> None:
     """<mark> fallback, on this page: table rows, a sentence across a link,
     and a quote the page does not have (the passage alone is highlighted)."""
     records = {p["passage_id"]: p for p in read_passages(site)}
@@ -366,7 +317,7 @@ def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) ->
     template = ask_api(server, QUESTION)
     base = template["citations"][0]
 
-    def cite(n: int, record: dict, quoted: list[str], spans=None) -> dict:  # type: ignore[no-untyped-def]
+    def cite(n: int, record: dict, quoted: list[str], spans=None) -> dict:
         if spans is None:
             spans = [[a, a + len(q)] for q in quoted for a in [record["text"].index(q)]]
         return {
@@ -431,7 +382,7 @@ def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) ->
 
 
 @pytest.fixture(scope="module")
-def edited_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+def edited_site(tmp_path_factory):
     """test-links built, then a paragraph inserted and one moved to another page."""
     import shutil
 
@@ -456,12 +407,12 @@ def edited_site(tmp_path_factory):  # type: ignore[no-untyped-def]
         yield url, before
 
 
-def shown_text(page, passage_id: str) -> str:  # type: ignore[no-untyped-def]
+def shown_text(page, passage_id: str) -> str:
     wait_highlighted(page, passage_id)
     return " ".join(page.locator(f"#{passage_id}").inner_text().split())
 
 
-def test_old_link_follows_text_moved_down_the_page(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_follows_text_moved_down_the_page(page, edited_site) -> None:
     base, before = edited_site
     old = "kettles.html#ch1-sec1-p1"
     page.goto(f"{base}/{old}")  # as from a bookmark: no referrer
@@ -475,7 +426,7 @@ def test_old_link_follows_text_moved_down_the_page(page, edited_site) -> None:  
     assert shown_text(page, "ch1-sec1-p1").startswith("Before any numbers")
 
 
-def test_old_link_follows_text_to_another_page(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_follows_text_to_another_page(page, edited_site) -> None:
     base, before = edited_site
     old = "kettles.html#ch1-sec2-p1"
     page.goto(f"{base}/{old}")
@@ -484,7 +435,7 @@ def test_old_link_follows_text_to_another_page(page, edited_site) -> None:  # ty
     assert page.locator(".ragcite-moved").is_visible()
 
 
-def test_links_from_the_site_itself_are_not_redirected(page, edited_site) -> None:  # type: ignore[no-untyped-def]
+def test_links_from_the_site_itself_are_not_redirected(page, edited_site) -> None:
     base, _ = edited_site
     page.goto(f"{base}/kettles.html#ch1-sec1-p1", referer=f"{base}/index.html")
     assert shown_text(page, "ch1-sec1-p1").startswith("Before any numbers")
@@ -493,7 +444,7 @@ def test_links_from_the_site_itself_are_not_redirected(page, edited_site) -> Non
 
 
 @pytest.fixture(scope="module")
-def rechunked_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+def rechunked_site(tmp_path_factory):
     """test-links with two paragraphs per passage, then one inserted at the top."""
     import shutil
 
@@ -517,7 +468,7 @@ def rechunked_site(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 def test_old_link_to_a_rechunked_passage_highlights_its_first_block(
     page, rechunked_site: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """[a b] [c] became [new a] [b c]: the old p1 link shows a, inside p1."""
     page.goto(f"{rechunked_site}/kettles.html#ch1-sec1-p1")
     page.wait_for_selector(".ragcite-highlight")
@@ -552,7 +503,7 @@ def dirhtml_with_a_shift(tmp_path: Path, name: str = "kettles") -> Path:
     return out
 
 
-def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:
     """Pages are folders there (kettles/): the widget keys links the same way."""
     out = dirhtml_with_a_shift(tmp_path)
     with serving_files(out) as base:
@@ -561,7 +512,7 @@ def test_old_link_on_a_dirhtml_site(page, tmp_path) -> None:  # type: ignore[no-
         assert shown_text(page, "ch1-sec1-p3").startswith("An electric kettle")
 
 
-def test_old_link_on_a_dirhtml_page_with_a_non_ascii_name(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_on_a_dirhtml_page_with_a_non_ascii_name(page, tmp_path) -> None:
     """dirhtml writes ``kéttles/`` as it is, the browser has ``k%C3%A9ttles/``:
     the moved map still finds the link (keys compare decoded)."""
     out = dirhtml_with_a_shift(tmp_path, "kéttles")
@@ -575,7 +526,7 @@ def test_old_link_on_a_dirhtml_page_with_a_non_ascii_name(page, tmp_path) -> Non
         assert page.locator(".ragcite-moved").is_visible()
 
 
-def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:
     """grinders.rst became mills.rst: the old page is gone, so the server's
     404 page (sphinx-notfound-page) runs the widget, which follows the map."""
     pytest.importorskip("notfound", reason="pip install sphinx-notfound-page")
@@ -605,7 +556,7 @@ def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:  
 # -- selected text --------------------------------------------------------------
 
 
-def test_selection_mode_cites_the_user_selection(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_selection_mode_cites_the_user_selection(page, server: str) -> None:
     page.goto(f"{server}/brewing/espresso.html")
     page.evaluate(
         """() => {
@@ -637,7 +588,7 @@ def test_selection_mode_cites_the_user_selection(page, server: str) -> None:  # 
     page.screenshot(path=str(SHOTS / "selection.png"))
 
 
-def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     ask(page, QUESTION)
     page.evaluate(
@@ -655,7 +606,7 @@ def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None: 
 
 
 @pytest.fixture(scope="module")
-def tall_list_site(tmp_path_factory):  # type: ignore[no-untyped-def]
+def tall_list_site(tmp_path_factory):
     """A page whose list is ten times taller than the viewport."""
     root = tmp_path_factory.mktemp("tall")
     src, out = root / "src", root / "html"
@@ -699,7 +650,7 @@ LINE_ENDS = """() => [...document.querySelectorAll('[role=main] ul li')]
   .map((r) => r.right)"""
 
 
-def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> None:  # type: ignore[no-untyped-def]
+def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> None:
     """The button sits where the selection leaves the screen, in view."""
     page.goto(f"{tall_list_site}/index.html")
     height = page.evaluate(SELECT_LIST)
@@ -753,7 +704,7 @@ def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> N
 # -- static mode -----------------------------------------------------------------
 
 
-def test_static_mode_without_a_server_lists_passages(page, plain_server: str) -> None:  # type: ignore[no-untyped-def]
+def test_static_mode_without_a_server_lists_passages(page, plain_server: str) -> None:
     # keyword search alone, as on a site built with ragcite_browser_answers =
     # False (answers in the browser: test_browser_answers.py)
     page.route("**/_static/ragcite/browser.js", lambda route: route.abort())
@@ -775,7 +726,7 @@ def test_static_mode_without_a_server_lists_passages(page, plain_server: str) ->
     wait_highlighted(page, first["passage_id"])
 
 
-def test_static_mode_works_from_disk(page, site: Path) -> None:  # type: ignore[no-untyped-def]
+def test_static_mode_works_from_disk(page, site: Path) -> None:
     """file:// blocks fetch, but the static index also loads as a script."""
     page.goto((site / "brewing" / "espresso.html").as_uri())
     result = ask(page, QUESTION)
@@ -839,7 +790,7 @@ NOT_FOUND = ".ragcite-notfound"
 OTHER_THEME = "furo"
 
 
-def shot(page, name: str, docs: bool = False) -> None:  # type: ignore[no-untyped-def]
+def shot(page, name: str, docs: bool = False) -> None:
     """A screenshot for people to look at; *docs*: one the docs show."""
     path = SHOTS / name
     page.screenshot(path=str(path))
@@ -848,7 +799,7 @@ def shot(page, name: str, docs: bool = False) -> None:  # type: ignore[no-untype
 
 
 @pytest.fixture(scope="module")
-def themed_server(tmp_path_factory):  # type: ignore[no-untyped-def]
+def themed_server(tmp_path_factory):
     """The example book under a second theme, with the answer server."""
     pytest.importorskip(OTHER_THEME, reason=f"pip install {OTHER_THEME}")
     root = tmp_path_factory.mktemp(f"example-{OTHER_THEME}")
@@ -861,7 +812,7 @@ def themed_server(tmp_path_factory):  # type: ignore[no-untyped-def]
         yield url
 
 
-def outcome_page(page, base: str, outcome: str) -> tuple[dict, dict]:  # type: ignore[no-untyped-def]
+def outcome_page(page, base: str, outcome: str) -> tuple[dict, dict]:
     """Ask the outcome's question on the start page: the API's answer, the widget's."""
     question, expected = question_for(base, outcome)
     page.goto(f"{base}/index.html")
@@ -871,7 +822,7 @@ def outcome_page(page, base: str, outcome: str) -> tuple[dict, dict]:  # type: i
     return expected, shown
 
 
-def test_outcome_answer_shows_markers_and_its_band(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_outcome_answer_shows_markers_and_its_band(page, server: str) -> None:
     answer, _ = outcome_page(page, server, "answer")
     assert answer["grounded"] is True
     level = answer["confidence_level"]
@@ -887,7 +838,7 @@ def test_outcome_answer_shows_markers_and_its_band(page, server: str) -> None:  
     shot(page, "outcome-answer.png", docs=True)
 
 
-def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):  # type: ignore[no-untyped-def]
+def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):
     answer, _ = outcome_page(page, server, "passages")
     assert answer["grounded"] is False
     assert 1 <= len(answer["passages"]) <= 3
@@ -938,7 +889,7 @@ def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):
     assert page.locator("ol.ragcite-passages > li").count() == len(answer["passages"])
 
 
-def test_outcome_not_found_lists_the_closest_pages(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_outcome_not_found_lists_the_closest_pages(page, server: str) -> None:
     answer, _ = outcome_page(page, server, "not_found")
     assert answer["grounded"] is False
     assert answer["passages"] == []
@@ -957,7 +908,7 @@ def test_outcome_not_found_lists_the_closest_pages(page, server: str) -> None:  
 
 
 @pytest.mark.parametrize("outcome", list(OUTCOMES))
-def test_outcomes_under_another_theme(page, themed_server: str, outcome: str) -> None:  # type: ignore[no-untyped-def]
+def test_outcomes_under_another_theme(page, themed_server: str, outcome: str) -> None:
     outcome_page(page, themed_server, outcome)
     title = {
         "answer": ".ragcite-answer",
@@ -969,7 +920,7 @@ def test_outcomes_under_another_theme(page, themed_server: str, outcome: str) ->
     shot(page, name, docs=True)
 
 
-def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:
     """Answer JSON from before ``outcome``: grounded false reads as not_found."""
     page.goto(f"{server}/index.html")
     question, old = question_for(server, "not_found")
@@ -998,7 +949,7 @@ def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:
     assert page.locator("a[data-ragcite-n], .ragcite-answer").count() == 0
 
 
-def test_hostile_passages_cannot_link_or_run(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_passages_cannot_link_or_run(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     question, evil = question_for(server, "passages")
     evil = json.loads(json.dumps(evil))  # a copy to change
@@ -1028,7 +979,7 @@ def test_hostile_passages_cannot_link_or_run(page, server: str) -> None:  # type
     assert "<script>window.__pwned=1</script>" in state["text"]
 
 
-def fake_stream(route, answer: dict) -> None:  # type: ignore[no-untyped-def]
+def fake_stream(route, answer: dict) -> None:
     body = (
         'event: retrieval\ndata: {"retrieved": []}\n\n'
         f"event: final\ndata: {json.dumps(answer)}\n\n"
@@ -1036,7 +987,7 @@ def fake_stream(route, answer: dict) -> None:  # type: ignore[no-untyped-def]
     route.fulfill(status=200, content_type="text/event-stream", body=body)
 
 
-def test_errors_busy_and_low_confidence(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_errors_busy_and_low_confidence(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     page.route(
         "**/api/ask/stream",
@@ -1115,7 +1066,7 @@ INERT = """() => {
 }"""
 
 
-def test_hostile_documents_and_model_stay_inert(page, hostile_server: str) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_documents_and_model_stay_inert(page, hostile_server: str) -> None:
     page.goto(f"{hostile_server}/index.html")
     page.evaluate(STREAM_WATCH)
     answer = ask(page, "What pressure do espresso machines brew at?")
@@ -1146,7 +1097,7 @@ def test_hostile_documents_and_model_stay_inert(page, hostile_server: str) -> No
     )
 
 
-def test_hostile_answer_json_cannot_link_or_run(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_answer_json_cannot_link_or_run(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     evil = ask_api(server, QUESTION)
     evil["answer"] = (
@@ -1214,7 +1165,7 @@ AFTER = """([selector, a, b]) => {
 }"""
 
 
-def assert_reads_in_order(page, selector: str, a: str, b: str) -> None:  # type: ignore[no-untyped-def]
+def assert_reads_in_order(page, selector: str, a: str, b: str) -> None:
     """*b* comes after *a* in the text and shows right of it on the same line."""
     boxes = page.evaluate(AFTER, [selector, a, b])
     assert len(boxes) == 2, (selector, a, b, boxes)
@@ -1225,7 +1176,7 @@ def assert_reads_in_order(page, selector: str, a: str, b: str) -> None:  # type:
 
 def test_bidi_overrides_in_book_and_model_text_stay_inside_their_sentence(
     page, server: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """An unclosed U+202E reverses its own sentence only: the widget's [1]
     stays after its sentence, and other sentences and titles read left to right."""
     page.goto(f"{server}/index.html")
@@ -1264,7 +1215,7 @@ def test_bidi_overrides_in_book_and_model_text_stay_inside_their_sentence(
     page.screenshot(path=str(SHOTS / "bidi.png"))
 
 
-def test_the_version_comes_from_the_page(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_version_comes_from_the_page(page, server: str) -> None:
     from sphinx_ragcite import __version__
 
     page.goto(f"{server}/index.html")
@@ -1278,13 +1229,11 @@ def test_the_version_comes_from_the_page(page, server: str) -> None:  # type: ig
 
 
 @pytest.fixture(scope="module")
-def sites_server(site: Path, example_site_v2: Path):  # type: ignore[no-untyped-def]
-    sites = (("v1", site), ("v2", example_site_v2))
-    with answer_server(None, sites=sites, generator="extractive") as url:
-        yield url
+def sites_server(example_versions_server: str) -> str:
+    return example_versions_server
 
 
-def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> None:
     from conftest import BLOOM_V1, BLOOM_V2
 
     sent: list[dict] = []
@@ -1310,7 +1259,7 @@ def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> Non
     page.screenshot(path=str(SHOTS / "sites-v1.png"))
 
 
-def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> None:
     from conftest import BLOOM_V2
 
     page.goto(f"{sites_server}/v1/brewing/pour_over.html")
@@ -1339,7 +1288,7 @@ def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> N
 # -- keyboard and themes --------------------------------------------------------------
 
 
-def test_keyboard_only(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_keyboard_only(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     target = ask_api(server, QUESTION)["citations"][0]
     page.keyboard.press("Control+/")
@@ -1367,7 +1316,7 @@ def test_keyboard_only(page, server: str) -> None:  # type: ignore[no-untyped-de
     assert page.evaluate(focused)
 
 
-def test_dark_mode(browser, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_dark_mode(browser, server: str) -> None:
     context = browser.new_context(
         viewport={"width": 1280, "height": 800}, color_scheme="dark"
     )
@@ -1387,7 +1336,7 @@ def test_dark_mode(browser, server: str) -> None:  # type: ignore[no-untyped-def
         context.close()
 
 
-def test_small_screen_panel_fits(browser, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_small_screen_panel_fits(browser, server: str) -> None:
     context = browser.new_context(
         viewport={"width": 390, "height": 740}, has_touch=True, is_mobile=True
     )

@@ -47,7 +47,7 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("language", list(QUESTIONS))
-def test_cjk_answer_marks_the_quoted_characters(page, books, language) -> None:  # type: ignore[no-untyped-def]
+def test_cjk_answer_marks_the_quoted_characters(page, books, language) -> None:
     question, suffix = QUESTIONS[language]
     with answer_server(books[language], generator="extractive") as server:
         page.goto(f"{server}/index.html")

@@ -27,7 +27,7 @@ REASON = "It does not say what to do with a darker roast. <b>bold?</b>"
 
 
 @pytest.fixture(scope="module")
-def logged(example_site: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def logged(example_site: Path, tmp_path_factory: pytest.TempPathFactory):
     """``ragcite serve`` of the example book with the question log on: its URL
     and the log's file."""
     folder = tmp_path_factory.mktemp("widget_feedback")
@@ -67,7 +67,7 @@ def stream_answer_ids(db: Path) -> list[str]:
         connection.close()
 
 
-def test_no_with_a_reason_is_stored(page, logged) -> None:  # type: ignore[no-untyped-def]
+def test_no_with_a_reason_is_stored(page, logged) -> None:
     url, db = logged
     page.goto(f"{url}/index.html")
     page.locator(".ragcite-launcher").click()
@@ -121,7 +121,7 @@ def test_no_with_a_reason_is_stored(page, logged) -> None:  # type: ignore[no-un
     assert feedback_rows(db) == [(answer_id, 1, None)]
 
 
-def test_every_answer_has_its_own_vote(page, logged) -> None:  # type: ignore[no-untyped-def]
+def test_every_answer_has_its_own_vote(page, logged) -> None:
     url, db = logged
     page.goto(f"{url}/index.html")
     ask(page, "Who invented the French press?")  # the "passages" outcome
@@ -139,7 +139,7 @@ def test_every_answer_has_its_own_vote(page, logged) -> None:  # type: ignore[no
     wait_until(lambda: (second, 0, None) in feedback_rows(db), 10)
 
 
-def test_no_feedback_control_without_a_log(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_no_feedback_control_without_a_log(page, server: str) -> None:
     page.goto(f"{server}/index.html")
     answer = ask(page, QUESTION)
     assert "answer_id" not in answer

@@ -42,43 +42,43 @@ COLLECT = """() => {
 NO_SURE_ANSWER = "Who invented the French press?"
 
 
-def open_panel(page) -> None:  # type: ignore[no-untyped-def]
+def open_panel(page) -> None:
     page.wait_for_function("() => window.ragcite !== undefined")
     page.locator(".ragcite-launcher").click()
     page.locator("#ragcite-question").wait_for(state="visible")
 
 
-def ask_in_form(page, question: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def ask_in_form(page, question: str) -> dict[str, Any]:
     """Type a question and press Enter, as a reader does; the answer shown."""
     page.evaluate(COLLECT)
     box = page.locator("#ragcite-question")
     box.fill(question)
     box.press("Enter")
     page.wait_for_function("() => window.__answers.length > 0")
-    return page.evaluate("window.__answers[0]")  # type: ignore[no-any-return]
+    return page.evaluate("window.__answers[0]")
 
 
-def options(page) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+def options(page) -> list[tuple[str, str]]:
     pairs = page.eval_on_selector_all(
         "#ragcite-version option", "os => os.map(o => [o.value, o.textContent])"
     )
     return [(value, text) for value, text in pairs]
 
 
-def source_links(page) -> list[str]:  # type: ignore[no-untyped-def]
-    return page.eval_on_selector_all(  # type: ignore[no-any-return]
+def source_links(page) -> list[str]:
+    return page.eval_on_selector_all(
         "li[data-ragcite-source] a.ragcite-source-title", "as => as.map(a => a.href)"
     )
 
 
-def shown_badges(page, within: str) -> list[str]:  # type: ignore[no-untyped-def]
-    return page.eval_on_selector_all(  # type: ignore[no-any-return]
+def shown_badges(page, within: str) -> list[str]:
+    return page.eval_on_selector_all(
         f"{within} .ragcite-version-badge",
         "bs => bs.filter(b => b.checkVisibility()).map(b => b.textContent)",
     )
 
 
-def test_the_picker_offers_both_versions_and_stands_on_the_page_s(  # type: ignore[no-untyped-def]
+def test_the_picker_offers_both_versions_and_stands_on_the_page_s(
     page, sites_server: str
 ) -> None:
     for name, own, other in (("v1", "1.0", "2.0"), ("v2", "2.0", "1.0")):
@@ -95,7 +95,7 @@ def test_the_picker_offers_both_versions_and_stands_on_the_page_s(  # type: igno
         assert page.locator("#ragcite-version-note").is_hidden()
 
 
-def test_one_site_served_shows_no_picker(page, server: str) -> None:  # type: ignore[no-untyped-def]
+def test_one_site_served_shows_no_picker(page, server: str) -> None:
     page.goto(f"{server}/brewing/pour_over.html")
     open_panel(page)
     answer = ask_in_form(page, QUESTION)
@@ -104,9 +104,7 @@ def test_one_site_served_shows_no_picker(page, server: str) -> None:  # type: ig
     assert page.locator(".ragcite-version-badge").count() == 0
 
 
-def test_switching_asks_the_other_version_and_says_so(  # type: ignore[no-untyped-def]
-    page, sites_server: str
-) -> None:
+def test_switching_asks_the_other_version_and_says_so(page, sites_server: str) -> None:
     sent: list[dict[str, Any]] = []
     page.on(
         "request",
@@ -177,7 +175,7 @@ def test_switching_asks_the_other_version_and_says_so(  # type: ignore[no-untype
     test_widget.wait_highlighted(page, other["citations"][0]["passage_id"])
 
 
-def test_the_choice_lasts_the_session_on_the_site_it_was_made(  # type: ignore[no-untyped-def]
+def test_the_choice_lasts_the_session_on_the_site_it_was_made(
     browser, sites_server: str
 ) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -277,7 +275,7 @@ def asked_sites(sent: list[dict[str, Any]]) -> list[str | None]:
     return [body.get("site") for body in sent]
 
 
-def test_a_version_removed_while_the_page_is_open_falls_back_once(  # type: ignore[no-untyped-def]
+def test_a_version_removed_while_the_page_is_open_falls_back_once(
     page, site: Path, example_site_v2: Path, tmp_path: Path
 ) -> None:
     """Issue 33, defect 12: the server restarts without the version the
@@ -340,9 +338,7 @@ def test_a_version_removed_while_the_page_is_open_falls_back_once(  # type: igno
         )
 
 
-def test_a_second_refusal_is_shown_not_asked_again(  # type: ignore[no-untyped-def]
-    page, sites_server: str
-) -> None:
+def test_a_second_refusal_is_shown_not_asked_again(page, sites_server: str) -> None:
     """However often the server says "no such site", the widget asks once
     more and then shows the refusal."""
     refusal = {
@@ -354,7 +350,7 @@ def test_a_second_refusal_is_shown_not_asked_again(  # type: ignore[no-untyped-d
     }
     sent: list[dict[str, Any]] = []
 
-    def refuse(route) -> None:  # type: ignore[no-untyped-def]
+    def refuse(route) -> None:
         sent.append(json.loads(route.request.post_data or "{}"))
         route.fulfill(status=400, json=refusal)
 
@@ -414,7 +410,7 @@ DIGIT_AND_END = """([selector, digit]) => {
 }"""
 
 
-def test_a_version_with_a_bidi_override_reorders_nothing_after_it(  # type: ignore[no-untyped-def]
+def test_a_version_with_a_bidi_override_reorders_nothing_after_it(
     page, sites_server: str
 ) -> None:
     """Issue 33, defect 13: a conf.py version holding U+202E (or any
@@ -423,7 +419,7 @@ def test_a_version_with_a_bidi_override_reorders_nothing_after_it(  # type: igno
     rlo = test_widget.RLO
     versions = {"v1": f"{rlo}1.0", "v2": f"{rlo}2.0"}
 
-    def tampered(route) -> None:  # type: ignore[no-untyped-def]
+    def tampered(route) -> None:
         health = route.fetch().json()
         for info in health["sites"]:
             info["version"] = info["release"] = versions[info["name"]]

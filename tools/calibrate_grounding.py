@@ -23,6 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+# The example book's build and the result file are the benchmarks' harness's.
+from benchmarks._harness import (
+    EXAMPLE_QA,
+    RESULTS,
+    envelope,
+    example_site,
+    write_result,
+)
 from sphinx_ragcite.answer.confidence import answer_fit
 from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.answer.evidence import build_evidence
@@ -31,16 +39,6 @@ from sphinx_ragcite.answer.sentences import content_words
 from sphinx_ragcite.contracts import confidence_level
 from sphinx_ragcite.evaluate import load_qa
 from sphinx_ragcite.retrieval.site import Site
-
-# The example book's build and the result file are the benchmarks' harness's.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from _harness import (
-    EXAMPLE_QA,
-    RESULTS,
-    envelope,
-    example_site,
-    write_result,
-)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:

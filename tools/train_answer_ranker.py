@@ -35,17 +35,15 @@ from typing import Any
 
 import numpy as np
 
+# The dev sets and the harness are the benchmarks': import them from there.
+from benchmarks import answer_quality as aq
+from benchmarks import near_topic
+from benchmarks._harness import RESULTS, envelope, table, write_result
 from sphinx_ragcite.answer.evidence import build_evidence
 from sphinx_ragcite.answer.ranker import unit_rows
 from sphinx_ragcite.answer.units import FEATURES, GATE_FEATURES
 
 REPO = Path(__file__).resolve().parents[1]
-# The dev sets and the harness are the benchmarks': import them from there.
-sys.path.insert(0, str(REPO / "benchmarks"))
-import near_topic  # noqa: E402
-
-import answer_quality as aq  # noqa: E402
-from _harness import RESULTS, envelope, table, write_result  # noqa: E402
 
 OUT = REPO / "sphinx_ragcite" / "answer" / "ranker.json"
 CACHE = aq.CACHE / "ranker_features"

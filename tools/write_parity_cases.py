@@ -134,8 +134,7 @@ def qa_questions(path: Path) -> list[tuple[str, str]]:
 
 def dev_set(name: str, rebuild: bool = False) -> tuple[Path, list[tuple[str, str]]]:
     """A dev set of answer_quality.py: its built site and its questions."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import answer_quality as aq
+    from benchmarks import answer_quality as aq
 
     devset = aq.LOADERS[name](rebuild)
     return devset.site, [(item.id, item.question) for item in devset.items]

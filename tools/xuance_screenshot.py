@@ -94,8 +94,7 @@ def squeezed(text: str) -> str:
 
 def build_site() -> Path:
     """The harness's cached build of the corpus (rebuilt when stale)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import _harness  # type: ignore[import-not-found]  # benchmarks/, no package
+    from benchmarks import _harness
 
     site, seconds = _harness.corpus_site(CORPUS)
     if seconds is not None:
