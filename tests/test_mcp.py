@@ -498,7 +498,7 @@ def test_an_oversized_mcp_request_is_a_jsonrpc_error(served: str) -> None:
     async def run() -> None:
         async with http_session(f"{served}/mcp") as session:
             with pytest.raises(MCPError, match="larger than"):
-                await session.call_tool("ask", {"question": "x" * 100_000})
+                await session.call_tool("ask", {"question": "x" * 340_000})
             # the session is still usable
             ok = await session.call_tool("search", {"query": "bloom", "k": 1})
             assert not ok.is_error
@@ -506,7 +506,7 @@ def test_an_oversized_mcp_request_is_a_jsonrpc_error(served: str) -> None:
     asyncio.run(run())
     raw = httpx.post(
         f"{served}/mcp",
-        content=b'{"jsonrpc": "2.0", "id": 7, "x": "' + b"a" * 100_000 + b'"}',
+        content=b'{"jsonrpc": "2.0", "id": 7, "x": "' + b"a" * 340_000 + b'"}',
         headers={
             "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json",
@@ -669,7 +669,7 @@ def test_both_revisions_over_http(example_site: Path, served: str) -> None:
             answers = await list_and_ask(client, revision, example_site)
             # the API's guards hold for every revision
             with pytest.raises(MCPError, match="larger than"):
-                await client.call_tool("ask", {"question": "x" * 100_000})
+                await client.call_tool("ask", {"question": "x" * 340_000})
             return answers
 
     for revision, mode in REVISIONS.items():
