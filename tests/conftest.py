@@ -7,6 +7,7 @@ model). Test modules import the helpers: ``from conftest import free_port``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import hashlib
 import http.server
@@ -84,6 +85,30 @@ def no_user_cache(shared_dir: Path) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def config_defaults_restored() -> Iterator[None]:
+    """Sphinx keeps each config value's default in a class-level table, and
+    ``add_source_suffix`` (myst-nb's, for one) updates the default dict in
+    place: without this, a book built after a MyST-NB build in the same
+    process reads its ``.md`` files (our Markdown twins in ``_build``, say)
+    with a parser it never registered."""
+    from sphinx.config import Config
+
+    saved = {
+        name: copy.deepcopy(opt.default)
+        for name, opt in Config.config_values.items()
+        if isinstance(opt.default, (dict, list, set))
+    }
+    try:
+        yield
+    finally:
+        for name, default in saved.items():
+            now = Config.config_values[name].default
+            if now != default:  # put back in place: the dict is the one shared
+                now.clear()
+                (now.update if isinstance(now, (dict, set)) else now.extend)(default)
 
 
 @pytest.fixture
