@@ -72,6 +72,8 @@ class Question:
     passage_good: np.ndarray  # the unit's passage is right (precision's judge)
     #: a near-topic unanswerable question (its gold pages left out of the build)
     near: bool = False
+    #: the first columns of ``rows`` that are a unit's own signals (the gate's)
+    gate_size: int = len(GATE_FEATURES)
 
 
 def collect(devset: aq.DevSet) -> list[Question]:
@@ -167,14 +169,88 @@ def fit(questions: list[Question]) -> dict[str, Any]:
     return {"weights": w[:-1], "bias": float(w[-1]), "mean": mean, "scale": scale}
 
 
+#: Which of the three models (``units``, ``gate_units``, ``gate``) are
+#: gradient-boosted trees instead of logistic (``--trees``; see
+#: benchmarks/README.md for what they measured).
+TREES: frozenset[str] = frozenset()
+#: The trees' size, set by hand (small: the browser evaluates them too).
+TREE_OPTIONS = {
+    "max_iter": 100,
+    "learning_rate": 0.1,
+    "max_depth": 3,
+    "min_samples_leaf": 40,
+    "l2_regularization": 1.0,
+    "early_stopping": False,
+}
+
+
+def fit_trees(questions: list[Question]) -> dict[str, Any]:
+    """scikit-learn's HistGradientBoostingClassifier on the same rows, soft
+    labels as two weighted rows (1 with weight y, 0 with 1 - y), each set
+    equal; exported as :class:`sphinx_ragcite.answer.ranker.Forest` reads it."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rows = np.concatenate([q.rows for q in questions if len(q.rows)])
+    labels = np.concatenate([q.labels for q in questions if len(q.rows)])
+    sets = sorted({q.set for q in questions})
+    per_set = {s: sum(len(q.rows) for q in questions if q.set == s) for s in sets}
+    weights = np.concatenate(
+        [np.full(len(q.rows), 1.0 / per_set[q.set]) for q in questions if len(q.rows)]
+    )
+    weights *= len(rows) / weights.sum()
+    x = np.vstack([rows, rows])
+    y = np.concatenate([np.ones(len(rows)), np.zeros(len(rows))])
+    w = np.concatenate([weights * labels, weights * (1 - labels)])
+    keep = w > 0
+    model = HistGradientBoostingClassifier(random_state=0, **TREE_OPTIONS)
+    model.fit(x[keep], y[keep], sample_weight=w[keep])
+    return {"trees": export_trees(model), "sklearn": model}
+
+
+def export_trees(model: Any) -> dict[str, Any]:
+    """A fitted binary HistGradientBoostingClassifier as plain lists."""
+    trees = []
+    depth = 1
+    for (predictor,) in model._predictors:
+        nodes = predictor.nodes
+        if bool(nodes["is_categorical"].any()):
+            raise ValueError("categorical splits are not exported")
+        depth = max(depth, int(nodes["depth"].max()))
+        trees.append(
+            {
+                "feature": [int(v) for v in nodes["feature_idx"]],
+                "threshold": [float(v) for v in nodes["num_threshold"]],
+                "left": [int(v) for v in nodes["left"]],
+                "right": [int(v) for v in nodes["right"]],
+                "value": [float(v) for v in nodes["value"]],
+                "leaf": [int(v) for v in nodes["is_leaf"]],
+            }
+        )
+    return {
+        "baseline": float(np.ravel(model._baseline_prediction)[0]),
+        "depth": depth,
+        "trees": trees,
+    }
+
+
+def fit_part(part: str, questions: list[Question]) -> dict[str, Any]:
+    return fit_trees(questions) if part in TREES else fit(questions)
+
+
 def probabilities(rows: np.ndarray, model: dict[str, Any]) -> np.ndarray:
+    if "trees" in model:  # evaluated as the engine evaluates them
+        from sphinx_ragcite.answer.ranker import Forest
+
+        if "forest" not in model:
+            model["forest"] = Forest.from_json(model["trees"], rows.shape[1])
+        return model["forest"](rows)  # type: ignore[no-any-return]
     z = ((rows - model["mean"]) / model["scale"]) @ model["weights"] + model["bias"]
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))  # type: ignore[no-any-return]
 
 
 def own(q: Question) -> np.ndarray:
     """The unit's own signals (what the gate's unit model sees)."""
-    return q.rows[:, : len(GATE_FEATURES)]
+    return q.rows[:, : q.gate_size]
 
 
 def fit_models(questions: list[Question]) -> dict[str, Any]:
@@ -184,10 +260,13 @@ def fit_models(questions: list[Question]) -> dict[str, Any]:
     learn from the dev sets' own questions; the gate also from the
     near-topic ones, whose every unit is wrong."""
     written = [q for q in questions if not q.near]
-    model = fit(written)
-    model["gate_units"] = fit(
+    model = fit_part("units", written)
+    model["gate_units"] = fit_part(
+        "gate_units",
         [
-            Question(q.set, q.answerable, own(q), q.labels, q.passage_good)
+            Question(
+                q.set, q.answerable, own(q), q.labels, q.passage_good, q.near, q.gate_size
+            )
             for q in written
             if len(q.rows)
         ]
@@ -215,10 +294,12 @@ def fit_gate(questions: list[Question], model: dict[str, Any]) -> dict[str, Any]
             row[None, :],
             np.array([float(q.answerable and good)]),
             np.array([good]),
+            q.near,
+            q.gate_size,
         )
         for q, (row, good) in zip(usable, pairs, strict=True)
     ]
-    return fit(gate_questions)
+    return fit_part("gate", gate_questions)
 
 
 def best(q: Question, model: dict[str, Any]) -> tuple[float, bool]:
@@ -447,10 +528,47 @@ def ece(confidence: np.ndarray, right: np.ndarray) -> float | None:
     return round(float(total), 4)
 
 
-def calibrate_held_out(sets: dict[str, list[Question]]) -> dict[str, Any]:
+def at_coverage(
+    predictions: list[Prediction], confidence: np.ndarray, coverage: float
+) -> dict[str, Any]:
+    """Precision of answers (own questions, unanswerable ones included) when
+    the threshold answers *coverage* of the answerable questions, and the
+    share of (near-topic) unanswerable questions answered there: how well
+    the confidence orders questions, whatever threshold was chosen."""
+    answerable = np.array([p.answerable for p in predictions])
+    near = np.array([p.near for p in predictions])
+    right = np.array([p.right for p in predictions])
+    ranked = np.sort(confidence[answerable])[::-1]
+    if not len(ranked):
+        return {}
+    k = min(len(ranked), max(1, round(coverage * len(ranked))))
+    answered = confidence >= ranked[k - 1]
+    own_answered = answered & ~near
+    written = ~answerable & ~near
+
+    def share(mask: np.ndarray, of: np.ndarray) -> float | None:
+        return round(float(mask[of].mean()), 3) if of.any() else None
+
+    return {
+        "coverage": round(float(answered[answerable].mean()), 3),
+        "precision": share(right, own_answered),
+        "unanswerable_answered": share(answered, written),
+        "near_topic_answered": share(answered, near),
+    }
+
+
+#: Coverages over which :func:`at_coverage`'s figures are averaged (a
+#: steadier comparison of two gates than one point).
+COVERAGE_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def calibrate_held_out(
+    sets: dict[str, list[Question]], reference: dict[str, float] | None = None
+) -> dict[str, Any]:
     """For each set: models, calibration and outcome thresholds fitted
     without it (calibration on the others' own held-out predictions), then
-    judged on it."""
+    judged on it; with *reference* coverages per set, also the figures at
+    that coverage (:func:`at_coverage`)."""
     report = {}
     for held in sets:
         train = {n: qs for n, qs in sets.items() if n != held}
@@ -460,6 +578,17 @@ def calibrate_held_out(sets: dict[str, list[Question]]) -> dict[str, Any]:
         strict = choose_outcomes(inner, calibrated(inner, curve), ALTERNATIVE_COST)
         mine = predict(sets[held], fit_models([q for qs in train.values() for q in qs]))
         figures = outcome_figures(mine, calibrated(mine, curve), at)
+        # how well the gate orders questions, whatever the threshold: its
+        # raw output (the calibration's flat steps would tie questions)
+        raw = np.array([p.gate for p in mine])
+        if reference and held in reference:
+            figures["at_reference"] = at_coverage(mine, raw, reference[held])
+        grid = [at_coverage(mine, raw, c) for c in COVERAGE_GRID]
+        figures["mean_over_coverage"] = {
+            key: round(float(np.mean([g[key] for g in grid if g.get(key) is not None])), 4)
+            for key in ("precision", "near_topic_answered", "unanswerable_answered")
+            if any(g.get(key) is not None for g in grid)
+        }
         report[held] = {
             **figures,
             "answer_at": at["answer"],
