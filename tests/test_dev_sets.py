@@ -301,7 +301,7 @@ def test_emcee_notebooks_built_unexecuted():
     """The tutorials are built from the sdist's .ipynb files as stored, outputs
     included (myst-nb, ``nb_execution_mode = "off"`` in its own conf.py): a
     printed result of a stored output is in the passages."""
-    devset, passages = built("emcee")
+    _, passages = built("emcee")
     tree = aq.sdist_tree(*aq.SDIST_CORPORA["emcee"][:2])
     notebooks = sorted(p.stem for p in (tree / "docs" / "tutorials").glob("*.ipynb"))
     assert len(notebooks) == 6
