@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import _corpora
 from benchmarks import answer_quality as aq
 from benchmarks._harness import (
     RESULTS,
@@ -67,7 +68,8 @@ FOLDS = 3
 #: Sets built with fewer folds because their builds are slow (none so far).
 FOLDS_BY_SET: dict[str, int] = {}
 #: Options of a set's build beyond its sources' ``conf.py``, as
-#: ``answer_quality``'s loader passes them.
+#: ``answer_quality``'s loader passes them (a corpus set's come from
+#: ``_corpora.BUILD_OPTIONS``: :func:`fold_options`).
 BUILD_OPTIONS: dict[str, tuple[str, ...]] = {
     "squad": ("-D", "extensions=sphinx_ragcite"),
 }
@@ -125,6 +127,15 @@ def _source_folder(full: Path) -> Path:
     return confs[0].parent.relative_to(src)
 
 
+def fold_options(name: str) -> tuple[str, ...]:
+    """The options set *name*'s full build was made with, for its folds: a
+    corpus set's (``xuance_zh``'s ``-D language=zh_CN``) included, or its
+    folds would be built, and their index cut, as another language."""
+    if name in aq.CORPUS_SETS:
+        return _corpora.BUILD_OPTIONS.get(aq.CORPUS_SETS[name][0], ())
+    return BUILD_OPTIONS.get(name, ())
+
+
 def build_fold(
     devset: aq.DevSet, fold: int, excluded: tuple[str, ...], *, rebuild: bool = False
 ) -> tuple[Path, float | None]:
@@ -137,6 +148,9 @@ def build_fold(
     stamp = json.loads((full / "stamp.json").read_text("utf-8"))
     relative = _source_folder(full)
     key = digest([stamp["key"].encode(), RECIPE.encode(), *map(str.encode, excluded)])
+    options = fold_options(devset.name)
+    if options:  # folds once built without them are stale; the others stay
+        key = digest([key.encode(), *map(str.encode, options)])
 
     def prepare(work: Path) -> Path:
         shutil.copytree(full / "src", work, dirs_exist_ok=True)
@@ -153,7 +167,7 @@ def build_fold(
         f"{devset.name}~near{fold}",
         key,
         prepare,
-        options=BUILD_OPTIONS.get(devset.name, ()),
+        options=options,
         rebuild=rebuild,
     )
 

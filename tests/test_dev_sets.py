@@ -340,3 +340,15 @@ def test_rqalpha_zh_built_chinese_with_jieba():
     confs = list((devset.site.parent / "src").rglob("docs/source/conf.py"))
     assert len(confs) == 1
     assert 'language = "zh_CN"' in confs[0].read_text("utf-8")
+
+
+def test_near_topic_folds_keep_the_sets_build_options():
+    """A fold is built with the options of its set's full build: XuanCe's
+    folds as zh_CN (they were built as English, their index cut another way,
+    before ``fold_options``), SQuAD's with the extension."""
+    from benchmarks import near_topic
+
+    assert near_topic.fold_options("xuance_zh") == ("-D", "language=zh_CN")
+    assert near_topic.fold_options("squad") == ("-D", "extensions=sphinx_ragcite")
+    assert near_topic.fold_options("click") == ()
+    assert near_topic.fold_options("emcee") == ()
