@@ -352,3 +352,83 @@ def test_near_topic_folds_keep_the_sets_build_options():
     assert near_topic.fold_options("squad") == ("-D", "extensions=sphinx_ragcite")
     assert near_topic.fold_options("click") == ()
     assert near_topic.fold_options("emcee") == ()
+
+
+_SQUAD_PAGE = """\
+.. _a001:
+
+=====
+Rhine
+=====
+
+.. _a001-s00:
+
+Rhine: part 1 (paragraphs 1–2)
+------------------------------
+
+.. _a001-p000:
+
+The Rhine is a river.
+
+.. _a001-p001:
+
+It flows north.
+
+.. _a001-s01:
+
+Rhine: part 2 (paragraphs 3–3)
+------------------------------
+
+.. _a001-p002:
+
+Cologne lies on it.
+"""
+
+
+def test_drop_sections_cuts_a_sections_paragraphs_only(tmp_path: Path):
+    """A SQuAD section fold keeps the section's label and heading (its number,
+    so the IDs after it do not move) and cuts its paragraphs; the next
+    section is untouched; a title that is no heading is an error."""
+    from benchmarks import near_topic
+
+    page = tmp_path / "articles" / "a001-rhine.rst"
+    page.parent.mkdir()
+    page.write_text(_SQUAD_PAGE, "utf-8")
+    near_topic.drop_sections(
+        tmp_path, ("articles/a001-rhine#Rhine: part 1 (paragraphs 1–2)",)
+    )
+    text = page.read_text("utf-8")
+    assert "The Rhine is a river." not in text
+    assert "It flows north." not in text
+    assert "Rhine: part 1 (paragraphs 1–2)\n---" in text
+    assert ".. _a001-s01:" in text
+    assert "Cologne lies on it." in text
+    with pytest.raises(ValueError, match="no section headed"):
+        near_topic.drop_sections(tmp_path, ("articles/a001-rhine#Rhine: part 9",))
+
+
+@pytest.mark.xdist_group("corpus:squad")
+@pytest.mark.corpora
+@corpora
+def test_squad_near_topic_folds_keep_the_article():
+    """SQuAD's folds leave out sections, not articles (issue 36): every
+    near-topic question's article still has passages in its fold's book,
+    and none of its gold passages is built there."""
+    from benchmarks import near_topic
+
+    try:
+        devset = aq.LOADERS["squad"](False)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    folds = near_topic.near_topic_sets(devset)
+    full = {p["passage_id"]: p for p in harness.read_passages(devset.site)}
+    by_id = {i.id: i for i in devset.items}
+    assert sum(len(f.items) for f in folds) >= 150
+    for fold in folds:
+        built = harness.read_passages(fold.site)
+        pages = {p["docname"] for p in built}
+        ids = {p["passage_id"] for p in built}
+        for item in fold.items:
+            gold = by_id[item.id].gold_ids
+            assert not gold & ids, item.id
+            assert {full[pid]["docname"] for pid in gold} <= pages, item.id
