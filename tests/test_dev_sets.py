@@ -43,6 +43,10 @@ def records(path: Path) -> list[dict]:
         ("jinja", 60, 8, 15),
         # Chinese (issue 29); the installation page holds most of the how-tos
         ("xuance_zh", 60, 30, 16),
+        # notebook-heavy (issue 36): six of its 15 pages are .ipynb tutorials
+        ("emcee", 60, 14, 8),
+        # the second Chinese set (issue 36), trained on
+        ("rqalpha_zh", 50, 14, 10),
     ],
 )
 def test_written_set_shape(
@@ -215,10 +219,11 @@ def test_squad_gold_in_build():
 
 
 @pytest.mark.corpora
-@pytest.mark.parametrize("name", ["flask", "attrs", "jinja"])
+@pytest.mark.parametrize("name", ["flask", "attrs", "jinja", "emcee", "rqalpha_zh"])
 def test_sdist_set_gold_in_build(name: str):
-    """Every gold ID of the Flask, attrs and Jinja sets exists in the build of the
-    pinned sdist's documentation, and a gold passage holds the answer."""
+    """Every gold ID of the Flask, attrs, Jinja, emcee and RQAlpha sets exists
+    in the build of the pinned sdist's documentation, and a gold passage holds
+    the answer."""
     _, passages = built(name)
     problems = []
     for q in records(QA / f"{name}.jsonl"):
@@ -280,3 +285,150 @@ def test_xuance_zh_gold_in_build():
         if elsewhere:
             problems.append(f"{q['id']}: {q['answer']!r} also in {elsewhere[:3]}")
     assert not problems, "\n".join(problems)
+
+
+def test_emcee_is_a_notebook_training_set():
+    """The notebook set (issue 36) is trained on: not held out, and at least
+    30 of its answerable questions ask about its notebook tutorials."""
+    text = (REPO / "tools" / "train_answer_ranker.py").read_text("utf-8")
+    assert "emcee" in aq.LOADERS
+    assert 'HELD_OUT = ("jinja", "xuance_zh")' in text
+    answerable = [q for q in records(QA / "emcee.jsonl") if q["answer"]]
+    assert sum(q["docname"].startswith("tutorials/") for q in answerable) >= 30
+
+
+@pytest.mark.xdist_group("corpus:emcee")
+@pytest.mark.corpora
+def test_emcee_notebooks_built_unexecuted():
+    """The tutorials are built from the sdist's .ipynb files as stored, outputs
+    included (myst-nb, ``nb_execution_mode = "off"`` in its own conf.py): a
+    printed result of a stored output is in the passages."""
+    _, passages = built("emcee")
+    tree = aq.sdist_tree(*aq.SDIST_CORPORA["emcee"][:2])
+    notebooks = sorted(p.stem for p in (tree / "docs" / "tutorials").glob("*.ipynb"))
+    assert len(notebooks) == 6
+    docnames = {p["docname"] for p in passages.values()}
+    assert {f"tutorials/{n}" for n in notebooks} <= docnames
+    conf = (tree / "docs" / "conf.py").read_text("utf-8")
+    assert 'nb_execution_mode = "off"' in conf
+    # an output cell of quickstart.ipynb, not its source
+    assert any(
+        "Mean acceptance fraction: 0.552" in p["text"] for p in passages.values()
+    )
+
+
+def test_rqalpha_zh_is_a_chinese_training_set():
+    """The second Chinese set (issue 36) is trained on, XuanCe stays held out;
+    its questions are Chinese."""
+    text = (REPO / "tools" / "train_answer_ranker.py").read_text("utf-8")
+    assert 'HELD_OUT = ("jinja", "xuance_zh")' in text
+    assert "rqalpha_zh" in aq.LOADERS
+    items = records(QA / "rqalpha_zh.jsonl")
+    assert all(re.search("[\u4e00-\u9fff]", q["question"]) for q in items)
+
+
+@pytest.mark.xdist_group("corpus:rqalpha_zh")
+@pytest.mark.corpora
+def test_rqalpha_zh_built_chinese_with_jieba():
+    """Built as zh_CN although its conf.py says "en", and its index cut into
+    words with jieba, as xuance_zh's is; the conf.py line that does it is in
+    the prepared sources, so the near-topic folds (copies of them) get it."""
+    devset, _ = built("rqalpha_zh")
+    manifest = harness.read_manifest(devset.site)
+    assert manifest["language"] == "zh_CN"
+    assert manifest["tokenizer"]["index_words"].startswith("jieba ")
+    confs = list((devset.site.parent / "src").rglob("docs/source/conf.py"))
+    assert len(confs) == 1
+    assert 'language = "zh_CN"' in confs[0].read_text("utf-8")
+
+
+def test_near_topic_folds_keep_the_sets_build_options():
+    """A fold is built with the options of its set's full build: XuanCe's
+    folds as zh_CN (they were built as English, their index cut another way,
+    before ``fold_options``), SQuAD's with the extension."""
+    from benchmarks import near_topic
+
+    assert near_topic.fold_options("xuance_zh") == ("-D", "language=zh_CN")
+    assert near_topic.fold_options("squad") == ("-D", "extensions=sphinx_ragcite")
+    assert near_topic.fold_options("click") == ()
+    assert near_topic.fold_options("emcee") == ()
+
+
+_SQUAD_PAGE = """\
+.. _a001:
+
+=====
+Rhine
+=====
+
+.. _a001-s00:
+
+Rhine: part 1 (paragraphs 1–2)
+------------------------------
+
+.. _a001-p000:
+
+The Rhine is a river.
+
+.. _a001-p001:
+
+It flows north.
+
+.. _a001-s01:
+
+Rhine: part 2 (paragraphs 3–3)
+------------------------------
+
+.. _a001-p002:
+
+Cologne lies on it.
+"""
+
+
+def test_drop_sections_cuts_a_sections_paragraphs_only(tmp_path: Path):
+    """A SQuAD section fold keeps the section's label and heading (its number,
+    so the IDs after it do not move) and cuts its paragraphs; the next
+    section is untouched; a title that is no heading is an error."""
+    from benchmarks import near_topic
+
+    page = tmp_path / "articles" / "a001-rhine.rst"
+    page.parent.mkdir()
+    page.write_text(_SQUAD_PAGE, "utf-8")
+    near_topic.drop_sections(
+        tmp_path, ("articles/a001-rhine#Rhine: part 1 (paragraphs 1–2)",)
+    )
+    text = page.read_text("utf-8")
+    assert "The Rhine is a river." not in text
+    assert "It flows north." not in text
+    assert "Rhine: part 1 (paragraphs 1–2)\n---" in text
+    assert ".. _a001-s01:" in text
+    assert "Cologne lies on it." in text
+    with pytest.raises(ValueError, match="no section headed"):
+        near_topic.drop_sections(tmp_path, ("articles/a001-rhine#Rhine: part 9",))
+
+
+@pytest.mark.xdist_group("corpus:squad")
+@pytest.mark.corpora
+@corpora
+def test_squad_near_topic_folds_keep_the_article():
+    """SQuAD's folds leave out sections, not articles (issue 36): every
+    near-topic question's article still has passages in its fold's book,
+    and none of its gold passages is built there."""
+    from benchmarks import near_topic
+
+    try:
+        devset = aq.LOADERS["squad"](False)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    folds = near_topic.near_topic_sets(devset)
+    full = {p["passage_id"]: p for p in harness.read_passages(devset.site)}
+    by_id = {i.id: i for i in devset.items}
+    assert sum(len(f.items) for f in folds) >= 150
+    for fold in folds:
+        built = harness.read_passages(fold.site)
+        pages = {p["docname"] for p in built}
+        ids = {p["passage_id"] for p in built}
+        for item in fold.items:
+            gold = by_id[item.id].gold_ids
+            assert not gold & ids, item.id
+            assert {full[pid]["docname"] for pid in gold} <= pages, item.id

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ import pytest
 from sphinx_ragcite.contracts import Answer, Citation, ShownPassage
 from sphinx_ragcite.extension.config import fields
 
-from conftest import REPO
+from conftest import REPO, Builds, sphinx_build
 
 pytest.importorskip("myst_parser", reason="the docs need the myst extra")
 BeautifulSoup = pytest.importorskip("bs4").BeautifulSoup
@@ -29,23 +27,21 @@ DOCS = REPO / "docs"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("docs")
-    html = out / "html"
-    result = subprocess.run(
-        [
-            sys.executable, "-m", "sphinx", "-q", "-b", "html", "-W", "--keep-going",
-            "-d", str(out / "doctrees"), str(DOCS), str(html),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert "WARNING" not in result.stderr, result.stderr
-    assert "ERROR" not in result.stderr, result.stderr
-    return html
+def built(builds: Builds) -> Path:
+    """docs/ built once per session (any worker), in place as the docs job
+    builds it: its pages include files beside it (../CHANGELOG.md)."""
+
+    def make(folder: Path) -> None:
+        warnings = sphinx_build(
+            DOCS, folder / "html", "-W", "--keep-going", "-d", str(folder / "doctrees")
+        )
+        (folder / "warnings.txt").write_text(warnings, "utf-8")
+
+    folder = builds.once("docs", "in-place", make)
+    warnings = (folder / "warnings.txt").read_text("utf-8")
+    assert "WARNING" not in warnings, warnings
+    assert "ERROR" not in warnings, warnings
+    return folder / "html"
 
 
 def page_text(built: Path, page: str) -> str:

@@ -255,8 +255,9 @@ def test_a_reader_who_leaves_frees_llama_cpp_server(
         with httpx.Client(timeout=120) as client:
             leave_after_first_token(client, url, QUESTION)
         wait_until(lambda: health(url)["queue_depth"] == 0, 1)
-    # llama_cpp.server prints this when its client goes away mid-stream
-    wait_until(lambda: llama_server.said("Disconnected from client"), 5)
+    # llama_cpp.server prints this when its client goes away mid-stream (a
+    # deadline, not a speed: a busy machine delays the next token's write)
+    wait_until(lambda: llama_server.said("Disconnected from client"), 30)
 
 
 def test_a_cancel_stops_llama_cpp_while_it_reads_the_prompt(model) -> None:

@@ -34,7 +34,7 @@ from sphinx_ragcite.extension.browser_assets import (
     ort_runtime_files,
 )
 
-from conftest import REPO, ROOTS, read_manifest
+from conftest import REPO, ROOTS, Builds, read_manifest
 
 pytestmark = pytest.mark.packaging
 
@@ -84,15 +84,19 @@ def run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """``python -m build``: the sdist, then the wheel built from that sdist."""
+def dist(builds: Builds) -> dict[str, Path]:
+    """``python -m build``, once per session (any worker): the sdist, then
+    the wheel built from that sdist."""
     pytest.importorskip("build", reason="`pip install build` (in the test extra)")
-    outdir = tmp_path_factory.mktemp("dist")
-    run(sys.executable, "-m", "build", "--outdir", outdir, REPO)
+    outdir = builds.once(
+        "dist",
+        "checkout",
+        lambda out: run(sys.executable, "-m", "build", "--outdir", out, REPO),
+    )
     version = sphinx_ragcite.__version__
     wheel = outdir / f"sphinx_ragcite-{version}-py3-none-any.whl"
     sdist = outdir / f"sphinx_ragcite-{version}.tar.gz"
-    assert {p.name for p in outdir.iterdir()} == {sdist.name, wheel.name}
+    assert {p.name for p in outdir.iterdir()} == {sdist.name, wheel.name, ".done"}
     return {"wheel": wheel, "sdist": sdist}
 
 
