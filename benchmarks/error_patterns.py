@@ -9,14 +9,14 @@ run it first) and sorts every wrong ``answer`` outcome:
   answer misses every gold string; an unanswerable question (written or
   near-topic) answered.
 - ``lead_in``: the answer announces what follows instead of saying it
-  (:func:`sphinx_ragcite.answer.units.announces`: ends with a colon, points to
+  (:func:`benchmarks.answer_signals.announces`: ends with a colon, points to
   "the following", "below", "this chapter" ...); ``lead_in_alone`` when it
   does not quote what it announces (the unit did not grow past it).
 - ``topic``: the question asks how or why and the answer's first sentence
-  defines its subject (:func:`~sphinx_ragcite.answer.units.defines_subject`).
+  defines its subject (``answer_signals.defines_subject``).
 - ``wrong_type``: the question asks for a path, place, number, option, code,
   named item, yes/no or procedure
-  (:func:`~sphinx_ragcite.answer.units.answer_type`) and the answer holds none.
+  (``answer_signals.answer_type``) and the answer holds none.
 - ``missing_key_term``: the question's content word of the highest idf in the
   book is in neither the answer, its passage nor its headings.
 
@@ -38,7 +38,7 @@ from benchmarks import answer_quality as aq
 from benchmarks import near_topic
 from benchmarks._harness import RESULTS, envelope, read_jsonl, table, write_result
 from sphinx_ragcite.answer.sentences import content_words
-from sphinx_ragcite.answer.units import (
+from benchmarks.answer_signals import (
     announces,
     answer_type,
     asks_how_or_why,

@@ -21,19 +21,11 @@
  */
 
 /**
- * Gradient-boosted trees (`ranker.Forest`): a probability from the sum of
- * one leaf per tree; each tree is flat arrays indexed by node, node 0 its
- * root, a row going left when its value is <= the threshold.
- * @typedef {{baseline: number, depth: number, trees: Array<{feature: number[],
- *   threshold: number[], left: number[], right: number[], value: number[], leaf: number[]}>}} Forest
- */
-
-/**
  * The parsed ranker (`ranker.Ranker`).
  * @typedef {object} Ranker
- * @property {Logistic | Forest} units which unit answers (every signal)
- * @property {Logistic | Forest} gateUnits the gate's unit model (a unit's own signals)
- * @property {Logistic | Forest} gate whether the best unit's passage answers
+ * @property {Logistic} units which unit answers (every signal)
+ * @property {Logistic} gateUnits the gate's unit model (a unit's own signals)
+ * @property {Logistic} gate whether the best unit's passage answers
  * @property {number} second a second unit is cited only when this close
  * @property {{x: number[], y: number[]}} calibration gate output -> probability
  * @property {number} answerAt calibrated confidence from which it answers
@@ -71,36 +63,6 @@
   }
 
   /**
-   * `ranker.model_from_json`: a logistic model, or trees when `data.trees`.
-   * @param {any} data
-   * @param {number} size
-   * @param {string} where
-   * @returns {Logistic | Forest}
-   */
-  function model(data, size, where) {
-    if (!data || !Array.isArray(data.trees)) return logistic(data, size, where);
-    const bad = (/** @type {string} */ why) => new Error(`the answer ranker's ${where}: ${why}`);
-    if (typeof data.baseline !== "number" || !Number.isInteger(data.depth)) throw bad("no baseline or depth");
-    for (const tree of data.trees) {
-      const n = Array.isArray(tree.value) ? tree.value.length : 0;
-      for (const key of ["feature", "threshold", "left", "right", "value", "leaf"]) {
-        const values = tree[key];
-        if (!Array.isArray(values) || values.length !== n || !values.every((v) => typeof v === "number")) {
-          throw bad(`a tree's ${key} must hold ${n} numbers`);
-        }
-      }
-      for (let i = 0; i < n; i++) {
-        if (tree.leaf[i]) continue;
-        if (tree.feature[i] < 0 || tree.feature[i] >= size) throw bad(`a tree reads a feature beyond the ${size} there are`);
-        if (!(tree.left[i] > 0 && tree.left[i] < n && tree.right[i] > 0 && tree.right[i] < n)) {
-          throw bad("a tree's child is out of range");
-        }
-      }
-    }
-    return { baseline: data.baseline, depth: data.depth, trees: data.trees };
-  }
-
-  /**
    * `Ranker.from_json`: the parsed ranker.json, checked.
    * @param {any} data
    * @returns {Ranker}
@@ -131,9 +93,9 @@
     const outcomes = data.outcomes || {};
     const gateSize = U.UNIT_FEATURES.length;
     return {
-      units: model(data, U.FEATURES.length, "unit model"),
-      gateUnits: model(data.gate_units, gateSize, "gate_units"),
-      gate: model(data.gate, gateSize + 1, "gate"),
+      units: logistic(data, U.FEATURES.length, "unit model"),
+      gateUnits: logistic(data.gate_units, gateSize, "gate_units"),
+      gate: logistic(data.gate, gateSize + 1, "gate"),
       second: data.second,
       calibration: { x, y },
       answerAt: Number(outcomes.answer ?? data.threshold),
@@ -143,24 +105,12 @@
 
   /**
    * The model's probability for one row.
-   * @param {Logistic | Forest} model
+   * @param {Logistic} model
    * @param {number[]} row
    */
   function predict(model, row) {
-    let z;
-    if ("trees" in model) {
-      z = model.baseline;
-      for (const tree of model.trees) {
-        let node = 0;
-        for (let d = 0; d < model.depth && !tree.leaf[node]; d++) {
-          node = row[tree.feature[node]] <= tree.threshold[node] ? tree.left[node] : tree.right[node];
-        }
-        z += tree.value[node];
-      }
-    } else {
-      z = model.bias;
-      for (let i = 0; i < row.length; i++) z += ((row[i] - model.mean[i]) / model.scale[i]) * model.weights[i];
-    }
+    let z = model.bias;
+    for (let i = 0; i < row.length; i++) z += ((row[i] - model.mean[i]) / model.scale[i]) * model.weights[i];
     return 1.0 / (1.0 + Math.exp(-Math.min(Math.max(z, -30), 30)));
   }
 
@@ -238,7 +188,9 @@
    * @returns {Candidate[]}
    */
   function rankUnits(question, qvec, evidence, bm25, idf, ranker) {
-    const asked = U.askedOf(question, idf, evidence);
+    /** @type {Array<[string, number]>} */
+    const asked = [...S.contentWords(question)].sort(S.compareStrings).map((t) => [t, idf(t)]);
+    const kind = U.questionKind(question);
     const best = Math.max(0.0, ...bm25.filter((b) => b > 0));
     /** @type {import("./types").EngineUnit[]} */
     const units = [];
@@ -250,7 +202,7 @@
       const share = best > 0 && e < bm25.length ? bm25[e] / best : 0.0;
       for (const unit of U.unitsOf(e, item)) {
         units.push(unit);
-        own.push(U.features(unit, item, sims, asked, share));
+        own.push(U.features(unit, item, sims, asked, kind, share, question));
       }
     });
     const rows = U.listwise(own);

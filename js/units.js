@@ -62,19 +62,9 @@
     CODE_LINE:
       "^(@[\\w.]+|def |class |import |from [\\w.]+ import |\\$ |>>> |\\.\\.\\. |return\\b|" +
       "[\\w.]+\\(.*\\)$|[\\w.]+ = |\\S+=\\S+,?$|\\\"[^\\\"]*\\\",|[\\])}]+[,:]?$)",
-    POINTER: "\\b(the following|as follows|(shown|listed|described|given|explained) (below|later|next)|below\\b|in the (next|following|later) (chapter|section|page|part|step)s?|this (chapter|section|page|guide|tutorial|document|part|book|notebook|article|lesson)|(see|refer to|read) (the |this |our )?(section|chapter|page|documentation|docs|guide|tutorial)|(use|see|set|try|read|install|run|follow|check) these\\b|以下|如下|下面|下列|下記|次の|本章|本节|本節|参阅|参见|参照)",
-    PATH: "(~?/[\\w.-]+|\\b\\w:\\\\|\\b[\\w-]+\\.(py|toml|cfg|ini|txt|json|yaml|yml|md|rst|html|log|lock|conf|env|sh|js|csv)\\b|\\b(directory|folder|path|dir)\\b)",
-    OPTION: "(--?[a-z][\\w-]*|\\b[a-z0-9]+_\\w+\\b|\\b\\w+=|`[^`]+`|\\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\\b|\\b[a-z]+[A-Z]\\w*\\b|\\b\\w+\\.\\w+\\b)",
-    PROCEDURE: "((^|\\n|[.:;]\\s+)(use|run|set|add|call|pass|install|create|open|click|select|write|import|define|configure|enable|disable|put|change|edit|remove|delete|specify|type|go|make|register|return|wrap|subclass|replace|move|copy|start|stop|build|upload|download|check|apply|load|save|mark|list|declare|give|provide|include|keep|avoid|try)\\b|\\bby (using|running|setting|adding|calling|passing|creating|writing)\\b|\\byou (can|should|must|need to|may|have to)\\b|\\bstep\\b)",
-    QUOTED: "[\\\"“”'‘’`][^\\\"“”'‘’`\\n]{1,40}[\\\"“”'‘’`]",
-    POLARITY: "(\\b(not|no|never|cannot|can|only|must|always|yes|both|either|neither|instead|required|requires?|optional|supports?|supported|unsupported|allows?|default|unless|if)\\b|n't\\b)",
-    DEFINES: "^(?!(it|this|that|there|here|these|those|they|which|what)\\b)[^,.:;()\\n]{1,60}?\\b((is|are) (a|an|the|one of|what|how|where|when)\\b|(is|are) (\\w+ ){1,3}(that|which|who)\\b|(means|refers to|stands for)\\b)",
-    HOW_WHY: "^(how|why|what is the (reason|point|purpose))\\b",
   };
   /** Which patterns Python compiles with re.IGNORECASE. */
-  const IGNORECASE = new Set([
-    "BACK_REFERENCE", "NUMBER_WORD", "CAUSE", "POINTER", "PATH", "PROCEDURE", "POLARITY", "DEFINES",
-  ]);
+  const IGNORECASE = new Set(["BACK_REFERENCE", "NUMBER_WORD", "CAUSE"]);
 
   /** @type {Map<string, RegExp>} */
   const compiled = new Map();
@@ -209,119 +199,6 @@
   }
 
   /**
-   * `units.announces`: whether the text announces what follows (a prose
-   * line ending with a colon, or a pointer), and whether lines follow it.
-   * @param {string} text
-   * @returns {[boolean, boolean]}
-   */
-  function announces(text) {
-    const lines = text.split("\n").filter((line) => S.pyStrip(line) !== "");
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      if (looksLikeCode(line)) continue;
-      const tail = S.pyStrip(line, "right");
-      if (tail.endsWith(":") || tail.endsWith("：") || rx("POINTER").test(line)) {
-        return [true, i < lines.length - 1];
-      }
-    }
-    return [false, false];
-  }
-
-  /**
-   * `units.ANSWER_TYPES`: answer types and the words that ask for them,
-   * first match wins (searched in the lower-cased question).
-   * @type {Array<[string, string]>}
-   */
-  const ANSWER_TYPES = [
-    ["path", "^where\\b.*\\b(write|writes|written|store|stores|stored|save|saves|saved|put|look|looks|install|installed|located|keep|kept|read|reads|live|lives|go|goes|placed|cache|cached|log|logs|output|file|files|config|configuration|directory|folder)\\b|\\b(which|what) (file|directory|folder|path|location|url|filename)s?\\b"],
-    ["place", "^where\\b"],
-    ["number", "\\b(how (many|much|long|often|far|old|large|big|high|fast|hot)|percentage|proportion|temperature|ratio|what (size|amount|number)|(what|which) (default )?(port|version|number|size|limit|timeout|year|percentage|count|length|depth|rate))\\b"],
-    ["option", "\\b(which|what) (\\w+ )?(option|flag|argument|parameter|setting|environment variable|keyword|key|field|variable|config)s?\\b"],
-    ["code", "\\b(which|what) (\\w+ )?(command|function|method|class|decorator|module|package|import|call|exception|error|attribute|hook|type)s?\\b"],
-    ["procedure", "^(how (do|can|should|would) (i|you|we)|how to)\\b"],
-    ["named", "^(which|what) (?!(is|are|was|were|does|do|did)\\b)\\w+"],
-    ["yesno", "^(is|are|can|could|does|do|did|should|will|must|may|has|have)\\b"],
-  ];
-  /** @type {Array<[string, RegExp]> | null} */
-  let typePatterns = null;
-
-  /**
-   * `units.answer_type`: the type of answer the question asks for ("" if none).
-   * @param {string} question
-   * @returns {string}
-   */
-  function answerType(question) {
-    const text = S.pyStrip(question).toLowerCase();
-    if (typePatterns === null) typePatterns = ANSWER_TYPES.map(([kind, source]) => [kind, pyRegExp(source)]);
-    for (const [kind, pattern] of typePatterns) {
-      pattern.lastIndex = 0;
-      if (pattern.test(text)) return kind;
-    }
-    return "";
-  }
-
-  /**
-   * `units.type_match`: 1 if `text` holds the answer type, 0 if not, 0.5 if
-   * the question names none; what the question contains does not count.
-   * @param {string} kind
-   * @param {string} text
-   * @param {string} [question]
-   */
-  function typeMatch(kind, text, question = "") {
-    if (!kind) return 0.5;
-    const asked = new Set(question.toLowerCase().match(WORDS) || []);
-    /** @param {keyof typeof SOURCES} name */
-    const fresh = (name) => {
-      for (const m of text.matchAll(rx(name, "g"))) {
-        for (const w of m[0].toLowerCase().match(WORDS) || []) if (!asked.has(w)) return true;
-      }
-      return false;
-    };
-    if (kind === "path") return Number(fresh("PATH"));
-    if (kind === "place") return Number(fresh("PATH") || namesSomeone(text, asked));
-    if (kind === "number") return Number(fresh("NUMBER") || fresh("NUMBER_WORD"));
-    if (kind === "option") return Number(fresh("OPTION"));
-    if (kind === "code") return Number(fresh("CODE_TOKEN") || fresh("OPTION"));
-    if (kind === "yesno") return Number(rx("POLARITY").test(text));
-    if (kind === "procedure") return Number(rx("PROCEDURE").test(text) || rx("CODE_TOKEN").test(text));
-    return Number(namesSomeone(text, asked) || fresh("OPTION") || fresh("QUOTED") || fresh("NUMBER"));
-  }
-
-  /**
-   * `units.defines_subject`: the text's first prose line defines its subject.
-   * @param {string} text
-   */
-  const definesSubject = (text) => rx("DEFINES").test(S.pyStrip(text, "left"));
-
-  /**
-   * `units.asks_how_or_why`.
-   * @param {string} question
-   */
-  const asksHowOrWhy = (question) => rx("HOW_WHY").test(S.pyStrip(question).toLowerCase());
-
-  /** `units._CONTRACTED`: what the tokenizer leaves of a contraction. */
-  const CONTRACTED = new Set(
-    "t s d m ll ve re don doesn didn isn aren wasn weren won wouldn shouldn couldn hasn haven hadn mustn".split(" "),
-  );
-
-  /**
-   * `units.rarest`: the question's content word of the highest idf (the
-   * first in sorted order among equals), "" when none.
-   * @param {Array<[string, number]>} asked sorted
-   */
-  function rarest(asked) {
-    let best = "";
-    let weight = -1.0;
-    for (const [term, w] of asked) {
-      if (!CONTRACTED.has(term) && w > weight) {
-        best = term;
-        weight = w;
-      }
-    }
-    return best;
-  }
-
-  /**
    * `units._code_blocks`: blocks most of whose lines are code.
    * @param {Sentence[]} sentences
    * @param {number[]} blocks
@@ -434,8 +311,7 @@
     "similarity", "overlap", "heading_overlap", "idf_overlap", "idf_heading",
     "idf_passage", "similarity_gap", "relevance", "bm25", "inverse_rank",
     "kind_match", "kind_mismatch", "extended", "code_share", "log_words",
-    "leading", "similarity_x_overlap", "lead_in", "lead_in_quoted", "key_unit",
-    "key_context", "key_retrieved", "type_match", "type_mismatch", "topic_sentence",
+    "leading", "similarity_x_overlap",
   ];
   /** `units.LISTWISE`: signals whose distance below the best unit counts too. */
   const LISTWISE = [
@@ -462,80 +338,40 @@
   }
 
   /**
-   * What a question asks, as every unit's signals need it (`units.Asked`).
-   * @typedef {object} Asked
-   * @property {string} question
-   * @property {Array<[string, number]>} terms content words and idf, in Python's (sorted) order
-   * @property {string} kind `questionKind`
-   * @property {string} type `answerType`
-   * @property {string} key `rarest`: the question's key term
-   * @property {boolean} howWhy `asksHowOrWhy`
-   * @property {boolean} keyRetrieved the key term is in a retrieved passage or its headings
-   */
-
-  /**
-   * `units._headings`: the content words of an item's headings.
-   * @param {Evidence} item
-   */
-  const headingWords = (item) => S.contentWords(item.record ? item.record.heading_path.join(" ") : "");
-
-  /**
-   * `units.asked_of`.
-   * @param {string} question
-   * @param {(term: string) => number} idf
-   * @param {Evidence[]} evidence
-   * @returns {Asked}
-   */
-  function askedOf(question, idf, evidence) {
-    /** @type {Array<[string, number]>} */
-    const terms = [...S.contentWords(question)].sort(S.compareStrings).map((t) => [t, idf(t)]);
-    const key = rarest(terms);
-    return {
-      question,
-      terms,
-      kind: questionKind(question),
-      type: answerType(question),
-      key,
-      howWhy: asksHowOrWhy(question),
-      keyRetrieved: key !== "" && evidence.some((item) => item.words.has(key) || headingWords(item).has(key)),
-    };
-  }
-
-  /**
    * `units.features`: the unit's signals; `sims` holds the question's cosine
-   * per sentence of the item.
+   * per sentence of the item, `asked` the question's content words with their
+   * idf, in Python's (sorted) order.
    * @param {Unit} unit
    * @param {Evidence} item
    * @param {number[]} sims
-   * @param {Asked} asked
+   * @param {Array<[string, number]>} asked
+   * @param {string} kind
    * @param {number} bm25Share
+   * @param {string} question
    * @returns {number[]}
    */
-  function features(unit, item, sims, asked, bm25Share) {
+  function features(unit, item, sims, asked, kind, bm25Share, question) {
     let similarity = -Infinity;
     for (let i = unit.first; i <= unit.last; i++) similarity = Math.max(similarity, sims[i]);
     const words = S.contentWords(unit.text);
-    const headings = headingWords(item);
-    const terms = asked.terms;
+    const path = item.record ? item.record.heading_path.join(" ") : "";
+    const headings = S.contentWords(path);
     let total = 0;
-    for (const [, w] of terms) total += w;
+    for (const [, w] of asked) total += w;
     total = total || 1.0;
     /** @param {(term: string) => boolean} found */
     const share = (found) => {
       let sum = 0;
-      for (const [t, w] of terms) if (found(t)) sum += w;
+      for (const [t, w] of asked) if (found(t)) sum += w;
       return sum / total;
     };
-    const count = terms.length || 1;
-    const overlap = terms.length ? terms.filter(([t]) => words.has(t)).length / count : 0.0;
-    const headingOverlap = terms.length
-      ? terms.filter(([t]) => words.has(t) || headings.has(t)).length / count
+    const count = asked.length || 1;
+    const overlap = asked.length ? asked.filter(([t]) => words.has(t)).length / count : 0.0;
+    const headingOverlap = asked.length
+      ? asked.filter(([t]) => words.has(t) || headings.has(t)).length / count
       : 0.0;
     const lines = unit.text.split("\n");
-    const match = kindMatch(asked.kind, unit.text, asked.question);
-    const typed = typeMatch(asked.type, unit.text, asked.question);
-    const [leadIn, quoted] = announces(unit.text);
-    const key = asked.key;
+    const match = kindMatch(kind, unit.text, question);
     return [
       similarity,
       overlap,
@@ -554,14 +390,6 @@
       Math.log1p(S.wordCount(unit.text)),
       Number(unit.first === 0),
       similarity * overlap,
-      Number(leadIn && !quoted),
-      Number(leadIn && quoted),
-      Number(key !== "" && words.has(key)),
-      Number(key !== "" && (words.has(key) || item.words.has(key) || headings.has(key))),
-      Number(asked.keyRetrieved),
-      Number(typed === 1.0),
-      Number(typed === 0.0),
-      Number(asked.howWhy && definesSubject(unit.text)),
     ];
   }
 
@@ -576,8 +404,6 @@
     CJK_PROSE,
     PROSE_MARKS,
     OPENER_WORDS,
-    ANSWER_TYPES,
-    CONTRACTED,
     UNIT_FEATURES,
     LISTWISE,
     FEATURES,
@@ -585,14 +411,7 @@
     looksLikeCode,
     namesSomeone,
     kindMatch,
-    announces,
-    answerType,
-    typeMatch,
-    definesSubject,
-    asksHowOrWhy,
-    rarest,
     unitsOf,
-    askedOf,
     features,
     listwise,
   };

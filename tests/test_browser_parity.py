@@ -91,7 +91,6 @@ if (task === "twins") {
       CJK_PROSE: U.CJK_PROSE, PROSE_MARKS: U.PROSE_MARKS,
       OPENERS: sorted(new Set([...S.STOPWORDS, ...U.OPENER_WORDS])),
       UNIT_FEATURES: U.UNIT_FEATURES, LISTWISE: U.LISTWISE, FEATURES: U.FEATURES,
-      ANSWER_TYPES: U.ANSWER_TYPES, CONTRACTED: sorted(U.CONTRACTED),
     },
     sentences: {
       STOPWORDS: S.STOPWORDS, MIXED: S.MIXED, ABBREVIATIONS: sorted(S.ABBREVIATIONS),
@@ -123,21 +122,10 @@ if (task === "twins") {
     count: S.wordCount(text),
     code: U.looksLikeCode(text),
     kind: U.questionKind(text),
-    type: U.answerType(text),
-    announces: U.announces(text),
-    defines: U.definesSubject(text),
-    how_why: U.asksHowOrWhy(text),
     defused: V.defuseMarkers(text),
   }));
 } else if (task === "kinds") {
   result = data.pairs.map(([kind, text, asked]) => U.kindMatch(kind, text, asked));
-} else if (task === "types") {
-  result = data.pairs.map(([kind, text, asked]) => U.typeMatch(kind, text, asked));
-} else if (task === "rarest") {
-  result = data.lists.map((asked) => U.rarest(asked));
-} else if (task === "forest") {
-  const model = R.parseRanker(data.ranker);
-  result = data.rows.map((row) => R.predict(model.gate, row));
 } else if (task === "units") {
   result = data.texts.map((text, e) => {
     const item = { text, sentences: S.splitSentences(text) };
@@ -179,14 +167,6 @@ def test_twins(node: str, tmp_path: Path) -> None:
         "DEFINITION": units._DEFINITION,
         "CODE_TOKEN": units._CODE_TOKEN,
         "CODE_LINE": units._CODE_LINE,
-        "POINTER": units._POINTER,
-        "PATH": units._PATH,
-        "OPTION": units._OPTION,
-        "PROCEDURE": units._PROCEDURE,
-        "QUOTED": units._QUOTED,
-        "POLARITY": units._POLARITY,
-        "DEFINES": units._DEFINES,
-        "HOW_WHY": units._HOW_WHY,
     }
     assert got["units"]["SOURCES"] == {k: p.pattern for k, p in patterns.items()}
     assert got["units"]["IGNORECASE"] == sorted(
@@ -196,11 +176,6 @@ def test_twins(node: str, tmp_path: Path) -> None:
         [kind, p.pattern] for kind, p in units.QUESTION_KINDS
     ]
     assert all(not p.flags & re.IGNORECASE for _, p in units.QUESTION_KINDS)
-    assert got["units"]["ANSWER_TYPES"] == [
-        [kind, p.pattern] for kind, p in units.ANSWER_TYPES
-    ]
-    assert all(not p.flags & re.IGNORECASE for _, p in units.ANSWER_TYPES)
-    assert got["units"]["CONTRACTED"] == sorted(units._CONTRACTED)
     for name in ("MAX_FOLLOW_LINES", "MAX_UNIT_WORDS", "MIN_UNIT_WORDS"):
         assert got["units"][name] == getattr(units, name), name
     assert got["units"]["CODE_SYMBOLS"] == units.CODE_SYMBOLS
@@ -327,10 +302,6 @@ def test_text_functions(node: str, example_site: Path, tmp_path: Path) -> None:
             "count": sentences.word_count(text),
             "code": units.looks_like_code(text),
             "kind": units.question_kind(text),
-            "type": units.answer_type(text),
-            "announces": list(units.announces(text)),
-            "defines": units.defines_subject(text),
-            "how_why": units.asks_how_or_why(text),
             "defused": py_engine.defuse_markers(text),
         }
         assert js == expected, text
@@ -345,58 +316,6 @@ def test_kind_match(node: str, tmp_path: Path) -> None:
     expected = [units.kind_match(k, t, q) for k, t, q in pairs]
     assert got == expected
     assert {0.0, 0.5, 1.0} <= set(expected)  # not vacuous
-
-
-def test_type_match(node: str, tmp_path: Path) -> None:
-    kinds = ["path", "place", "number", "option", "code", "procedure", "named"]
-    kinds += ["yesno", ""]
-    texts = [*TRICKY, *source_paragraphs()[:200]]
-    asked = ["", "Where does pip write its log file?", "Which option sets the port?"]
-    pairs = [[k, t, q] for k in kinds for t in texts for q in asked]
-    got = run_node(node, "types", {"pairs": pairs}, tmp_path)
-    expected = [units.type_match(k, t, q) for k, t, q in pairs]
-    assert got == expected
-    for kind in kinds[:-1]:  # not vacuous: each type both found and missed
-        found = {e for (k, _, _), e in zip(pairs, expected, strict=True) if k == kind}
-        assert {0.0, 1.0} <= found, kind
-
-
-def test_rarest(node: str, tmp_path: Path) -> None:
-    lists = [
-        [["a", 1.0], ["b", 2.0], ["c", 2.0]],
-        [["shouldn", 9.0], ["t", 9.0], ["vinegar", 4.0]],
-        [],
-        [["x", 0.5]],
-    ]
-    got = run_node(node, "rarest", {"lists": lists}, tmp_path)
-    assert got == [units.rarest(dict(pairs)) for pairs in lists] == ["b", "vinegar", "", "x"]
-
-
-def test_forest(node: str, tmp_path: Path) -> None:
-    """Trees in ranker.json are evaluated by JS as by Python (``ranker.Forest``)."""
-    import numpy as np
-
-    data = json.loads((REPO / "sphinx_ragcite" / "answer" / "ranker.json").read_text())
-    rng = np.random.default_rng(0)
-    size = len(units.GATE_FEATURES) + 1
-    trees = []
-    for t in range(5):  # depth 2: a root, two inner nodes, four leaves
-        trees.append(
-            {
-                "feature": [t % size, (t + 1) % size, (t + 2) % size, 0, 0, 0, 0],
-                "threshold": [0.5, 0.25, 0.75, 0, 0, 0, 0],
-                "left": [1, 3, 5, 0, 0, 0, 0],
-                "right": [2, 4, 6, 0, 0, 0, 0],
-                "value": [0, 0, 0, -0.3, 0.1, 0.2, 0.4 + t / 10],
-                "leaf": [0, 0, 0, 1, 1, 1, 1],
-            }
-        )
-    data["gate"] = {"baseline": -0.2, "depth": 2, "trees": trees}
-    rows = rng.random((200, size)).round(3)
-    got = run_node(node, "forest", {"ranker": data, "rows": rows.tolist()}, tmp_path)
-    expected = ranker.Ranker.from_json(data).gate(rows)
-    assert np.allclose(got, expected, atol=1e-12)
-    assert len(set(np.round(expected, 6))) > 10  # not vacuous
 
 
 def test_units(node: str, example_site: Path, tmp_path: Path) -> None:

@@ -1,21 +1,24 @@
 """Which answer-ranker signals and which model help, leave-one-set-out (issue 36).
 
-Each variant is a subset of the units' own signals
-(``sphinx_ragcite.answer.units.UNIT_FEATURES``; the listwise ones always)
-and a choice of model for the unit model, the gate's unit model and the gate
-(logistic, or gradient-boosted trees: ``tools/train_answer_ranker.py
---trees``). For every dev set that may be trained on, each variant is fitted
-on the other sets, calibrated and thresholded on their held-out predictions
-and judged on it (``train_answer_ranker.calibrate_held_out``): precision,
-coverage, unanswerable and near-topic answered, ECE at the variant's own
-threshold; and precision, unanswerable and near-topic answered at the
-coverage the ``before`` variant reached on that set ("at equal coverage").
+Each variant is the units' own signals of the engine
+(``sphinx_ragcite.answer.units.UNIT_FEATURES``) with some of issue 36's
+candidates (``benchmarks.answer_signals.CANDIDATES``) added, the listwise
+signals always, and a choice of model for the unit model, the gate's unit
+model and the gate (logistic, or scikit-learn's gradient-boosted trees). For
+every dev set that may be trained on, each variant is fitted on the other
+sets, calibrated and thresholded on their held-out predictions and judged on
+it (``train_answer_ranker.calibrate_held_out``): precision, coverage,
+unanswerable and near-topic answered and ECE at the variant's own
+threshold; precision and near-topic answered at the coverage the ``before``
+variant reached on that set ("at equal coverage"), and their means over
+coverages 0.3-0.9 (both by the gate's raw output). A variant is better on a
+set when that mean precision is.
 
     python tools/ranker_experiments.py                 # every variant
     python tools/ranker_experiments.py --variants before +key
 
-Uses the features train_answer_ranker.py cached (computes them when missing).
-Writes ``benchmarks/results/ranker_experiments.json`` (``--out``).
+Uses the features train_answer_ranker.py cached (``--refresh`` recomputes
+them). Writes ``benchmarks/results/ranker_experiments.json`` (``--out``).
 """
 
 from __future__ import annotations
@@ -29,18 +32,19 @@ from typing import Any
 import numpy as np
 
 from benchmarks._harness import RESULTS, envelope, table, write_result
+from benchmarks.answer_signals import CANDIDATES
 from sphinx_ragcite.answer.units import FEATURES, UNIT_FEATURES
 from tools import train_answer_ranker as train
 
-#: The signals of issue 36, in groups that go in or out together.
+#: Issue 36's candidate signals, in groups that go in or out together.
 NEW = {
     "lead_in": ("lead_in", "lead_in_quoted"),
     "key": ("key_unit", "key_context", "key_retrieved"),
     "type": ("type_match", "type_mismatch"),
     "topic": ("topic_sentence",),
 }
-BEFORE = tuple(n for n in UNIT_FEATURES if not any(n in g for g in NEW.values()))
-ALL = tuple(UNIT_FEATURES)
+BEFORE = tuple(UNIT_FEATURES)
+ALL = BEFORE + CANDIDATES
 
 
 def variants() -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
@@ -61,6 +65,7 @@ def variants() -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
     out["+all:units"] = (ALL, frozenset())
     out["trees:gate"] = (ALL, frozenset({"gate"}))
     out["trees:all"] = (ALL, frozenset({"units", "gate_units", "gate"}))
+    out["before,trees:gate"] = (BEFORE, frozenset({"gate"}))
     out["before,trees:all"] = (BEFORE, frozenset({"units", "gate_units", "gate"}))
     return out
 
@@ -68,18 +73,22 @@ def variants() -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
 def restrict(
     sets: dict[str, list[train.Question]], names: tuple[str, ...], gate: int = 0
 ) -> dict[str, list[train.Question]]:
-    """The questions with only *names* of the units' own signals (and every
-    listwise one); the gate sees the first *gate* of *names* (0: all)."""
-    columns = [UNIT_FEATURES.index(n) for n in names]
-    columns += list(range(len(UNIT_FEATURES), len(FEATURES)))
+    """The questions with the units' own signals *names* (the engine's, then
+    candidates) and every listwise one; the gate sees the first *gate* of
+    *names* (0: all)."""
+    own = [UNIT_FEATURES.index(n) for n in names if n in UNIT_FEATURES]
+    extra = [CANDIDATES.index(n) for n in names if n in CANDIDATES]
+    rest = list(range(len(UNIT_FEATURES), len(FEATURES)))
+
+    def rows(q: train.Question) -> np.ndarray:
+        assert q.candidates is not None or not extra
+        added = q.candidates[:, extra] if extra else np.zeros((len(q.rows), 0))
+        return np.hstack([q.rows[:, own], added, q.rows[:, rest]])
+
     return {
         name: [
             train.Question(
-                **{
-                    **vars(q),
-                    "rows": q.rows[:, columns],
-                    "gate_size": gate or len(names),
-                }
+                **{**vars(q), "rows": rows(q), "gate_size": gate or len(names)}
             )
             for q in questions
         ]

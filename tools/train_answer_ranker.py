@@ -37,7 +37,7 @@ import numpy as np
 
 # The dev sets and the harness are the benchmarks': import them from there.
 from benchmarks import answer_quality as aq
-from benchmarks import near_topic
+from benchmarks import answer_signals, near_topic
 from benchmarks._harness import RESULTS, envelope, table, write_result
 from sphinx_ragcite.answer.evidence import build_evidence
 from sphinx_ragcite.answer.ranker import unit_rows
@@ -74,6 +74,9 @@ class Question:
     near: bool = False
     #: the first columns of ``rows`` that are a unit's own signals (the gate's)
     gate_size: int = len(GATE_FEATURES)
+    #: issue 36's candidate signals per unit (``benchmarks.answer_signals``),
+    #: measured by tools/ranker_experiments.py, not trained on here
+    candidates: np.ndarray | None = None
 
 
 def collect(devset: aq.DevSet) -> list[Question]:
@@ -100,7 +103,12 @@ def collect(devset: aq.DevSet) -> list[Question]:
         has = np.array([any(g in aq.norm(u.text) for g in golds) for u in units])
         good = np.array([good_passage[u.evidence] for u in units], dtype=bool)
         labels = np.where(has, 1.0, np.where(good, 0.3, 0.0))
-        out.append(Question(devset.name, item.answerable, rows, labels, good))
+        extra = answer_signals.columns(item.question, units, evidence, site.idf)
+        out.append(
+            Question(
+                devset.name, item.answerable, rows, labels, good, candidates=extra
+            )
+        )
     return out
 
 
@@ -126,7 +134,7 @@ def questions_of(devset: aq.DevSet, refresh: bool) -> list[Question]:
     name = devset.name
     path = CACHE / f"{name}.pickle"
     key = json.loads((devset.site.parent / "stamp.json").read_text())["key"]
-    key += "|" + ",".join(FEATURES)
+    key += "|" + ",".join(FEATURES) + "|" + ",".join(answer_signals.CANDIDATES)
     if path.is_file() and not refresh:
         cached = pickle.loads(path.read_bytes())
         if cached["key"] == key:
@@ -170,10 +178,11 @@ def fit(questions: list[Question]) -> dict[str, Any]:
 
 
 #: Which of the three models (``units``, ``gate_units``, ``gate``) are
-#: gradient-boosted trees instead of logistic (``--trees``; see
-#: benchmarks/README.md for what they measured).
+#: gradient-boosted trees instead of logistic: set by
+#: tools/ranker_experiments.py, which measured them (benchmarks/README.md,
+#: "Issue 36"); the engine evaluates logistic models only.
 TREES: frozenset[str] = frozenset()
-#: The trees' size, set by hand (small: the browser evaluates them too).
+#: The trees' size, set by hand (small, as the browser would evaluate them).
 TREE_OPTIONS = {
     "max_iter": 100,
     "learning_rate": 0.1,
@@ -187,7 +196,7 @@ TREE_OPTIONS = {
 def fit_trees(questions: list[Question]) -> dict[str, Any]:
     """scikit-learn's HistGradientBoostingClassifier on the same rows, soft
     labels as two weighted rows (1 with weight y, 0 with 1 - y), each set
-    equal; exported as :class:`sphinx_ragcite.answer.ranker.Forest` reads it."""
+    equal. Measured only (tools/ranker_experiments.py): not shipped."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     rows = np.concatenate([q.rows for q in questions if len(q.rows)])
@@ -204,33 +213,7 @@ def fit_trees(questions: list[Question]) -> dict[str, Any]:
     keep = w > 0
     model = HistGradientBoostingClassifier(random_state=0, **TREE_OPTIONS)
     model.fit(x[keep], y[keep], sample_weight=w[keep])
-    return {"trees": export_trees(model), "sklearn": model}
-
-
-def export_trees(model: Any) -> dict[str, Any]:
-    """A fitted binary HistGradientBoostingClassifier as plain lists."""
-    trees = []
-    depth = 1
-    for (predictor,) in model._predictors:
-        nodes = predictor.nodes
-        if bool(nodes["is_categorical"].any()):
-            raise ValueError("categorical splits are not exported")
-        depth = max(depth, int(nodes["depth"].max()))
-        trees.append(
-            {
-                "feature": [int(v) for v in nodes["feature_idx"]],
-                "threshold": [float(v) for v in nodes["num_threshold"]],
-                "left": [int(v) for v in nodes["left"]],
-                "right": [int(v) for v in nodes["right"]],
-                "value": [float(v) for v in nodes["value"]],
-                "leaf": [int(v) for v in nodes["is_leaf"]],
-            }
-        )
-    return {
-        "baseline": float(np.ravel(model._baseline_prediction)[0]),
-        "depth": depth,
-        "trees": trees,
-    }
+    return {"sklearn": model}
 
 
 def fit_part(part: str, questions: list[Question]) -> dict[str, Any]:
@@ -238,12 +221,8 @@ def fit_part(part: str, questions: list[Question]) -> dict[str, Any]:
 
 
 def probabilities(rows: np.ndarray, model: dict[str, Any]) -> np.ndarray:
-    if "trees" in model:  # evaluated as the engine evaluates them
-        from sphinx_ragcite.answer.ranker import Forest
-
-        if "forest" not in model:
-            model["forest"] = Forest.from_json(model["trees"], rows.shape[1])
-        return model["forest"](rows)  # type: ignore[no-any-return]
+    if "sklearn" in model:
+        return model["sklearn"].predict_proba(rows)[:, 1]  # type: ignore[no-any-return]
     z = ((rows - model["mean"]) / model["scale"]) @ model["weights"] + model["bias"]
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))  # type: ignore[no-any-return]
 

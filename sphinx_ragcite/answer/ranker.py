@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sphinx_ragcite.answer.sentences import content_words
 from sphinx_ragcite.answer.units import (
     FEATURES,
     GATE_FEATURES,
     UNIT_FEATURES,
     Unit,
-    asked_of,
     features,
     listwise,
+    question_kind,
     units_of,
 )
 from sphinx_ragcite.errors import ModelNotFoundError
@@ -65,82 +66,6 @@ class Logistic:
         if not model.weights.shape == model.mean.shape == model.scale.shape == (size,):
             raise ValueError(f"expected {size} weights")
         return model
-
-
-@dataclass(frozen=True)
-class Forest:
-    """Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier,
-    exported by ``tools/train_answer_ranker.py``): a probability from the sum
-    of one leaf per tree. Evaluated here, without scikit-learn.
-
-    Each tree is flat arrays indexed by node: ``feature`` and ``threshold``
-    (a row goes left when its value is <= the threshold), ``left``, ``right``,
-    ``value`` (a leaf's), ``leaf``; node 0 is the root.
-    """
-
-    baseline: float
-    feature: np.ndarray  # trees x nodes, padded
-    threshold: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    value: np.ndarray
-    leaf: np.ndarray
-    depth: int
-
-    def __call__(self, rows: np.ndarray) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.float64)
-        n = len(rows)
-        z = np.full(n, self.baseline)
-        at = np.arange(n)
-        for t in range(len(self.feature)):
-            node = np.zeros(n, dtype=np.int64)
-            for _ in range(self.depth):
-                go_left = rows[at, self.feature[t, node]] <= self.threshold[t, node]
-                step = np.where(go_left, self.left[t, node], self.right[t, node])
-                node = np.where(self.leaf[t, node], node, step)
-            z += self.value[t, node]
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))  # type: ignore[no-any-return]
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], size: int) -> Forest:
-        trees = data["trees"]
-        width = max((len(t["value"]) for t in trees), default=1)
-
-        def pad(key: str, dtype: type) -> np.ndarray:
-            out = np.zeros((len(trees), width), dtype=dtype)
-            for i, tree in enumerate(trees):
-                values = tree[key]
-                if len(values) != len(tree["value"]):
-                    raise ValueError(f"tree {i}: {key} has {len(values)} nodes")
-                out[i, : len(values)] = values
-            return out
-
-        forest = cls(
-            baseline=float(data["baseline"]),
-            feature=pad("feature", np.int64),
-            threshold=pad("threshold", np.float64),
-            left=pad("left", np.int64),
-            right=pad("right", np.int64),
-            value=pad("value", np.float64),
-            leaf=pad("leaf", np.bool_),
-            depth=int(data["depth"]),
-        )
-        inner = ~forest.leaf & (np.arange(width) < [[len(t["value"])] for t in trees])
-        if bool((forest.feature[inner] >= size).any()) or bool(
-            (forest.feature < 0).any()
-        ):
-            raise ValueError(f"a tree reads a feature beyond the {size} there are")
-        for child in (forest.left, forest.right):
-            if bool(((child[inner] <= 0) | (child[inner] >= width)).any()):
-                raise ValueError("a tree's child is out of range")
-        return forest
-
-
-def model_from_json(data: dict[str, Any], size: int) -> Logistic | Forest:
-    """A logistic model, or trees when the JSON holds ``trees``."""
-    if "trees" in data:
-        return Forest.from_json(data, size)
-    return Logistic.from_json(data, size)
 
 
 @dataclass(frozen=True)
@@ -183,9 +108,9 @@ class Ranker:
     transferred worse to a set it had not seen (see ``FEATURES``).
     """
 
-    units: Logistic | Forest
-    gate_units: Logistic | Forest
-    gate: Logistic | Forest
+    units: Logistic
+    gate_units: Logistic
+    gate: Logistic
     #: below this gate probability the book is taken not to answer (the
     #: ranker's own threshold, before calibration; see ``answer_at``)
     threshold: float
@@ -214,9 +139,9 @@ class Ranker:
             )
         outcomes = data.get("outcomes") or {}
         return cls(
-            units=model_from_json(data, len(FEATURES)),
-            gate_units=model_from_json(data["gate_units"], len(GATE_FEATURES)),
-            gate=model_from_json(data["gate"], len(GATE_FEATURES) + 1),
+            units=Logistic.from_json(data, len(FEATURES)),
+            gate_units=Logistic.from_json(data["gate_units"], len(GATE_FEATURES)),
+            gate=Logistic.from_json(data["gate"], len(GATE_FEATURES) + 1),
             threshold=float(data["threshold"]),
             second=float(data["second"]),
             calibration=Calibration.from_json(data.get("calibration")),
@@ -271,7 +196,8 @@ def unit_rows(
     idf: Callable[[str], float],
 ) -> tuple[list[Unit], np.ndarray]:
     """Every unit of the evidence and its feature row."""
-    asked = asked_of(question, idf, evidence)
+    asked = {term: idf(term) for term in sorted(content_words(question))}
+    kind = question_kind(question)
     best_bm25 = max([b for b in bm25 if b > 0], default=0.0)
     units: list[Unit] = []
     rows: list[list[float]] = []
@@ -282,7 +208,7 @@ def unit_rows(
         share = bm25[e] / best_bm25 if best_bm25 > 0 and e < len(bm25) else 0.0
         for unit in units_of(e, item):
             units.append(unit)
-            rows.append(features(unit, item, sims, asked, share))
+            rows.append(features(unit, item, sims, asked, kind, share, question))
     own = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(UNIT_FEATURES))
     return units, listwise(own)
 
