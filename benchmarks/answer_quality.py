@@ -119,8 +119,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks import _corpora
-from sphinx_ragcite.text import is_cjk
-
 from benchmarks._harness import (
     BENCHMARKS,
     EXAMPLE_QA,
@@ -141,6 +139,7 @@ from benchmarks._harness import (
     table,
     write_result,
 )
+from sphinx_ragcite.text import is_cjk
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -203,9 +203,12 @@ def asks_how_or_why(question: str) -> bool:
 
 #: What the tokenizer leaves of a contraction: no key term ("shouldn't").
 _CONTRACTED = frozenset(
-    "t s d m ll ve re don doesn didn isn aren wasn weren won wouldn shouldn "
-    "couldn hasn haven hadn mustn".split()
-)
+    {
+        "t", "s", "d", "m", "ll", "ve", "re", "don", "doesn", "didn", "isn",
+        "aren", "wasn", "weren", "won", "wouldn", "shouldn", "couldn", "hasn",
+        "haven", "hadn", "mustn",
+    }
+)  # fmt: skip
 
 
 def rarest(asked: dict[str, float]) -> str:

@@ -29,7 +29,6 @@ Prints a table per set and writes ``results/error_patterns.json`` (``--out``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,6 @@ from typing import Any
 from benchmarks import answer_quality as aq
 from benchmarks import near_topic
 from benchmarks._harness import RESULTS, envelope, read_jsonl, table, write_result
-from sphinx_ragcite.answer.sentences import content_words
 from benchmarks.answer_signals import (
     announces,
     answer_type,
@@ -46,6 +44,7 @@ from benchmarks.answer_signals import (
     rarest,
     type_match,
 )
+from sphinx_ragcite.answer.sentences import content_words
 
 PATTERNS = ("lead_in", "lead_in_alone", "topic", "wrong_type", "missing_key_term")
 
@@ -102,7 +101,9 @@ def classify(name: str, dump_dir: Path) -> dict[str, Any] | None:
         records += read_jsonl(near)
     sites = {name: Site.load(aq.LOADERS[name](False).site)}
     if near.is_file():
-        sites.update({fold.name: Site.load(fold.site) for fold in near_topic.load(name)})
+        sites.update(
+            {fold.name: Site.load(fold.site) for fold in near_topic.load(name)}
+        )
     counts = {p: 0 for p in (*PATTERNS, "other")}
     by_reason: dict[str, dict[str, int]] = {}
     examples: dict[str, list[dict[str, str]]] = {p: [] for p in counts}
@@ -160,7 +161,12 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = found
     head = ["set", "answers", "wrong", *PATTERNS, "other"]
     rows = [
-        [name, r["answers"], r["wrong"], *(r["patterns"][p] for p in (*PATTERNS, "other"))]
+        [
+            name,
+            r["answers"],
+            r["wrong"],
+            *(r["patterns"][p] for p in (*PATTERNS, "other")),
+        ]
         for name, r in results.items()
     ]
     text = table(head, [[str(v) for v in row] for row in rows])
@@ -179,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                 ],
             )
         )  # fmt: skip
-    write_result(args.out, {**envelope("error_patterns"), "sets": results, "table": text})
+    write_result(
+        args.out, {**envelope("error_patterns"), "sets": results, "table": text}
+    )
     return 0
 
 

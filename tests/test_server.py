@@ -51,9 +51,7 @@ def test_health(client: TestClient) -> None:
 
 
 def test_ask_returns_the_answer_contract(client: TestClient) -> None:
-    response = client.post(
-        "/api/ask", json={"question": "How long is the bloom?"}
-    )
+    response = client.post("/api/ask", json={"question": "How long is the bloom?"})
     assert response.status_code == 200
     answer = Answer.model_validate(response.json())
     assert answer.grounded

@@ -180,7 +180,10 @@ def summary(report: dict[str, Any]) -> str:
                 ("eq_precision", at.get("precision")),
                 ("eq_near", at.get("near_topic_answered")),
                 ("mean_precision", r.get("mean_over_coverage", {}).get("precision")),
-                ("mean_near", r.get("mean_over_coverage", {}).get("near_topic_answered")),
+                (
+                    "mean_near",
+                    r.get("mean_over_coverage", {}).get("near_topic_answered"),
+                ),
             ):
                 if value is not None:
                     columns.setdefault(key, []).append(value)

@@ -105,9 +105,7 @@ def collect(devset: aq.DevSet) -> list[Question]:
         labels = np.where(has, 1.0, np.where(good, 0.3, 0.0))
         extra = answer_signals.columns(item.question, units, evidence, site.idf)
         out.append(
-            Question(
-                devset.name, item.answerable, rows, labels, good, candidates=extra
-            )
+            Question(devset.name, item.answerable, rows, labels, good, candidates=extra)
         )
     return out
 
@@ -244,11 +242,17 @@ def fit_models(questions: list[Question]) -> dict[str, Any]:
         "gate_units",
         [
             Question(
-                q.set, q.answerable, own(q), q.labels, q.passage_good, q.near, q.gate_size
+                q.set,
+                q.answerable,
+                own(q),
+                q.labels,
+                q.passage_good,
+                q.near,
+                q.gate_size,
             )
             for q in written
             if len(q.rows)
-        ]
+        ],
     )
     model["gate"] = fit_gate(questions, model)
     return model
@@ -564,7 +568,9 @@ def calibrate_held_out(
             figures["at_reference"] = at_coverage(mine, raw, reference[held])
         grid = [at_coverage(mine, raw, c) for c in COVERAGE_GRID]
         figures["mean_over_coverage"] = {
-            key: round(float(np.mean([g[key] for g in grid if g.get(key) is not None])), 4)
+            key: round(
+                float(np.mean([g[key] for g in grid if g.get(key) is not None])), 4
+            )
             for key in ("precision", "near_topic_answered", "unanswerable_answered")
             if any(g.get(key) is not None for g in grid)
         }
