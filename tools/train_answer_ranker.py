@@ -2,9 +2,10 @@
 
 For every question of every dev set (``benchmarks/answer_quality.py``'s: the
 example book,
-click, requests, the Python Packaging User Guide, Flask, attrs and a SQuAD dev
-sample) the engine retrieves and splits the evidence into answer units exactly
-as at query time; each unit's signals
+click, requests, the Python Packaging User Guide, Flask, attrs, emcee,
+RQAlpha in Chinese and a SQuAD dev sample; Jinja and XuanCe never) the
+engine retrieves and splits the evidence into answer units exactly as at
+query time; each unit's signals
 (``sphinx_ragcite.answer.units.FEATURES``) are labelled 1 when it holds a gold
 answer, 0.3 when only its passage does (or is a gold passage), else 0. A
 logistic model with an L2 penalty is fitted by Newton's method, and the
