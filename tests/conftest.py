@@ -174,13 +174,14 @@ SLOW_MARKERS = ("corpora", "llm", "packaging")
 
 def xdist_group(item: pytest.Item) -> str:
     """The worker group of *item* under ``--dist loadgroup``: its module, so a
-    module's fixtures are made once; the Chromium tests all together (one
-    browser, last); the tests on a third-party corpus by corpus
+    module's fixtures are made once; a module's Chromium tests apart from its
+    others (they run last, see ``pytest_collection_modifyitems``); the tests
+    on a third-party corpus by corpus
     (``corpus:NAME``, from the ``corpus`` or dev-set ``name`` they are
     parametrized with), so each corpus is built once, by the worker that then
     runs every test on it, while the other worker builds another one."""
     if uses_browser(item):
-        return "browser"
+        return "browser:" + item.nodeid.split("::")[0]
     callspec = getattr(item, "callspec", None)
     if item.get_closest_marker("corpora") is not None and callspec is not None:
         params = callspec.params
@@ -519,13 +520,42 @@ def uses_browser(item: pytest.Item) -> bool:
     return not {"browser", "chromium"}.isdisjoint(getattr(item, "fixturenames", ()))
 
 
+#: Seconds each corpus group kept its worker busy in a ``-n 2`` run of the
+#: whole suite (2026-11-28, fresh clone, machine under load; mostly the
+#: encoder): the dearest start first (a longest-first schedule), so the
+#: worker that finishes last finishes soon after the other.
+CORPUS_SECONDS = {
+    "packaging-guide": 262,
+    "flask": 231,
+    "attrs": 224,
+    "xuance-docs-zh": 175,
+    "requests-docs": 102,
+    "squad": 100,
+    "jinja": 96,
+    "click-docs": 91,
+}
+
+
+def _phase(item: pytest.Item) -> tuple[int, int]:
+    """Corpus tests first, dearest first; then the rest; Chromium last."""
+    if uses_browser(item):
+        return (2, 0)
+    marker = item.get_closest_marker("xdist_group")
+    group = str(marker.args[0]) if marker and marker.args else ""
+    if group.startswith("corpus:"):
+        return (0, -CORPUS_SECONDS.get(group.removeprefix("corpus:"), 60))
+    return (1, 0)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that drive Chromium run last, together: the session's browser
-    starts once, before the first of them, and playwright's sync API marks
-    the main thread's asyncio loop as running while it lives, which
-    ``asyncio.run`` in a later test would refuse. The order is otherwise kept."""
-    items[:] = sorted(items, key=uses_browser)
+    """The order tests start in (xdist hands out groups in this order:
+    ``--no-loadscope-reorder`` in ``addopts``). Tests that drive Chromium run
+    last: the browser starts before the first of them, and playwright's
+    sync API marks the main thread's asyncio loop as running while it lives,
+    which ``asyncio.run`` in a later test would refuse. Corpus tests run
+    first, dearest first. The order is otherwise kept."""
+    items[:] = sorted(items, key=_phase)
 
 
 @pytest.fixture(scope="session")

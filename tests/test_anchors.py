@@ -60,6 +60,7 @@ def check_anchors(outdir: Path) -> list[dict]:
     return records
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builder", ["html", "dirhtml", "singlehtml"])
 @pytest.mark.parametrize("root", ["basic", "myst"])
 def test_anchor_once_per_passage(builds, builder, root):

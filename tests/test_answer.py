@@ -48,6 +48,7 @@ def check_contract(result: Answer, site: Site) -> None:
     assert result.confidence_level == confidence_level(result.confidence)
 
 
+@pytest.mark.slow
 def test_extractive_answer_cites_the_sentence_it_quotes(
     engine: AnswerEngine, site: Site
 ) -> None:
@@ -60,6 +61,7 @@ def test_extractive_answer_cites_the_sentence_it_quotes(
     assert {"retrieval_ms", "generation_ms", "verification_ms"} <= set(result.metadata)
 
 
+@pytest.mark.slow
 def test_unanswerable_question_abstains_with_see_also(
     engine: AnswerEngine, site: Site
 ) -> None:

@@ -156,6 +156,7 @@ def test_the_worker_loads_what_the_build_ships() -> None:
     ]
 
 
+@pytest.mark.slow
 @needs_runtime
 def test_the_store_reads_the_built_site_in_node(example_site: Path) -> None:
     """js/test/store.test.js's part that needs a real site."""
@@ -266,6 +267,7 @@ def test_runtime_roles_are_the_encoders_roles(tmp_path: Path) -> None:
 # -- rebuilding ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_runtime
 def test_two_clean_builds_write_the_same_bytes(make_app, rootdir, tmp_path):
     outs = []
@@ -280,6 +282,7 @@ def test_two_clean_builds_write_the_same_bytes(make_app, rootdir, tmp_path):
     assert set(first["files"]) >= BROWSER_ROLES
 
 
+@pytest.mark.slow
 @needs_runtime
 def test_a_rebuild_copies_nothing_again_and_an_edit_changes_its_shards(
     make_app, srcdir

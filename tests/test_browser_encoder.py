@@ -73,6 +73,7 @@ def tool() -> ModuleType:
 # -- the goldens are Python's ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_goldens_are_what_python_gives(tool: ModuleType) -> None:
     """Ids exactly; vectors to 1e-5 in cosine (their floats are rounded)."""
     encoder = tool.embedder()
@@ -107,6 +108,7 @@ def test_the_cases_reach_truncation_and_unk(tool: ModuleType) -> None:
 # -- Node ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_node_gives_python_ids_and_vectors() -> None:
     """``js/test/wordpiece.test.js`` and ``encode.test.js``, nothing skipped."""
     node = need_node()
@@ -161,6 +163,7 @@ def python_words() -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_every_code_point_is_cut_as_tokenizers_cuts(
     python_words: list[str], tmp_path: Path
 ) -> None:

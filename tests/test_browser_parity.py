@@ -290,6 +290,7 @@ def passage_texts(site: Path) -> list[str]:
     return [p["text"] for p in benchmark("_harness").read_passages(site)]
 
 
+@pytest.mark.slow
 def test_text_functions(node: str, example_site: Path, tmp_path: Path) -> None:
     texts = [*TRICKY, *questions(), *source_paragraphs(), *passage_texts(example_site)]
     assert len(texts) > 1500
@@ -373,6 +374,7 @@ def parity(node: str, case_file: Path, site: Path | None = None) -> dict[str, An
     return figures
 
 
+@pytest.mark.slow
 def test_example_book_parity(node: str, example_site: Path, tmp_path: Path) -> None:
     """The committed case file when it was written from this very build and
     ranker (its digest), else one written now from the Python engine."""

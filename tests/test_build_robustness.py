@@ -68,6 +68,7 @@ def lines(text: str) -> list[str]:
 # -- the two breakages found on real projects -----------------------------------
 
 
+@pytest.mark.slow
 def test_quickstart_index_with_translated_standard_labels(make_app, rootdir, tmp_path):
     """``* :ref:`genindex``` and friends in a German project build cleanly."""
     app = build(make_app, "html", copy_root(rootdir, tmp_path, "quickstart"))
@@ -86,6 +87,7 @@ def test_quickstart_index_with_translated_standard_labels(make_app, rootdir, tmp
     assert (manifest["project"], manifest["author"]) == ("Demo", "Me")
 
 
+@pytest.mark.slow
 def test_myst_links_resolved_through_every_domain(rootdir, tmp_path):
     """MyST asks each domain to resolve ``[text](target)``; ours answers none.
 
@@ -144,6 +146,7 @@ def fail_for(monkeypatch, module, name: str, docname: str, error: Exception) -> 
     monkeypatch.setattr(module, name, failing)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parallel", [0, 2])
 def test_a_document_failing_to_chunk_gets_no_passages(
     make_app, rootdir, tmp_path, monkeypatch, clean_basic, parallel
@@ -162,6 +165,7 @@ def test_a_document_failing_to_chunk_gets_no_passages(
     assert 'id="ch2-sec0-p1"' in (app.outdir / "part" / "index.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_document_failing_to_index_gets_no_passages(
     make_app, rootdir, tmp_path, monkeypatch, clean_basic
 ):
@@ -225,6 +229,7 @@ def built_then_edited(make_app, rootdir, tmp_path):
     return srcdir, before
 
 
+@pytest.mark.slow
 def test_a_failing_index_step_keeps_the_previous_index(
     make_app, rootdir, tmp_path, monkeypatch
 ):
@@ -243,6 +248,7 @@ def test_a_failing_index_step_keeps_the_previous_index(
     assert "Alpha paragraph one" in site.search("alpha paragraph", 1)[0].passage["text"]
 
 
+@pytest.mark.slow
 def test_a_full_disk_half_way_keeps_the_previous_index(
     make_app, rootdir, tmp_path, monkeypatch
 ):
@@ -277,6 +283,7 @@ def test_a_full_disk_half_way_keeps_the_previous_index(
     }
 
 
+@pytest.mark.slow
 def test_an_unwritable_index_folder_is_one_warning(rootdir, tmp_path):
     srcdir = copy_root(rootdir, tmp_path, "basic")
     out = tmp_path / "html"
@@ -328,6 +335,7 @@ def search(out: Path, query: str) -> list[dict]:
     return json.loads(result.stdout)["hits"]
 
 
+@pytest.mark.slow
 def test_a_killed_rebuild_leaves_the_old_index_answering(rootdir, tmp_path):
     srcdir = copy_root(rootdir, tmp_path, "basic")
     out, doctrees = tmp_path / "html", tmp_path / "doctrees"
@@ -362,6 +370,7 @@ def test_a_killed_rebuild_leaves_the_old_index_answering(rootdir, tmp_path):
 # -- anchors that themes and extensions move ----------------------------------------
 
 
+@pytest.mark.slow
 def test_anchors_survive_furo_inline_tabs_collapse_and_glossary(rootdir, tmp_path):
     """Seen on the Python Packaging User Guide: anchors doubled or lost.
 

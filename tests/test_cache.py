@@ -88,6 +88,7 @@ def cold(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return out, cache
 
 
+@pytest.mark.slow
 def test_second_clean_build_embeds_nothing(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -107,6 +108,7 @@ def test_second_clean_build_embeds_nothing(
     assert "load model" not in stages(again)
 
 
+@pytest.mark.slow
 def test_damaged_entries_are_recomputed(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -127,6 +129,7 @@ def test_damaged_entries_are_recomputed(
     assert embedded(third) == (0, 0)
 
 
+@pytest.mark.slow
 def test_none_keeps_vectors_with_the_doctrees(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -140,6 +143,7 @@ def test_none_keeps_vectors_with_the_doctrees(
     assert not (Path(os.environ["XDG_CACHE_HOME"]) / "sphinx-ragcite").exists()
 
 
+@pytest.mark.slow
 def test_unwritable_cache_warns_once_and_builds(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -152,6 +156,7 @@ def test_unwritable_cache_warns_once_and_builds(
     assert index_files(built) == index_files(out)
 
 
+@pytest.mark.slow
 def test_concurrent_builds_share_one_cache(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -191,6 +196,7 @@ def own_shards(root: Path, model: str, count: int, rows: int, dim: int = 8) -> P
     return cache.folder
 
 
+@pytest.mark.slow
 def test_eviction_keeps_the_cache_under_its_bound(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -309,6 +315,7 @@ def test_cache_folder_resolution(
     assert resolve_dir("_cache", conf, doctrees) == conf / "_cache"
 
 
+@pytest.mark.slow
 def test_pooled_sentences_come_from_the_passage_pass(
     cold: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -344,6 +351,7 @@ def test_pooled_sentences_come_from_the_passage_pass(
     assert index_files(again) == files
 
 
+@pytest.mark.slow
 def test_a_sentence_cut_off_by_truncation_is_embedded_on_its_own(
     tmp_path: Path,
 ) -> None:
@@ -467,6 +475,7 @@ def cache_warnings(warnings: str) -> list[str]:
     return [line for line in warnings.splitlines() if "ragcite.cache" in line]
 
 
+@pytest.mark.slow
 def test_altered_vectors_are_caught_when_the_encoder_runs(
     tiny: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -489,6 +498,7 @@ def test_altered_vectors_are_caught_when_the_encoder_runs(
     assert index_files(again) == index_files(out)
 
 
+@pytest.mark.slow
 def test_cache_verify_checks_a_warm_build(
     tiny: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -511,6 +521,7 @@ def test_cache_verify_checks_a_warm_build(
     assert index_files(built) == index_files(out)
 
 
+@pytest.mark.slow
 def test_the_doctree_cache_is_checked_too(tmp_path: Path) -> None:
     """``ragcite_cache_dir = "none"`` keeps the vectors beside the doctrees,
     in the same shards: an incremental build that embeds an edited passage

@@ -695,6 +695,7 @@ def test_pipe_gets_plain_text(example_site: Path) -> None:
     assert result.stdout == (GOLDEN / "ask_text_plain.txt").read_text("utf-8")
 
 
+@pytest.mark.slow
 def test_no_color_on_a_terminal(example_site: Path) -> None:
     code, output = run_on_tty(
         ["ask", QUESTION, "--site", str(example_site)], NO_COLOR="1"

@@ -40,6 +40,7 @@ def touch(path) -> None:
     os.utime(path, (later, later))
 
 
+@pytest.mark.slow
 def test_clean_incremental_and_parallel_builds_are_identical(
     make_app, srcdir, tmp_path, chunked
 ):
@@ -61,6 +62,7 @@ def test_clean_incremental_and_parallel_builds_are_identical(
     check_anchors(app.outdir)
 
 
+@pytest.mark.slow
 def test_edits_update_only_what_changed(make_app, srcdir, chunked):
     app = build(make_app, "html", srcdir)
     before = {r["passage_id"]: r for r in read_passages(app.outdir)}
@@ -86,6 +88,7 @@ def test_edits_update_only_what_changed(make_app, srcdir, chunked):
     check_anchors(app.outdir)
 
 
+@pytest.mark.slow
 def test_new_chapter_renumbers_and_rewrites_later_pages(make_app, srcdir):
     app = build(make_app, "html", srcdir)
     (srcdir / "new.rst").write_text("New Chapter\n===========\n\nFresh text.\n")

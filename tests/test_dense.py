@@ -60,6 +60,7 @@ def test_the_integer_product_is_exact_at_the_extremes() -> None:
         assert got.tolist() == want.tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clustered", [False, True])
 def test_top_k_is_the_float32_ranking(clustered: bool) -> None:
     codes, scales = quantize(vectors(3000, 1, clustered))

@@ -21,6 +21,8 @@ from sphinx_ragcite.extension.config import fields
 from conftest import REPO, Builds, sphinx_build
 
 pytest.importorskip("myst_parser", reason="the docs need the myst extra")
+#: The docs build embeds every page (about 50 s): out of the quick tier.
+pytestmark = pytest.mark.slow
 BeautifulSoup = pytest.importorskip("bs4").BeautifulSoup
 
 DOCS = REPO / "docs"

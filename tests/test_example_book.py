@@ -10,6 +10,7 @@ from conftest import EXAMPLE_BOOK, Builds, read_passages
 from test_anchors import check_anchors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builder", ["html", "dirhtml"])
 def test_example_book_builds_without_warnings(builds: Builds, builder: str) -> None:
     built = builds.app(EXAMPLE_BOOK, builder)  # in this process, fresh

@@ -84,6 +84,7 @@ def test_a_vote_is_stored_and_a_second_replaces_it(url: str, db: Path) -> None:
     assert list(votes(db)) == [first]  # one row per answer
 
 
+@pytest.mark.slow
 def test_the_vote_just_after_an_answer_finds_it(url: str, db: Path) -> None:
     """No waiting for the writer: a vote queues behind its answer's row."""
     for n in range(5):
@@ -215,6 +216,7 @@ def test_the_spec_describes_feedback(url: str) -> None:
     assert spec["components"]["schemas"]["Answer"]["properties"]["answer_id"]
 
 
+@pytest.mark.slow
 def test_a_vote_on_an_answer_the_full_log_could_not_keep_is_503(
     example_site: Path, tmp_path: Path
 ) -> None:

@@ -122,6 +122,7 @@ def book(tmp_path: Path) -> Path:
     return srcdir
 
 
+@pytest.mark.slow
 def test_incremental_build_embeds_only_changed_passages(
     book: Path, tmp_path: Path, example_site: Path, own_embedding_cache: None
 ) -> None:
@@ -170,6 +171,7 @@ def test_sentence_vectors_are_the_answer_engines_sentences(
     assert site.manifest.embedding.sentences == int(site.sentences.offsets[-1])
 
 
+@pytest.mark.slow
 def test_without_sentence_vectors_answers_are_the_same(
     book: Path, tmp_path: Path, example_site: Path
 ) -> None:
@@ -191,6 +193,7 @@ def test_without_sentence_vectors_answers_are_the_same(
     assert a.confidence == pytest.approx(b.confidence, abs=0.005)
 
 
+@pytest.mark.slow
 def test_parallel_build_writes_identical_index(
     book: Path, tmp_path: Path, example_site: Path
 ) -> None:
@@ -199,6 +202,7 @@ def test_parallel_build_writes_identical_index(
     assert index_files(out) == index_files(example_site)
 
 
+@pytest.mark.slow
 def test_custom_model_folder_and_bm25_only(book: Path, tmp_path: Path) -> None:
     files = default_model_files()
     model = tmp_path / "my-model"
@@ -227,6 +231,7 @@ def test_custom_model_folder_and_bm25_only(book: Path, tmp_path: Path) -> None:
     assert answer.citations
 
 
+@pytest.mark.slow
 def test_missing_model_folder_warns_and_keeps_bm25(book: Path, tmp_path: Path) -> None:
     out = tmp_path / "html"
     warnings = sphinx_build(book, out, "-D", "ragcite_embedding_model=/nonexistent")

@@ -103,6 +103,7 @@ def test_a_symlinked_manifest_is_refused(copy: Path, tmp_path: Path) -> None:
     fails(copy, "symbolic link")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_does_not_hang_the_loader(copy: Path) -> None:
     """Run in a child with a deadline: a hang is a failure, not a stuck suite."""
@@ -279,6 +280,7 @@ def test_bm25_arrays_that_do_not_fit(copy: Path) -> None:
     fails(copy, "do not fit")
 
 
+@pytest.mark.slow
 def test_the_cli_says_what_is_wrong_and_exits_2(copy: Path) -> None:
     manifest = manifest_of(copy)
     manifest["files"]["passages"] = "../../etc/passwd"

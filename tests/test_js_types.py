@@ -20,6 +20,7 @@ from conftest import REPO
 TSC = REPO / "node_modules" / ".bin" / "tsc"
 
 
+@pytest.mark.slow
 def test_tsc_finds_no_type_errors() -> None:
     missing = None
     if shutil.which("node") is None:

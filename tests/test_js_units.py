@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 
 
+@pytest.mark.slow
 @pytest.mark.node  # under CI=true a skip fails the run (conftest)
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 def test_node_test_runner_passes() -> None:

@@ -135,6 +135,7 @@ def test_question_words_cut_cjk_runs() -> None:
     assert tokenizer(old).tokenize("是什么") == ["是什", "什么"]
 
 
+@pytest.mark.slow
 def test_word_boundaries_keep_bigrams_within_words() -> None:
     spec = spec_for("zh")
     cut = {"目标网络的参数": ["目标网络", "的", "参数"]}
@@ -156,6 +157,7 @@ def test_a_word_cut_index_needs_the_same_segmenter_to_push() -> None:
         document_tokenizer({**spec, "index_words": "jieba 0.1"})
 
 
+@pytest.mark.slow
 def test_word_segmenter_setting(tmp_path: Path) -> None:
     """none: plain bigrams; jieba without jieba installed: one warning."""
     src = tmp_path / "src"
@@ -256,6 +258,7 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", list(QUERIES))
 def test_build_then_search_every_query_form(books, language) -> None:
     site = Site.load(books[language])
@@ -382,6 +385,7 @@ def test_js_snowball_stemmers_agree_with_pystemmer(code, tmp_path) -> None:
     assert len(wrong) <= allowed, f"{len(wrong)} of {len(words)}: {wrong[:10]}"
 
 
+@pytest.mark.slow
 def test_english_encoder_does_not_rank_passages_of_a_cjk_book(tmp_path) -> None:
     """Measured on the Chinese dev set: the shipped English encoder fused
     into hybrid search lowered the top passage right from 0.64 to 0.25."""

@@ -136,6 +136,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_query_side_runs_where_sphinx_cannot_be_imported(example_site: Path) -> None:
     import json
 
@@ -184,6 +185,7 @@ def sys_path_edits(source: str) -> list[int]:
     return lines
 
 
+@pytest.mark.slow
 def test_no_script_edits_sys_path() -> None:
     """Issue 34: shared code has one importable home (the ``benchmarks`` and
     ``tools`` packages); the test roots' ``conf.py`` files are Sphinx

@@ -261,6 +261,7 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1), "utf-8")
 
 
+@pytest.mark.slow
 def test_incremental_build_maps_shifted_passages(
     links_src: Path, tmp_path: Path
 ) -> None:
@@ -284,6 +285,7 @@ def test_incremental_build_maps_shifted_passages(
     assert (doctrees / "ragcite-links.json").is_file()
 
 
+@pytest.mark.slow
 def test_link_history_in_the_source_tree_survives_a_clean_build(
     links_src: Path, tmp_path: Path
 ) -> None:
@@ -296,6 +298,7 @@ def test_link_history_in_the_source_tree_survives_a_clean_build(
     assert moved["kettles.html#ch1-sec1-p1"] == "kettles.html#ch1-sec1-p2"
 
 
+@pytest.mark.slow
 def test_link_history_none_writes_no_map(links_src: Path, tmp_path: Path) -> None:
     out = tmp_path / "html"
     sphinx_build(links_src, out, "-D", "ragcite_link_history=none")
@@ -303,6 +306,7 @@ def test_link_history_none_writes_no_map(links_src: Path, tmp_path: Path) -> Non
     assert not (out / "_ragcite" / "moved.js").exists()
 
 
+@pytest.mark.slow
 def test_unwritable_history_warns_and_the_build_goes_on(
     links_src: Path, tmp_path: Path
 ) -> None:
@@ -315,6 +319,7 @@ def test_unwritable_history_warns_and_the_build_goes_on(
     assert moved_map(out) == {}
 
 
+@pytest.mark.slow
 def test_tools_name_the_new_place_of_a_vanished_id(
     links_src: Path, tmp_path: Path
 ) -> None:
@@ -347,6 +352,7 @@ def test_tools_name_the_new_place_of_a_vanished_id(
     assert "its text is now ch2-sec1-p3" in response.json()["error"]["message"]
 
 
+@pytest.mark.slow
 def test_dirhtml_keys_are_the_pages_folder_urls(
     links_src: Path, tmp_path: Path
 ) -> None:

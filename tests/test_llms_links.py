@@ -146,6 +146,7 @@ def example_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return srcdir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builder", ["dirhtml", "singlehtml"])
 def test_links_under_dirhtml_and_singlehtml(
     example_src: Path, tmp_path: Path, builder: str
@@ -170,6 +171,7 @@ def test_links_under_dirhtml_and_singlehtml(
         }
 
 
+@pytest.mark.slow
 def test_no_links_without_llms_txt(example_src: Path, tmp_path: Path) -> None:
     outdir = tmp_path / "html"
     cmd = [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-D"]
@@ -284,6 +286,7 @@ def test_curl_gets_markdown_from_ragcite_serve(example_site: Path) -> None:
         assert r.headers["vary"] == "Accept"
 
 
+@pytest.mark.slow
 def test_each_site_points_to_its_own_llms_txt(
     example_site: Path, example_site_v2: Path
 ) -> None:
@@ -458,6 +461,7 @@ def test_tags_are_inserted_once_where_a_theme_drops_them(tmp_path: Path) -> None
     assert page.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_several_sites_have_a_root_llms_txt_listing_theirs(
     example_site: Path, example_site_v2: Path
 ) -> None:

@@ -76,6 +76,7 @@ def test_llms_txt_parses_and_every_link_resolves(example_site: Path) -> None:
     assert optional == ["glossary_notes.html.md", "llms-full.txt"]  # the orphan
 
 
+@pytest.mark.slow
 def test_markdown_copies_keep_every_passage_id_and_its_anchor(
     example_site: Path,
 ) -> None:
@@ -134,6 +135,7 @@ def test_manifest_lists_the_files_with_their_digests(example_site: Path) -> None
     )
 
 
+@pytest.mark.slow
 def test_bytes_are_deterministic_and_rebuilds_keep_them_current(
     tmp_path: Path,
 ) -> None:
@@ -163,6 +165,7 @@ def test_bytes_are_deterministic_and_rebuilds_keep_them_current(
     parse_llms_file((first / "llms.txt").read_text("utf-8"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builder", ["dirhtml", "singlehtml"])
 def test_other_builders_link_to_their_pages(tmp_path: Path, builder: str) -> None:
     out = tmp_path / "out"
@@ -177,6 +180,7 @@ def test_other_builders_link_to_their_pages(tmp_path: Path, builder: str) -> Non
             assert anchors(file).count(pid) == 1, (path, link)
 
 
+@pytest.mark.slow
 def test_hostile_text_stays_text(tmp_path: Path) -> None:
     out = tmp_path / "out"
     sphinx_build(ROOTS / "test-hostile", out, "-d", str(tmp_path / "d"))
@@ -198,6 +202,7 @@ def test_escape_is_invisible_once_rendered() -> None:
     assert " ".join(shown.split()) == " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_off_and_an_authors_own_llms_txt(tmp_path: Path) -> None:
     src = tmp_path / "src"
     shutil.copytree(ROOTS / "test-basic", src)

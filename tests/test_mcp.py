@@ -161,6 +161,7 @@ def without_timings(answer: dict[str, Any]) -> dict[str, Any]:
     return {**answer, "metadata": meta}
 
 
+@pytest.mark.slow
 def test_stdio_real_client(example_site: Path, served: str) -> None:
     async def run() -> dict[str, Any]:
         async with stdio_session(example_site) as session:
@@ -191,6 +192,7 @@ def test_streamable_http_real_client(example_site: Path, served: str) -> None:
     assert asyncio.run(run()) == api.json()
 
 
+@pytest.mark.slow
 def test_stdout_carries_only_the_protocol(example_site: Path) -> None:
     """Bad input and errors are answered; stdout holds JSON-RPC lines only."""
     messages = [
@@ -258,6 +260,7 @@ def test_stdout_carries_only_the_protocol(example_site: Path) -> None:
     assert process.returncode == 0
 
 
+@pytest.mark.slow
 def test_a_hostile_passage_comes_back_as_plain_text(tmp_path: Path) -> None:
     site = tmp_path / "out"
     sphinx_build(ROOTS / "test-hostile", site, "-d", str(tmp_path / "d"))
@@ -376,6 +379,7 @@ INTEGER = "must be an integer, not true/false"
 NOT_INTEGER = "Input should be a valid integer"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tool", "arguments", "expected", "api_body", "api_field"),
     [
@@ -648,6 +652,7 @@ async def list_and_ask(client: Any, revision: str, site: Path) -> list[dict[str,
     return answers
 
 
+@pytest.mark.slow
 def test_both_revisions_over_stdio(example_site: Path) -> None:
     from mcp import Client
 
@@ -708,6 +713,7 @@ def post(url: str, method: str, revision: str, **params: Any) -> httpx.Response:
     )
 
 
+@pytest.mark.slow
 def test_the_catalog_is_cacheable_and_stateless(served: str) -> None:
     from sphinx_ragcite.server.mcp import CATALOG_TTL_MS
 
@@ -775,6 +781,7 @@ def qdrant_folder(example_site: Path, tmp_path_factory: pytest.TempPathFactory) 
     return folder
 
 
+@pytest.mark.slow
 def test_mcp_qdrant_cites_as_the_build_dir(
     example_site: Path, qdrant_folder: Path, tmp_path: Path
 ) -> None:
@@ -818,6 +825,7 @@ def test_mcp_qdrant_cites_as_the_build_dir(
     assert cited >= len(questions) // 2
 
 
+@pytest.mark.slow
 def test_mcp_sites_over_stdio(example_site: Path, example_site_v2: Path) -> None:
     """``ragcite mcp --site NAME=BUILD_DIR`` (twice): answers name their site."""
     from mcp import Client

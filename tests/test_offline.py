@@ -219,6 +219,7 @@ EXTERNAL = re.compile(
 )
 
 
+@pytest.mark.slow
 def test_the_build_needs_no_network(offline_site: tuple[Path, list[str]]) -> None:
     outdir, logged = offline_site
     assert logged == []

@@ -127,6 +127,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return model, html
 
 
+@pytest.mark.slow
 def test_the_manifest_names_the_model_and_keeps_dense_search(
     built: tuple[Path, Path],
 ) -> None:

@@ -134,6 +134,7 @@ def test_push_stores_every_passage_with_the_citation_payload(
     assert pushed_sites(client, "books") == [(result.site, result.version)]
 
 
+@pytest.mark.slow
 def test_a_second_push_changes_nothing(memory_site: Site) -> None:
     client = connect(":memory:")
     push(client, memory_site)
@@ -144,6 +145,7 @@ def test_a_second_push_changes_nothing(memory_site: Site) -> None:
     assert stored_ids(client, "ragcite", "brewing-better-coffee", "1.0") == before
 
 
+@pytest.mark.slow
 def test_a_re_push_removes_passages_the_site_no_longer_has(
     memory_site: Site, edited_site: Path
 ) -> None:
@@ -163,6 +165,7 @@ def test_a_re_push_removes_passages_the_site_no_longer_has(
     assert all("Water boils at 100" not in h.passage["text"] for h in hits)
 
 
+@pytest.mark.slow
 def test_versions_share_a_collection_and_keep_their_own_idf(
     memory_site: Site, edited_site: Path
 ) -> None:
@@ -183,6 +186,7 @@ def test_versions_share_a_collection_and_keep_their_own_idf(
 # -- retrieval agreement ------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "fusion"),
     [("bm25", "rrf"), ("dense", "rrf"), ("hybrid", "rrf"), ("hybrid", "linear")],
@@ -207,6 +211,7 @@ def test_qdrant_ranks_the_top_10_as_memory_does(
     assert same >= 0.99 * len(QUESTIONS)
 
 
+@pytest.mark.slow
 def test_filters_are_applied_in_qdrant(
     memory_site: Site, qdrant_site: QdrantSite
 ) -> None:
@@ -266,6 +271,7 @@ def test_cli_search_through_qdrant_prints_the_same_hits(
     assert json.loads(capsys.readouterr().out) == memory
 
 
+@pytest.mark.slow
 def test_clear_errors(
     example_site: Path,
     edited_site: Path,
@@ -360,6 +366,7 @@ def test_serve_and_search_refuse_a_store_that_cannot_answer(
     assert "ragcite push" in err
 
 
+@pytest.mark.slow
 def test_health_reports_a_store_it_can_no_longer_read(
     example_site: Path,
     qdrant_dir: Path,
@@ -525,6 +532,7 @@ REQUESTS: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.slow
 def test_serve_qdrant_answers_exactly_as_in_memory(
     example_site: Path,
     qdrant_dir: Path,

@@ -93,6 +93,7 @@ async def ask_over_mcp(url: str, question: str) -> dict[str, Any]:
     return result.structured_content
 
 
+@pytest.mark.slow
 def test_every_door_logs_one_row(example_site: Path, tmp_path: Path) -> None:
     db = tmp_path / "questions.db"
     with log_server(example_site, db) as url:
@@ -179,6 +180,7 @@ def test_several_sites_name_the_site_of_each_row_and_citation(
     }
 
 
+@pytest.mark.slow
 def test_concurrent_asks_lose_no_rows_and_never_wait_for_the_log(
     example_site: Path, tmp_path: Path
 ) -> None:
@@ -244,6 +246,7 @@ def test_a_clean_shutdown_writes_what_is_queued(example_site: Path, tmp_path: Pa
     assert sorted(r["answer_id"] for r in rows(db)) == sorted(ids)
 
 
+@pytest.mark.slow
 def test_selections_are_measured_not_kept_unless_asked(
     example_site: Path, tmp_path: Path
 ) -> None:
@@ -296,6 +299,7 @@ def test_nothing_identifies_a_reader(example_site: Path, tmp_path: Path) -> None
         assert secret.encode() not in stored, secret
 
 
+@pytest.mark.slow
 def test_retention_deletes_old_rows_at_start_and_later(
     example_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -356,6 +360,7 @@ def log_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_file_that_is_no_database_is_one_warning(
     example_site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -375,6 +380,7 @@ def test_a_file_that_is_no_database_is_one_warning(
     assert db.read_bytes() == junk  # left as it was
 
 
+@pytest.mark.slow
 def test_a_log_that_stops_being_writable_is_one_warning(
     example_site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -405,6 +411,7 @@ def test_a_log_that_stops_being_writable_is_one_warning(
     assert "cannot write the question log" in warning
 
 
+@pytest.mark.slow
 def test_a_read_only_folder_is_one_warning(example_site: Path, tmp_path: Path) -> None:
     """A real ``ragcite serve`` asked to log into a folder it cannot write."""
     folder = tmp_path / "read-only"
@@ -455,6 +462,7 @@ def test_a_read_only_folder_is_one_warning(example_site: Path, tmp_path: Path) -
     assert not list(folder.iterdir())
 
 
+@pytest.mark.slow
 def test_the_writer_thread_is_the_only_one(example_site: Path, tmp_path: Path) -> None:
     db = tmp_path / "questions.db"
     before = {t.name for t in threading.enumerate()}
@@ -509,6 +517,7 @@ def intact(db: Path) -> bool:
         connection.close()
 
 
+@pytest.mark.slow
 def test_the_log_is_private_to_its_owner(example_site: Path, tmp_path: Path) -> None:
     """It holds what readers typed: 0600, and so its -wal and -shm files,
     whatever the umask would allow."""
@@ -545,6 +554,7 @@ def test_an_older_log_others_can_read_is_said_not_changed(
     assert stat.S_IMODE(db.stat().st_mode) == 0o644
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["rename+create", "rename", "delete"])
 def test_a_moved_log_is_noticed_and_reopened(
     example_site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, how: str
@@ -647,6 +657,7 @@ def test_a_process_that_opens_the_new_log_first_takes_nothing_of_the_old(
     assert intact(moved)
 
 
+@pytest.mark.slow
 def test_a_log_shared_by_workers_is_rotated_without_loss(
     example_site: Path, tmp_path: Path
 ) -> None:
@@ -724,6 +735,7 @@ def fill(folder: Path) -> Path:
     return filler
 
 
+@pytest.mark.slow
 def test_a_full_disk_keeps_the_rows_and_writes_them_when_space_returns(
     example_site: Path, small_disk: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -38,6 +38,7 @@ def _golden(passages: dict[str, str]) -> str:
     return "".join(f"[{pid}]\n{text}\n\n" for pid, text in passages.items())
 
 
+@pytest.mark.slow
 @pytest.mark.sphinx("html", testroot="reference", freshenv=True)
 def test_passages_match_the_golden(reference: dict[str, str]) -> None:
     text = _golden(reference)
@@ -63,6 +64,7 @@ def test_answers_are_words_of_their_own(reference: dict[str, str]) -> None:
     assert "-o DIR, --output=DIR  Write the results to DIR." in options.split("\n")
 
 
+@pytest.mark.slow
 @pytest.mark.sphinx(
     "html",
     testroot="reference",

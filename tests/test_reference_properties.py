@@ -11,6 +11,7 @@ start of its description share a passage; no passage is empty.
 
 from __future__ import annotations
 
+import pytest
 from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
@@ -235,6 +236,7 @@ def _runs(block: nodes.Element) -> list[list[str]]:
     return runs
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(reference_blocks)
 def test_labels_and_values_stay_separate_words(block: nodes.Element) -> None:
@@ -244,6 +246,7 @@ def test_labels_and_values_stay_separate_words(block: nodes.Element) -> None:
         assert _contains(tokens, run), (run, text)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(field_list)
 def test_fields_read_name_colon_value_one_per_line(block: nodes.field_list) -> None:
@@ -254,6 +257,7 @@ def test_fields_read_name_colon_value_one_per_line(block: nodes.field_list) -> N
         assert f"{name.astext()}: {first}" in lines
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(option_list)
 def test_options_read_as_two_columns(block: nodes.option_list) -> None:
@@ -281,6 +285,7 @@ def test_signatures_read_as_rendered(signature: addnodes.desc_signature) -> None
         assert " → " in text
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(documents(), st.integers(20, 300))
 def test_a_signature_keeps_the_start_of_its_description(
@@ -400,6 +405,7 @@ def test_any_reference_block_gives_clean_text(block: nodes.Element) -> None:
     assert HIDDEN not in text
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(st.lists(odd_blocks, min_size=1, max_size=4), st.integers(20, 300))
 def test_no_passage_is_empty(blocks_: list[nodes.Element], max_words: int) -> None:

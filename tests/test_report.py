@@ -252,6 +252,7 @@ def test_two_replicas_merge_without_double_counting(
     assert merged["citations"]["top_passages"][0]["count"] == 6
 
 
+@pytest.mark.slow
 def test_since_and_site_filters(example_site: Path, tmp_path: Path) -> None:
     path = qlog.write_log(
         tmp_path / "sites.db",
@@ -554,6 +555,7 @@ def odd_site(tmp_path_factory: pytest.TempPathFactory, rootdir: Path) -> Path:
     return outdir
 
 
+@pytest.mark.slow
 def test_links_into_the_build_folder_open_the_page(
     odd_site: Path, tmp_path: Path
 ) -> None:
@@ -802,6 +804,7 @@ def test_hand_edited_rows_are_skipped_and_counted(
     assert "row 1: latency_ms" in html_text
 
 
+@pytest.mark.slow
 @pytest.mark.fuzz
 def test_fuzzed_logs_paths_and_arguments_never_crash(example_site: Path) -> None:
     """``benchmarks/fuzz_report.py`` on 120 cases (seed 0): garbled rows,

@@ -31,6 +31,7 @@ def copy(example_site: Path, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.mark.slow
 def test_hybrid_matches_or_beats_both_modes_on_the_qa_set(site: Site) -> None:
     results = evaluate_retrieval(site, load_qa(EXAMPLE_BOOK / "qa.jsonl"))
     best_single = max(results["bm25"]["recall@5"], results["dense"]["recall@5"])
@@ -87,6 +88,7 @@ def reference_search(
     return [site.passages[r]["passage_id"] for r in rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "fusion"), [("dense", "rrf"), ("hybrid", "rrf"), ("hybrid", "linear")]
 )

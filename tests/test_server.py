@@ -241,6 +241,7 @@ def test_stream_sends_retrieval_tokens_then_the_final_answer(
     assert set(c.passage_id for c in final.citations) <= set(events[0][1]["retrieved"])
 
 
+@pytest.mark.slow
 def test_full_queue_gets_503_and_extractive_still_answers(example_site: Path) -> None:
     settings = ServerSettings(build_dir=example_site, generator="llm", queue_size=1)
     with TestClient(create_app(settings, llm=slow(delay=0.05, pieces=40))) as client:
@@ -288,6 +289,7 @@ def test_rate_limit(example_site: Path) -> None:
     assert codes[3] == 429
 
 
+@pytest.mark.slow
 def test_cors_only_for_configured_origins(example_site: Path) -> None:
     plain = ServerSettings(build_dir=example_site, generator="extractive")
     with TestClient(create_app(plain)) as client:
@@ -448,6 +450,7 @@ def test_booleans_are_not_numbers(client: TestClient, body: dict, field: str) ->
     assert response.json()["error"]["field"] == field
 
 
+@pytest.mark.slow
 def test_a_selection_is_trimmed_before_its_length_check(client: TestClient) -> None:
     selection = ("Bloom the coffee for thirty seconds. " * 540)[:19_990].rstrip()
     selection += "." * (20_000 - len(selection))
@@ -523,6 +526,7 @@ def test_static_files_say_how_long_they_may_be_cached(
         assert again.headers["cache-control"] == "no-cache", path
 
 
+@pytest.mark.slow
 def test_a_folder_redirect_stays_on_this_host(
     example_site: Path, tmp_path: Path
 ) -> None:
@@ -578,6 +582,7 @@ def limited(url: str, forwarded_for: str) -> int:
     return httpx.get(f"{url}/api/health", headers=headers).status_code
 
 
+@pytest.mark.slow
 def test_x_forwarded_for_dodges_no_rate_limit(
     example_site: Path, tmp_path: Path
 ) -> None:
@@ -596,6 +601,7 @@ def test_x_forwarded_for_dodges_no_rate_limit(
     assert "--forwarded-allow-ips 127.0.0.1" in hints[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["option", "environment"])
 def test_a_trusted_proxy_passes_on_the_client_address(
     example_site: Path, tmp_path: Path, how: str
@@ -628,6 +634,7 @@ def serve_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("option", "value", "says"),
     [

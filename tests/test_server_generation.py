@@ -100,6 +100,7 @@ def answer_server(site: Path, endpoint: Endpoint, **settings: Any) -> Iterator[s
 # -- 17.2: a reader who leaves, and --timeout, stop the endpoint ---------------
 
 
+@pytest.mark.slow
 def test_a_reader_who_leaves_stops_the_endpoint_and_frees_the_slot(
     example_site: Path,
 ) -> None:
@@ -113,6 +114,7 @@ def test_a_reader_who_leaves_stops_the_endpoint_and_frees_the_slot(
     assert endpoint.finished == 0
 
 
+@pytest.mark.slow
 def test_a_stream_obeys_the_timeout_and_ends_with_the_extractive_answer(
     example_site: Path,
 ) -> None:
@@ -139,6 +141,7 @@ def test_a_stream_obeys_the_timeout_and_ends_with_the_extractive_answer(
 # -- 17.3: a timed-out /api/ask stops generating; the queue counts it -------
 
 
+@pytest.mark.slow
 def test_timed_out_answers_stop_generating_and_the_queue_counts_what_runs(
     example_site: Path,
 ) -> None:

@@ -461,6 +461,7 @@ async def mcp_scoped(url: str) -> None:
         assert "No site 'v9'" in wrong.content[0].text
 
 
+@pytest.mark.slow
 def test_ragcite_serve_two_versions(
     example_site: Path, example_site_v2: Path, tmp_path: Path
 ) -> None:
@@ -496,6 +497,7 @@ def test_ragcite_serve_two_versions(
         assert "version 2.0" in text
 
 
+@pytest.mark.slow
 def test_two_versions_served_from_qdrant(
     example_site: Path, example_site_v2: Path, tmp_path: Path
 ) -> None:
@@ -544,6 +546,7 @@ def test_a_union_honours_the_fusion_asked(example_site: Path, mode: str) -> None
         assert [h.score for h in twice[::2]] == [h.score for h in alone]
 
 
+@pytest.mark.slow
 def test_one_site_of_several_answers_as_it_does_alone(
     example_site: Path, client: TestClient
 ) -> None:

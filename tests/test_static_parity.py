@@ -76,6 +76,7 @@ def test_tokenize_parity(texts, tmp_path):
         assert js_tokens == tokenize(text), text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "language", ["de", "fr", "es", "ru", "tr", "fi", "zh_CN", "ja", "ko"]
 )

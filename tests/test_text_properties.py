@@ -16,6 +16,7 @@ import pickle
 import re
 from typing import Any
 
+import pytest
 from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
@@ -204,6 +205,7 @@ def _keep_only(expr: str) -> bool:
 # -- properties ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(doctrees(), st.integers(20, 300), odd_titles, odd_titles)
 def test_any_doctree_gives_valid_passages(

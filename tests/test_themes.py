@@ -122,6 +122,7 @@ def check_widget(outdir: Path) -> list[Path]:
 # -- every theme -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_theme_build_has_no_warnings(themed: Built) -> None:
     assert themed.warnings == ""
 
@@ -132,6 +133,7 @@ def test_theme_anchors(themed: Built) -> None:
     assert docs == {"index", "guide", "design", "api", "notebook"}
 
 
+@pytest.mark.slow
 def test_theme_widget_once_per_page(themed: Built) -> None:
     pages = {p.name for p in check_widget(themed.outdir)}
     assert {"index.html", "guide.html", "design.html", "api.html"} <= pages
@@ -239,12 +241,14 @@ def test_notebook_page(themed: Built) -> None:
 # -- Jupyter Book 1 (sphinx-external-toc) ------------------------------------
 
 
+@pytest.mark.slow
 def test_jupyter_book_builds(jupyter_book: Built) -> None:
     assert jupyter_book.warnings == ""
     check_anchors(jupyter_book.outdir)
     check_widget(jupyter_book.outdir)
 
 
+@pytest.mark.slow
 def test_jupyter_book_reading_order_follows_toc(jupyter_book: Built) -> None:
     chapters = {
         r["docname"]: r["passage_id"].split("-")[0] for r in jupyter_book.records

@@ -54,6 +54,14 @@ def feedback_rows(db: Path) -> list[tuple[str, int, str | None]]:
         connection.close()
 
 
+def answer_id_after(db: Path, rows: int) -> str:
+    """The id of the answer logged after the first *rows*, once it is there:
+    the server writes its log from a background thread, after the answer has
+    reached the page (the log is the module's, shared by its tests)."""
+    wait_until(lambda: len(stream_answer_ids(db)) > rows, 10)
+    return stream_answer_ids(db)[rows]
+
+
 def stream_answer_ids(db: Path) -> list[str]:
     connection = sqlite3.connect(db)
     try:
@@ -91,7 +99,8 @@ def test_no_with_a_reason_is_stored(page, logged) -> None:
     assert no.get_attribute("aria-pressed") == "true"
     assert yes.get_attribute("aria-pressed") == "false"
     assert page.evaluate("document.activeElement.id") == "ragcite-feedback-reason"
-    (answer_id,) = stream_answer_ids(db)
+    answer_id = answer_id_after(db, 0)
+    assert len(stream_answer_ids(db)) == 1
     wait_until(lambda: feedback_rows(db) == [(answer_id, 0, None)], 10)
 
     page.keyboard.type(REASON)
@@ -124,12 +133,13 @@ def test_no_with_a_reason_is_stored(page, logged) -> None:
 def test_every_answer_has_its_own_vote(page, logged) -> None:
     url, db = logged
     page.goto(f"{url}/index.html")
+    rows = len(stream_answer_ids(db))
     ask(page, "Who invented the French press?")  # the "passages" outcome
-    first = stream_answer_ids(db)[-1]
+    first = answer_id_after(db, rows)
     page.get_by_role("group", name="Helpful?").get_by_role("button", name="Yes").click()
     wait_until(lambda: (first, 1, None) in feedback_rows(db), 10)
     ask(page, "What is the capital of Peru?")
-    second = stream_answer_ids(db)[-1]
+    second = answer_id_after(db, rows + 1)
     assert second != first
     group = page.get_by_role("group", name="Helpful?")
     assert group.get_by_role("button", name="Yes").get_attribute("aria-pressed") == (
