@@ -52,7 +52,7 @@ def check_contract(result: Answer, site: Site) -> None:
 def test_extractive_answer_cites_the_sentence_it_quotes(
     engine: AnswerEngine, site: Site
 ) -> None:
-    result = engine.answer("How long should the bloom take?")
+    result = engine.answer("How long is the bloom?")
     check_contract(result, site)
     assert result.grounded
     assert "30 to 45 seconds" in result.answer
@@ -107,7 +107,7 @@ def test_verification_removes_and_reattributes_planted_citations(
 
 
 def test_markers_are_renumbered_in_order_of_appearance(site: Site) -> None:
-    question = "How hot should the water be, and how long should the bloom take?"
+    question = "How hot should the water be, and what pressure does espresso use?"
     engine = AnswerEngine(site)
     probe = engine.answer(question)
     retrieved = probe.metadata["retrieved"]
@@ -227,7 +227,7 @@ def test_real_smollm2_end_to_end(site: Site) -> None:
 
     engine = AnswerEngine(site, llm=LlamaCppGenerator())
     for question in (
-        "How long should the bloom take?",
+        "How long is the bloom?",
         "What pressure does espresso use?",
         "How should beans be stored?",
     ):

@@ -39,7 +39,7 @@ if ort_runtime_files() is None:
         allow_module_level=True,
     )
 
-QUESTION = "How long should the bloom take?"
+QUESTION = "How long is the bloom?"
 page_tools = benchmark("_browser_page")
 OBSERVE = page_tools.OBSERVE
 #: What a worker loads before the first answer (js/worker.js LOADED).

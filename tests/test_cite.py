@@ -90,7 +90,7 @@ DATE = "2026-01-15"
 TODAY = dt.date(2026, 1, 15)
 QUESTION = "How much water do spent grounds soak up per gram of coffee?"
 #: A question the example book answers from two passages.
-TWO_SOURCES = "golden cup extraction yield range"
+TWO_SOURCES = "What extraction yield range is the Golden Cup?"
 UNANSWERABLE = "How is decaffeinated coffee made?"
 CITED = ["ch6-sec4-p2", "ch4-sec6-p1", "ch0-sec0-p1"]
 
@@ -247,7 +247,7 @@ def test_abstention_exits_1_with_suggestions(
 #: A question of the example book per outcome (the engine decides; these
 #: tests hold whichever it gives, the widget's tests pin them).
 OUTCOME_QUESTIONS = (
-    "How long should the bloom take?",
+    "How long is the bloom?",
     "Who invented the French press?",
     "How do I compute PageRank scores for the characters?",
 )
@@ -378,7 +378,7 @@ def test_selection_file(
         "dioxide escape.\n",
         "utf-8",
     )
-    argv = ["ask", "How long should the bloom take?", "--site", example_site]
+    argv = ["ask", "How long is the bloom?", "--site", example_site]
     code, out, _ = ragcite(capsys, *argv, "--selection-file", selection)
     assert code == 0
     assert "User Selection, Selected Text" in out

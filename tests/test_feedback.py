@@ -15,7 +15,7 @@ from sphinx_ragcite.server.settings import ServerSettings
 
 from conftest import serving, wait_until
 
-QUESTION = "How long should the bloom take?"
+QUESTION = "How long is the bloom?"
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_a_vote_is_stored_and_a_second_replaces_it(url: str, db: Path) -> None:
 def test_the_vote_just_after_an_answer_finds_it(url: str, db: Path) -> None:
     """No waiting for the writer: a vote queues behind its answer's row."""
     for n in range(5):
-        new = answer_id(url, f"How long should the bloom take? ({n})")
+        new = answer_id(url, f"How long is the bloom? ({n})")
         assert vote(url, {"answer_id": new, "helpful": True}).status_code == 200
         assert votes(db)[new] == (1, None)
 

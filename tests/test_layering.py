@@ -125,7 +125,7 @@ from sphinx_ragcite.server.settings import ServerSettings
 
 site = Site.load(sys.argv[1])
 assert site.search("bloom", 3)
-answer = AnswerEngine(site).answer("How long should the bloom take?")
+answer = AnswerEngine(site).answer("How long is the bloom?")
 assert answer.citations, answer
 create_app(ServerSettings(build_dir=sys.argv[1], generator="extractive"))
 code = main(["cite", answer.citations[0].passage_id, "--site", sys.argv[1]])

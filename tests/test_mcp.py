@@ -25,7 +25,7 @@ from sphinx_ragcite.server.settings import ServerSettings
 from conftest import EXAMPLE_BOOK, ROOTS, ragcite_serve, read_passages, sphinx_build
 
 TOOLS = {"search", "ask", "get_passage", "cite"}
-QUESTION = "How long should the bloom take?"
+QUESTION = "How long is the bloom?"
 #: Timings differ between two runs of the same answer; nothing else may.
 TIMINGS = ("retrieval_ms", "generation_ms", "verification_ms")
 ENV = {**os.environ, CITATION_DATE_ENV: "2026-11-24T00:00:00Z"}
@@ -553,7 +553,7 @@ def test_mcp_ask_with_a_filter_that_keeps_nothing_is_not_found(api: TestClient) 
     result = call(
         api,
         "ask",
-        {"question": "How long should the bloom take?", "docnames": ["nonexistent"]},
+        {"question": "How long is the bloom?", "docnames": ["nonexistent"]},
     )
     assert not result.is_error, error_text(result)
     answer = structured(result)
@@ -564,7 +564,7 @@ def test_mcp_ask_with_a_filter_that_keeps_nothing_is_not_found(api: TestClient) 
 @pytest.mark.parametrize(
     "question",
     [
-        "How long should the bloom take?",
+        "How long is the bloom?",
         "Who invented the French press?",
         "How do I compute PageRank scores for the characters?",
     ],
@@ -604,7 +604,7 @@ def test_mcp_ask_output_schema_names_the_outcomes(api: TestClient) -> None:
 REVISIONS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
 #: One question per outcome, in this order.
 OUTCOMES = {
-    "How long should the bloom take?": "answer",
+    "How long is the bloom?": "answer",
     "Who invented the French press?": "passages",
     "How do I compute PageRank scores for the characters?": "not_found",
 }
@@ -832,7 +832,7 @@ def test_mcp_sites_over_stdio(example_site: Path, example_site_v2: Path) -> None
 
     from conftest import BLOOM_V1, BLOOM_V2
 
-    question = "How long should the bloom take?"
+    question = "How long is the bloom?"
     command = mcp_command(
         "--site", f"v1={example_site}", "--site", f"v2={example_site_v2}"
     )

@@ -255,7 +255,7 @@ def test_the_server_needs_no_network(
         assert body["model_loaded"] is True
         assert body["generator"] == "llm"
 
-        question = {"question": "How long should the bloom take?"}
+        question = {"question": "How long is the bloom?"}
         answer = httpx.post(f"{url}/api/ask", json=question, timeout=120)
         assert answer.status_code == 200, answer.text
         assert answer.json()["answer"]
@@ -352,7 +352,7 @@ def test_install_from_wheelhouse(blocker: Blocker, tmp_path: Path) -> None:
     assert Path(where.stdout.strip()).is_relative_to(venv)
     assert read_manifest(out)["embedding"] is not None
     timings["build"] = time.monotonic() - start
-    answer = _run(venv / "bin" / "ragcite", "ask", "How long should the bloom take?",
+    answer = _run(venv / "bin" / "ragcite", "ask", "How long is the bloom?",
                   "--site", out, "--generator", "llm", "--format", "json",
                   env=env, cwd=tmp_path)  # fmt: skip
     assert json.loads(answer.stdout)["answer"]

@@ -38,7 +38,7 @@ from conftest import (
     wait_until_up,
 )
 
-QUESTION = "How long should the bloom take?"
+QUESTION = "How long is the bloom?"
 QUESTIONS = (
     QUESTION,
     "Who invented the French press?",

@@ -62,7 +62,7 @@ def _rows(site: str = "") -> list[dict]:
     """Answered questions citing the book, and the two missing topics."""
     rows = [
         qlog.row(
-            "How long should the bloom take?",
+            "How long is the bloom?",
             "answer",
             asked_at=_day(1 + i % 3),
             site=site,

@@ -32,7 +32,7 @@ from sphinx_ragcite.server.settings import ServerSettings
 
 from conftest import BLOOM_V1, BLOOM_V2, EXAMPLE_BOOK, ragcite_serve, sse_events
 
-QUESTION = "How long should the bloom take?"
+QUESTION = "How long is the bloom?"
 
 
 def questions(limit: int) -> list[str]:

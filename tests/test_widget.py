@@ -47,7 +47,7 @@ UPDATE_SHOTS = os.environ.get("RAGCITE_UPDATE_SCREENSHOTS") == "1"
 #: Names other test modules import from here (the browser, its page, the
 #: launch options): the fixtures live in conftest, one Chromium per session.
 __all__ = ["CHROMIUM", "LAUNCH_ARGS", "Problems", "browser", "page", "serving"]
-QUESTION = "How long should the bloom take?"
+QUESTION = "How long is the bloom?"
 PWNED = "window.__pwned"
 IN_VIEW = """(id) => {
   const el = document.getElementById(id);

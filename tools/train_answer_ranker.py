@@ -2,9 +2,10 @@
 
 For every question of every dev set (``benchmarks/answer_quality.py``'s: the
 example book,
-click, requests, the Python Packaging User Guide, Flask, attrs and a SQuAD dev
-sample) the engine retrieves and splits the evidence into answer units exactly
-as at query time; each unit's signals
+click, requests, the Python Packaging User Guide, Flask, attrs, emcee,
+RQAlpha in Chinese and a SQuAD dev sample; Jinja and XuanCe never) the
+engine retrieves and splits the evidence into answer units exactly as at
+query time; each unit's signals
 (``sphinx_ragcite.answer.units.FEATURES``) are labelled 1 when it holds a gold
 answer, 0.3 when only its passage does (or is a gold passage), else 0. A
 logistic model with an L2 penalty is fitted by Newton's method, and the
@@ -37,7 +38,7 @@ import numpy as np
 
 # The dev sets and the harness are the benchmarks': import them from there.
 from benchmarks import answer_quality as aq
-from benchmarks import near_topic
+from benchmarks import answer_signals, near_topic
 from benchmarks._harness import RESULTS, envelope, table, write_result
 from sphinx_ragcite.answer.evidence import build_evidence
 from sphinx_ragcite.answer.ranker import unit_rows
@@ -72,6 +73,11 @@ class Question:
     passage_good: np.ndarray  # the unit's passage is right (precision's judge)
     #: a near-topic unanswerable question (its gold pages left out of the build)
     near: bool = False
+    #: the first columns of ``rows`` that are a unit's own signals (the gate's)
+    gate_size: int = len(GATE_FEATURES)
+    #: issue 36's candidate signals per unit (``benchmarks.answer_signals``),
+    #: measured by tools/ranker_experiments.py, not trained on here
+    candidates: np.ndarray | None = None
 
 
 def collect(devset: aq.DevSet) -> list[Question]:
@@ -98,7 +104,10 @@ def collect(devset: aq.DevSet) -> list[Question]:
         has = np.array([any(g in aq.norm(u.text) for g in golds) for u in units])
         good = np.array([good_passage[u.evidence] for u in units], dtype=bool)
         labels = np.where(has, 1.0, np.where(good, 0.3, 0.0))
-        out.append(Question(devset.name, item.answerable, rows, labels, good))
+        extra = answer_signals.columns(item.question, units, evidence, site.idf)
+        out.append(
+            Question(devset.name, item.answerable, rows, labels, good, candidates=extra)
+        )
     return out
 
 
@@ -124,7 +133,7 @@ def questions_of(devset: aq.DevSet, refresh: bool) -> list[Question]:
     name = devset.name
     path = CACHE / f"{name}.pickle"
     key = json.loads((devset.site.parent / "stamp.json").read_text())["key"]
-    key += "|" + ",".join(FEATURES)
+    key += "|" + ",".join(FEATURES) + "|" + ",".join(answer_signals.CANDIDATES)
     if path.is_file() and not refresh:
         cached = pickle.loads(path.read_bytes())
         if cached["key"] == key:
@@ -167,14 +176,59 @@ def fit(questions: list[Question]) -> dict[str, Any]:
     return {"weights": w[:-1], "bias": float(w[-1]), "mean": mean, "scale": scale}
 
 
+#: Which of the three models (``units``, ``gate_units``, ``gate``) are
+#: gradient-boosted trees instead of logistic: set by
+#: tools/ranker_experiments.py, which measured them (benchmarks/README.md,
+#: "Issue 36"); the engine evaluates logistic models only.
+TREES: frozenset[str] = frozenset()
+#: The trees' size, set by hand (small, as the browser would evaluate them).
+TREE_OPTIONS = {
+    "max_iter": 100,
+    "learning_rate": 0.1,
+    "max_depth": 3,
+    "min_samples_leaf": 40,
+    "l2_regularization": 1.0,
+    "early_stopping": False,
+}
+
+
+def fit_trees(questions: list[Question]) -> dict[str, Any]:
+    """scikit-learn's HistGradientBoostingClassifier on the same rows, soft
+    labels as two weighted rows (1 with weight y, 0 with 1 - y), each set
+    equal. Measured only (tools/ranker_experiments.py): not shipped."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rows = np.concatenate([q.rows for q in questions if len(q.rows)])
+    labels = np.concatenate([q.labels for q in questions if len(q.rows)])
+    sets = sorted({q.set for q in questions})
+    per_set = {s: sum(len(q.rows) for q in questions if q.set == s) for s in sets}
+    weights = np.concatenate(
+        [np.full(len(q.rows), 1.0 / per_set[q.set]) for q in questions if len(q.rows)]
+    )
+    weights *= len(rows) / weights.sum()
+    x = np.vstack([rows, rows])
+    y = np.concatenate([np.ones(len(rows)), np.zeros(len(rows))])
+    w = np.concatenate([weights * labels, weights * (1 - labels)])
+    keep = w > 0
+    model = HistGradientBoostingClassifier(random_state=0, **TREE_OPTIONS)
+    model.fit(x[keep], y[keep], sample_weight=w[keep])
+    return {"sklearn": model}
+
+
+def fit_part(part: str, questions: list[Question]) -> dict[str, Any]:
+    return fit_trees(questions) if part in TREES else fit(questions)
+
+
 def probabilities(rows: np.ndarray, model: dict[str, Any]) -> np.ndarray:
+    if "sklearn" in model:
+        return model["sklearn"].predict_proba(rows)[:, 1]  # type: ignore[no-any-return]
     z = ((rows - model["mean"]) / model["scale"]) @ model["weights"] + model["bias"]
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))  # type: ignore[no-any-return]
 
 
 def own(q: Question) -> np.ndarray:
     """The unit's own signals (what the gate's unit model sees)."""
-    return q.rows[:, : len(GATE_FEATURES)]
+    return q.rows[:, : q.gate_size]
 
 
 def fit_models(questions: list[Question]) -> dict[str, Any]:
@@ -184,13 +238,22 @@ def fit_models(questions: list[Question]) -> dict[str, Any]:
     learn from the dev sets' own questions; the gate also from the
     near-topic ones, whose every unit is wrong."""
     written = [q for q in questions if not q.near]
-    model = fit(written)
-    model["gate_units"] = fit(
+    model = fit_part("units", written)
+    model["gate_units"] = fit_part(
+        "gate_units",
         [
-            Question(q.set, q.answerable, own(q), q.labels, q.passage_good)
+            Question(
+                q.set,
+                q.answerable,
+                own(q),
+                q.labels,
+                q.passage_good,
+                q.near,
+                q.gate_size,
+            )
             for q in written
             if len(q.rows)
-        ]
+        ],
     )
     model["gate"] = fit_gate(questions, model)
     return model
@@ -215,10 +278,12 @@ def fit_gate(questions: list[Question], model: dict[str, Any]) -> dict[str, Any]
             row[None, :],
             np.array([float(q.answerable and good)]),
             np.array([good]),
+            q.near,
+            q.gate_size,
         )
         for q, (row, good) in zip(usable, pairs, strict=True)
     ]
-    return fit(gate_questions)
+    return fit_part("gate", gate_questions)
 
 
 def best(q: Question, model: dict[str, Any]) -> tuple[float, bool]:
@@ -447,10 +512,47 @@ def ece(confidence: np.ndarray, right: np.ndarray) -> float | None:
     return round(float(total), 4)
 
 
-def calibrate_held_out(sets: dict[str, list[Question]]) -> dict[str, Any]:
+def at_coverage(
+    predictions: list[Prediction], confidence: np.ndarray, coverage: float
+) -> dict[str, Any]:
+    """Precision of answers (own questions, unanswerable ones included) when
+    the threshold answers *coverage* of the answerable questions, and the
+    share of (near-topic) unanswerable questions answered there: how well
+    the confidence orders questions, whatever threshold was chosen."""
+    answerable = np.array([p.answerable for p in predictions])
+    near = np.array([p.near for p in predictions])
+    right = np.array([p.right for p in predictions])
+    ranked = np.sort(confidence[answerable])[::-1]
+    if not len(ranked):
+        return {}
+    k = min(len(ranked), max(1, round(coverage * len(ranked))))
+    answered = confidence >= ranked[k - 1]
+    own_answered = answered & ~near
+    written = ~answerable & ~near
+
+    def share(mask: np.ndarray, of: np.ndarray) -> float | None:
+        return round(float(mask[of].mean()), 3) if of.any() else None
+
+    return {
+        "coverage": round(float(answered[answerable].mean()), 3),
+        "precision": share(right, own_answered),
+        "unanswerable_answered": share(answered, written),
+        "near_topic_answered": share(answered, near),
+    }
+
+
+#: Coverages over which :func:`at_coverage`'s figures are averaged (a
+#: steadier comparison of two gates than one point).
+COVERAGE_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def calibrate_held_out(
+    sets: dict[str, list[Question]], reference: dict[str, float] | None = None
+) -> dict[str, Any]:
     """For each set: models, calibration and outcome thresholds fitted
     without it (calibration on the others' own held-out predictions), then
-    judged on it."""
+    judged on it; with *reference* coverages per set, also the figures at
+    that coverage (:func:`at_coverage`)."""
     report = {}
     for held in sets:
         train = {n: qs for n, qs in sets.items() if n != held}
@@ -460,6 +562,19 @@ def calibrate_held_out(sets: dict[str, list[Question]]) -> dict[str, Any]:
         strict = choose_outcomes(inner, calibrated(inner, curve), ALTERNATIVE_COST)
         mine = predict(sets[held], fit_models([q for qs in train.values() for q in qs]))
         figures = outcome_figures(mine, calibrated(mine, curve), at)
+        # how well the gate orders questions, whatever the threshold: its
+        # raw output (the calibration's flat steps would tie questions)
+        raw = np.array([p.gate for p in mine])
+        if reference and held in reference:
+            figures["at_reference"] = at_coverage(mine, raw, reference[held])
+        grid = [at_coverage(mine, raw, c) for c in COVERAGE_GRID]
+        figures["mean_over_coverage"] = {
+            key: round(
+                float(np.mean([g[key] for g in grid if g.get(key) is not None])), 4
+            )
+            for key in ("precision", "near_topic_answered", "unanswerable_answered")
+            if any(g.get(key) is not None for g in grid)
+        }
         report[held] = {
             **figures,
             "answer_at": at["answer"],
