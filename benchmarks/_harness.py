@@ -91,6 +91,8 @@ QUERY_ONLY = (
     "answer", "server", "cite", "cli", "questions", "evaluate.py", "__main__.py"
 )  # fmt: skip
 _MANIFEST = Path("_ragcite", "manifest.json")
+#: The answer ranker a build ships into ``_ragcite/`` (unless $RAGCITE_RANKER).
+RANKER_JSON = REPO / "sphinx_ragcite" / "answer" / "ranker.json"
 
 
 def _loadavg() -> list[float] | None:
@@ -191,7 +193,11 @@ def tree_key(root: Path) -> str:
 
 
 def build_code_key() -> str:
-    """Hash of the package's build-side files: a change there means rebuild."""
+    """Hash of what a build runs or copies into the site: a change there
+    means rebuild. Besides the build-side modules, that is the answer ranker
+    and the engine's scripts, which a build ships for the browser engine: a
+    site kept across a retrain would answer with the old ranker in the
+    browser and the new one on the server."""
     package = REPO / "sphinx_ragcite"
     files = sorted(
         p
@@ -200,8 +206,13 @@ def build_code_key() -> str:
         and "__pycache__" not in p.parts
         and p.relative_to(package).parts[0] not in QUERY_ONLY
     )
+    files.append(Path(os.environ.get("RAGCITE_RANKER") or RANKER_JSON))
+    files += sorted((REPO / "js").glob("*.js"))
     return digest(
-        str(p.relative_to(package)).encode() + b"\0" + p.read_bytes() for p in files
+        str(p.relative_to(REPO) if p.is_relative_to(REPO) else p).encode()
+        + b"\0"
+        + p.read_bytes()
+        for p in files
     )
 
 

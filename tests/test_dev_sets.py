@@ -432,3 +432,21 @@ def test_squad_near_topic_folds_keep_the_article():
             gold = by_id[item.id].gold_ids
             assert not gold & ids, item.id
             assert {full[pid]["docname"] for pid in gold} <= pages, item.id
+
+
+def test_a_kept_site_is_rebuilt_when_what_it_ships_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dev-set site ships the answer ranker and the engine's scripts for the
+    browser: a retrained ranker must rebuild it, or the browser engine of a
+    kept site answers with the old ranker (the parity test of the example
+    book fell to 0.61 on such a site)."""
+    from benchmarks import _harness
+
+    before = _harness.build_code_key()
+    ranker = tmp_path / "ranker.json"
+    ranker.write_bytes(_harness.RANKER_JSON.read_bytes().replace(b"0", b"1", 1))
+    monkeypatch.setenv("RAGCITE_RANKER", str(ranker))
+    assert _harness.build_code_key() != before
+    monkeypatch.delenv("RAGCITE_RANKER")
+    assert _harness.build_code_key() == before

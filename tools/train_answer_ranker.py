@@ -147,16 +147,24 @@ def questions_of(devset: aq.DevSet, refresh: bool) -> list[Question]:
     return questions
 
 
-def fit(questions: list[Question]) -> dict[str, Any]:
-    """Standardised logistic regression (soft labels, L2), each set equal."""
+def set_weighted(
+    questions: list[Question],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every unit row, its label, and a weight that makes each set count the
+    same (the weights average 1)."""
     rows = np.concatenate([q.rows for q in questions if len(q.rows)])
     labels = np.concatenate([q.labels for q in questions if len(q.rows)])
     sets = sorted({q.set for q in questions})
     per_set = {s: sum(len(q.rows) for q in questions if q.set == s) for s in sets}
-    weights_of_rows = np.concatenate(
+    weights = np.concatenate(
         [np.full(len(q.rows), 1.0 / per_set[q.set]) for q in questions if len(q.rows)]
     )
-    weights_of_rows *= len(rows) / weights_of_rows.sum()
+    return rows, labels, weights * (len(rows) / weights.sum())
+
+
+def fit(questions: list[Question]) -> dict[str, Any]:
+    """Standardised logistic regression (soft labels, L2), each set equal."""
+    rows, labels, weights_of_rows = set_weighted(questions)
     mean = rows.mean(axis=0)
     scale = rows.std(axis=0)
     scale[scale < 1e-9] = 1.0
@@ -198,14 +206,7 @@ def fit_trees(questions: list[Question]) -> dict[str, Any]:
     equal. Measured only (tools/ranker_experiments.py): not shipped."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    rows = np.concatenate([q.rows for q in questions if len(q.rows)])
-    labels = np.concatenate([q.labels for q in questions if len(q.rows)])
-    sets = sorted({q.set for q in questions})
-    per_set = {s: sum(len(q.rows) for q in questions if q.set == s) for s in sets}
-    weights = np.concatenate(
-        [np.full(len(q.rows), 1.0 / per_set[q.set]) for q in questions if len(q.rows)]
-    )
-    weights *= len(rows) / weights.sum()
+    rows, labels, weights = set_weighted(questions)
     x = np.vstack([rows, rows])
     y = np.concatenate([np.ones(len(rows)), np.zeros(len(rows))])
     w = np.concatenate([weights * labels, weights * (1 - labels)])
