@@ -399,9 +399,9 @@ def _corpora_available() -> bool:
     return corpora is not None
 
 
-#: The dev sets besides the example book (answer_quality.py's), smallest first.
+#: Every dev set besides the example book (answer_quality.py's).
 DEV_SETS = ["click", "xuance_zh", "requests", "packaging_guide", "squad"]
-DEV_SETS += ["flask", "attrs", "jinja"]
+DEV_SETS += ["flask", "attrs", "jinja", "emcee", "rqalpha_zh"]
 
 
 @pytest.mark.corpora
