@@ -558,6 +558,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = sorted(items, key=_phase)
 
 
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Under ``--dist loadgroup`` a worker tells the scheduler each test's
+    group by the ``@group`` pytest-xdist appends to its node ID. Where that
+    append has no effect (pytest 9.2 with pytest-xdist 3.8: pytest-xdist#1386)
+    every test is scheduled alone, and a module's shared builds are made on
+    both workers, silently: stop and say so instead."""
+    if node.config.getoption("dist") == "loadgroup" and not any("@" in i for i in ids):
+        pytest.exit(
+            "pytest-xdist's --dist loadgroup has no effect with pytest "
+            f"{pytest.__version__} (no node ID carries its @group): install the "
+            'test extra\'s pytest (pip install -e ".[test]"), or run with -n 0',
+            returncode=4,
+        )
+
+
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Any]:
     """One Chromium for the whole session (each test gets a fresh context
