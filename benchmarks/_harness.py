@@ -83,6 +83,10 @@ RESULTS = BENCHMARKS / "results"
 #: variant never replaces the default builds.
 VARIANT = sorted(os.environ.get("RAGCITE_BENCH_CONF", "").split())
 SITES = RESULTS / ".sites" if not VARIANT else RESULTS / (".sites+" + "+".join(VARIANT))
+#: ``RAGCITE_CORPUS_CONF="name=value ..."``: the same for the third-party
+#: corpora and dev sets only, never the example book; their sites are kept
+#: as ``<name>+name=value...``. The test suite sets it (tests/conftest.py).
+CORPUS_CONF_VAR = "RAGCITE_CORPUS_CONF"
 EXAMPLE_BOOK = _corpora.EXAMPLE_BOOK
 EXAMPLE_QA = EXAMPLE_BOOK / "qa.jsonl"
 #: Parts of the package that only run at query time: editing them needs no
@@ -223,6 +227,7 @@ def cached_build(
     *,
     options: Sequence[str] = (),
     rebuild: bool = False,
+    corpus: bool = True,
 ) -> tuple[Path, float | None]:
     """``results/.sites/<name>/html``, built anew when *key* changed.
 
@@ -232,16 +237,19 @@ def cached_build(
     seconds are kept in ``stamp.json`` beside it, the build's warnings in
     ``stderr.txt``. Processes that want the same site (the test suite's xdist
     workers, two benchmarks) take turns on a file lock: one builds, the
-    others reuse.
+    others reuse. A *corpus* (anything but the example book) is built with
+    ``$RAGCITE_CORPUS_CONF`` too (see ``site_root``).
     """
     from filelock import FileLock
 
-    root = SITES / name
+    conf = corpus_conf() if corpus else []
+    root = site_root(name) if corpus else SITES / name
     root.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root) + ".lock"):
         outdir = root / "html"
         stamp = root / "stamp.json"
-        options = [*options, *(o for v in VARIANT for o in ("-D", v))]
+        options = [*options, *(o for v in [*VARIANT, *conf] for o in ("-D", v))]
+        key += " ".join(conf)
         fresh = not rebuild and stamp.is_file() and (outdir / _MANIFEST).is_file()
         if fresh and json.loads(stamp.read_text("utf-8")).get("key") == key:
             return outdir, None
@@ -258,6 +266,19 @@ def cached_build(
         (root / "stderr.txt").write_text(build.stderr, "utf-8")
         stamp.write_text(json.dumps({"key": key, "seconds": build.seconds}) + "\n")
         return outdir, build.seconds
+
+
+def corpus_conf() -> list[str]:
+    """The ``-D`` values of ``$RAGCITE_CORPUS_CONF``, read at each build."""
+    return sorted(os.environ.get(CORPUS_CONF_VAR, "").split())
+
+
+def site_root(name: str) -> Path:
+    """The folder a corpus or dev set *name* is kept in (``html``, ``src``,
+    ``stamp.json``): its own for each ``$RAGCITE_CORPUS_CONF``, so the test
+    suite's builds never replace the benchmarks' own."""
+    conf = corpus_conf()
+    return SITES / (name if not conf else "+".join([name, *conf]))
 
 
 def checked_site(site: Path) -> Path:
@@ -281,6 +302,7 @@ def example_build(*, rebuild: bool = False) -> tuple[Path, float | None]:
         build_code_key() + tree_key(EXAMPLE_BOOK),
         lambda work: _corpora.prepare_example_book(work, with_ragcite=True),
         rebuild=rebuild,
+        corpus=False,
     )
 
 

@@ -124,7 +124,6 @@ from benchmarks._harness import (
     EXAMPLE_QA,
     REPO,
     RESULTS,
-    SITES,
     Series,
     build_code_key,
     cached_build,
@@ -135,6 +134,7 @@ from benchmarks._harness import (
     percentile,
     read_jsonl,
     read_passages,
+    site_root,
     svg_plot,
     table,
     write_result,
@@ -404,7 +404,7 @@ def load_squad(rebuild: bool) -> DevSet:
     site, seconds = cached_build(
         "squad", key, prepare, options=options, rebuild=rebuild
     )
-    work = SITES / "squad" / "src"
+    work = site_root("squad") / "src"
     items, notes = squad_items(site, work)
     return DevSet("squad", KIND["squad"], site, items, seconds, notes)
 

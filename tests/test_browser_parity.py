@@ -408,8 +408,9 @@ DEV_SETS = [name for name in benchmark("answer_quality").SETS if name != "exampl
 @pytest.mark.skipif(not _corpora_available(), reason="shared/corpora not found")
 @pytest.mark.parametrize("name", DEV_SETS)
 def test_dev_set_parity(node: str, name: str, tmp_path: Path) -> None:
-    """Each dev set built as answer_quality.py builds it (its cache), the
-    Python engine's answers written now, the JS engine's compared."""
+    """Each dev set built as answer_quality.py builds it (its cache; with
+    ``$RAGCITE_CORPUS_CONF``, see conftest), the Python engine's answers
+    written now, the JS engine's compared."""
     try:
         site, questions = cases_tool.dev_set(name)
     except FileNotFoundError as error:
