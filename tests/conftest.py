@@ -572,6 +572,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = sorted(items, key=_phase)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the cores (at most 4 cores' worth).
+    Outside the corpus builds a worker waits for a third of its time (on
+    Chromium, a server it started, llama.cpp, a build another worker makes),
+    and the extra worker runs tests in those gaps."""
+    return min(os.cpu_count() or 1, 4) + 1
+
+
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """Under ``--dist loadgroup`` a worker tells the scheduler each test's
     group by the ``@group`` pytest-xdist appends to its node ID. Where that
