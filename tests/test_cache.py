@@ -365,6 +365,45 @@ def test_a_sentence_cut_off_by_truncation_is_embedded_on_its_own(
     assert 0 < info["sentences_embedded"] < info["sentences"]
 
 
+def test_the_same_text_under_two_headings_keeps_its_own_pooled_vectors(
+    tmp_path: Path,
+) -> None:
+    """Pooled sentence vectors depend on the passage's headings as well as
+    its text: the Python engine's sentence cache once keyed them by text
+    alone and gave a passage the vectors of its twin under another heading,
+    where the browser engine read its own (XuanCe, pooled: 92 of 93 alike)."""
+    from sphinx_ragcite.answer.evidence import SentenceVectors, build_evidence
+    from sphinx_ragcite.retrieval.site import Site
+
+    text = (
+        "The learner defines the optimizer in its init method. It then "
+        "computes the loss and updates the policy network."
+    )
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text('extensions = ["sphinx_ragcite"]\n', "utf-8")
+    (src / "index.rst").write_text(
+        "Book\n====\n\n.. toctree::\n\n   a\n   b\n", "utf-8"
+    )
+    for page, title in (("a", "Writing an algorithm"), ("b", "Policy gradients")):
+        (src / f"{page}.rst").write_text(f"{title}\n{'=' * len(title)}\n\n{text}\n")
+    out = tmp_path / "html"
+    sphinx_build(
+        src, out, "-D", "ragcite_sentence_pooling=passage",
+        "-D", f"ragcite_cache_dir={tmp_path / 'cache'}",
+    )  # fmt: skip
+    site = Site.load(out)
+    assert site.sentences is not None
+    rows = [r for r in range(len(site.passages)) if site.passages[r]["text"] == text]
+    assert len(rows) == 2
+    own = [site.sentences.of(r) for r in rows]
+    assert not np.allclose(own[0], own[1])  # the headings are in the pass
+    question = site.embedder.embed(["Where is the optimizer defined?"])[0]
+    evidence = build_evidence(site, SentenceVectors(site.embedder), question, rows)
+    for item, vectors in zip(evidence, own, strict=True):
+        assert np.array_equal(item.vectors, vectors), item.key
+
+
 # --- Issue 33: a shared folder holds other people's files and can be altered.
 # These tests build a tiny book in-process (sphinx.testing), each in its own
 # folders, so they need none of the fixtures above.

@@ -12,7 +12,7 @@
  * runs this; without the variable there is nothing to compare and it skips.
  * Every mismatch is printed with what differed first (retrieval, the
  * ranker's answerability, the choice) and the set's figures as one
- * `PARITY {json}` line.
+ * `PARITY {json}` line, also appended to the file `RAGCITE_PARITY_OUT` names.
  */
 
 const test = require("node:test");
@@ -144,6 +144,9 @@ test("parity with the Python engine", { skip: files.length ? false : "RAGCITE_PA
         mismatches,
       };
       console.log(`PARITY ${JSON.stringify(summary)}`);
+      // node --test escapes what a test prints; a file keeps the JSON whole
+      const out = process.env.RAGCITE_PARITY_OUT;
+      if (out) fs.appendFileSync(out, `${JSON.stringify(summary)}\n`);
       for (const line of mismatches) console.log(`  mismatch ${data.set} ${line}`);
       assert.ok(n > 0, `${file} has no cases`);
       assert.ok(

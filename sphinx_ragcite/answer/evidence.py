@@ -111,9 +111,13 @@ def build_evidence(
     for rank, row in enumerate(rows, start=1):
         record = site.passages[row]
         # by content: the same text in two sites or versions is split once,
-        # and one passage ID naming different texts in two sites never mixes
+        # and one passage ID naming different texts in two sites never mixes.
+        # The headings too: vectors pooled from the passage pass
+        # (ragcite_sentence_pooling = "passage") depend on them, so the same
+        # text under two headings has two sets of vectors.
+        headings = "\x1f".join(record.get("heading_path") or ())
         sentences, vectors = cache.get(
-            f"{record['content_hash']}:{len(record['text'])}",
+            f"{record['content_hash']}:{len(record['text'])}:{headings}",
             record["text"],
             partial(site.sentences.of, row) if site.sentences is not None else None,
         )
