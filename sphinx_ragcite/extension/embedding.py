@@ -311,11 +311,23 @@ def _encode(
         for k, s in zip(work.sentence_keys, flat, strict=True)
         if k not in cache.rows
     }
+    shared: dict[str, list[bytes]] = {}
+    if work.pooled is not None:
+        # Encoded on its own, a sentence depends on its text alone: each text
+        # runs once (under its own key, which separate builds share), however
+        # many passages cut it off (XuanCe's API pages repeat thousands).
+        for key, text in alone.items():
+            shared.setdefault(text, []).append(key)
+        alone = {text_key(text): text for text in shared}
     with timed("embed sentences" if progress else "embed while writing pages"):
         sentences = _run_encoder(
             app, model, cache, list(alone.values()), list(alone), None, "sentences",
             progress,
         )  # fmt: skip
+    for text, keys in shared.items():
+        code, scale = cache.rows[text_key(text)]
+        for key in keys:
+            cache.put(key, code, scale)
     before = encoding.counts
     encoding.counts = (before[0] + passages, before[1] + sentences)
     return encoding.counts
