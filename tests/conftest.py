@@ -100,6 +100,22 @@ def no_user_cache(shared_dir: Path) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def _import_sphinx_modules_untranslated() -> None:
+    """Sphinx's domains call ``_()`` when their module is imported, and get a
+    plain string in the language of the build that happens to be running:
+    a worker whose first in-process build was German (the ``quickstart``
+    root) kept "Parameter" and "Rückgabe" for every later English build (the
+    reference manual's golden failed). Imported here, before any build, they
+    keep lazy labels that follow each build's language."""
+    from sphinx.application import builtin_extensions
+
+    for name in (*builtin_extensions, "sphinx.ext.autodoc", "sphinx.ext.napoleon"):
+        importlib.import_module(name)
+
+
+_import_sphinx_modules_untranslated()
+
+
 @pytest.fixture(autouse=True)
 def config_defaults_restored() -> Iterator[None]:
     """Sphinx keeps each config value's default in a class-level table, and
