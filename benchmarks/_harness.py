@@ -243,7 +243,7 @@ def cached_build(
     from filelock import FileLock
 
     conf = corpus_conf() if corpus else []
-    root = site_root(name) if corpus else SITES / name
+    root = SITES / "+".join([name, *conf])
     root.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root) + ".lock"):
         outdir = root / "html"
@@ -277,8 +277,7 @@ def site_root(name: str) -> Path:
     """The folder a corpus or dev set *name* is kept in (``html``, ``src``,
     ``stamp.json``): its own for each ``$RAGCITE_CORPUS_CONF``, so the test
     suite's builds never replace the benchmarks' own."""
-    conf = corpus_conf()
-    return SITES / (name if not conf else "+".join([name, *conf]))
+    return SITES / "+".join([name, *corpus_conf()])
 
 
 def checked_site(site: Path) -> Path:

@@ -44,10 +44,11 @@ EXAMPLE_BOOK = REPO / "example_book"
 #: The third-party corpora and dev sets (never the example book) are built
 #: with ``ragcite_sentence_pooling = "passage"``: their sentence vectors come
 #: from the passage pass instead of a pass of their own, which takes about a
-#: third off each build (flask: 74 instead of 106 CPU seconds) and about
-#: 200 CPU seconds off the suite, the most any one change saves. What these
-#: tests check does not depend on it: the browser engine reads the sentence
-#: vectors a build wrote however they were made, and the corpus tests check
+#: third off each build (flask: 74 instead of 106 CPU seconds) and took the
+#: suite's corpus work from 747 to 569 CPU seconds, the most any one change
+#: saves. What these tests check does not depend on it: the browser engine
+#: reads the sentence vectors a build wrote however they were made, and the
+#: corpus tests check
 #: warnings, passages and anchors. The shipped default, one pass per sentence,
 #: is built and checked on the example book and the test roots (the
 #: Chinese and Japanese ones too). ``RAGCITE_CORPUS_CONF= pytest`` builds
@@ -590,7 +591,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the cores (at most 4 cores' worth).
-    Outside the corpus builds a worker waits for a third of its time (on
+    Outside the corpus builds a worker waits for about a quarter of its time (on
     Chromium, a server it started, llama.cpp, a build another worker makes),
     and the extra worker runs tests in those gaps."""
     return min(os.cpu_count() or 1, 4) + 1
