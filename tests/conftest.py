@@ -603,7 +603,11 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     append has no effect (pytest 9.2 with pytest-xdist 3.8: pytest-xdist#1386)
     every test is scheduled alone, and a module's shared builds are made on
     both workers, silently: stop and say so instead."""
-    if node.config.getoption("dist") == "loadgroup" and not any("@" in i for i in ids):
+    if (
+        ids
+        and node.config.getoption("dist") == "loadgroup"
+        and not any("@" in i for i in ids)
+    ):
         pytest.exit(
             "pytest-xdist's --dist loadgroup has no effect with pytest "
             f"{pytest.__version__} (no node ID carries its @group): install the "
