@@ -26,8 +26,10 @@ html``, fresh output and doctrees), and compared:
   measured in the same run on the same texts (``embedding_floor.bare`` with
   its best setting, on samples of the passages and of the sentences);
 - the passages and documents in the index and the index's bytes per passage
-  (every file the manifest names), against the figure of the results file
-  this run replaces.
+  (every file the manifest names but the browser answer engine's), against
+  the figure of the results file this run replaces; the browser engine's
+  files (model, runtime, tokenizer, ranker, passage shards: mostly a fixed
+  38 MB a reader downloads only to ask with no server) are counted apart.
 
 Targets (issue 26) print as met/NO: cold / plain <= 3.0 on requests and <=
 2.0 on click and the Packaging Guide; warm / plain <= 1.2 everywhere;
@@ -66,6 +68,7 @@ from benchmarks._harness import (
     table,
     write_result,
 )
+from sphinx_ragcite.formats.browser import BROWSER_ENGINE
 
 DEFAULT_OUT = RESULTS / "corpora_matrix.json"
 CACHE_ENV = "SPHINX_RAGCITE_CACHE_DIR"
@@ -215,7 +218,13 @@ def summarise(
     median = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
     manifest = with_["manifest"] or {}
     passages = manifest.get("counts", {}).get("passages")
-    index_bytes = sum(manifest.get("bytes", {}).values()) if manifest else None
+    sizes = manifest.get("bytes", {})
+    index_bytes = (
+        sum(b for role, b in sizes.items() if role not in BROWSER_ENGINE)
+        if manifest
+        else None
+    )
+    browser_bytes = sum(b for role, b in sizes.items() if role in BROWSER_ENGINE)
     stages = with_["stages"] or {}
     # What the encoder costs the build: the cold build less the warm one (the
     # same build with every vector cached). The encoder runs while Sphinx
@@ -272,6 +281,7 @@ def summarise(
         "index_bytes_per_passage": (
             round(index_bytes / passages) if passages and index_bytes else None
         ),
+        "browser_bytes": browser_bytes,
         "embedding": manifest.get("embedding"),
         "stderr_tail": with_["stderr_tail"] or without["stderr_tail"],
     }
@@ -363,7 +373,14 @@ def main(argv: list[str] | None = None) -> int:
         row["targets"] = targets(row, previous.get(row["corpus"]))
     head = ["corpus", "exit w/o", "exit with", "warnings w/o", "added by type"]
     head += ["plain s", "cold s", "warm s", "cold/plain", "warm/plain", "warm same"]
-    head += ["enc tok/s", "floor tok/s", "enc/floor", "passages", "B/passage"]
+    head += [
+        "enc tok/s",
+        "floor tok/s",
+        "enc/floor",
+        "passages",
+        "B/passage",
+        "browser MB",
+    ]
     body = [
         [
             r["corpus"],
@@ -383,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
             str(r["encoder_vs_floor"]),
             str(r["passages"]),
             str(r["index_bytes_per_passage"]),
+            f"{r['browser_bytes'] / 1e6:.1f}",
         ]
         for r in rows
     ]
