@@ -551,28 +551,43 @@ def uses_browser(item: pytest.Item) -> bool:
     return not {"browser", "chromium"}.isdisjoint(getattr(item, "fixturenames", ()))
 
 
-#: Seconds each corpus group kept its worker busy in a ``-n 2`` run of the
-#: whole suite (2026-11-28, fresh clone, machine under load; mostly the
-#: encoder): the dearest start first (a longest-first schedule), so the
-#: worker that finishes last finishes soon after the other.
+#: Seconds each group kept its worker busy in a run of the whole suite
+#: (2026-11-28, fresh clone, 3 workers on 2 cores): each phase starts its
+#: dearest groups first (a longest-first schedule), so the worker that
+#: finishes last finishes soon after the others. The corpus groups are
+#: mostly the encoder; the Chromium groups run last (see
+#: ``pytest_collection_modifyitems``), where a 58 s group handed out last
+#: kept one worker busy 35 s after another had nothing left.
 CORPUS_SECONDS = {
-    "packaging-guide": 262,
-    "flask": 231,
-    "attrs": 224,
-    "xuance-docs-zh": 175,
-    "requests-docs": 102,
-    "squad": 100,
-    "jinja": 96,
-    "click-docs": 91,
+    "packaging-guide": 149,
+    "xuance-docs-zh": 139,
+    "flask": 110,
+    "click-docs": 95,
+    "attrs": 54,
+    "squad": 53,
+    "rqalpha_zh": 52,
+    "requests-docs": 50,
+    "jinja": 44,
+    "emcee": 43,
+}
+BROWSER_SECONDS = {
+    "tests/test_widget.py": 58,
+    "tests/test_browser_answers.py": 51,
+    "tests/test_widget_versions.py": 19,
+    "tests/test_browser_encoder.py": 19,
+    "tests/test_widget_cjk.py": 12,
+    "tests/test_widget_feedback.py": 8,
+    "tests/test_deeplinks_sphinx.py": 6,
 }
 
 
 def _phase(item: pytest.Item) -> tuple[int, int]:
-    """Corpus tests first, dearest first; then the rest; Chromium last."""
-    if uses_browser(item):
-        return (2, 0)
+    """Corpus tests first, dearest first; then the rest; Chromium last,
+    dearest first."""
     marker = item.get_closest_marker("xdist_group")
     group = str(marker.args[0]) if marker and marker.args else ""
+    if uses_browser(item):
+        return (2, -BROWSER_SECONDS.get(group.removeprefix("browser:"), 0))
     if group.startswith("corpus:"):
         return (0, -CORPUS_SECONDS.get(group.removeprefix("corpus:"), 60))
     return (1, 0)
