@@ -558,26 +558,24 @@ def uses_browser(item: pytest.Item) -> bool:
 #: mostly the encoder; the Chromium groups run last (see
 #: ``pytest_collection_modifyitems``), where a 58 s group handed out last
 #: kept one worker busy 35 s after another had nothing left.
-CORPUS_SECONDS = {
-    "packaging-guide": 149,
-    "xuance-docs-zh": 139,
-    "flask": 110,
-    "click-docs": 95,
-    "attrs": 54,
-    "squad": 53,
-    "rqalpha_zh": 52,
-    "requests-docs": 50,
-    "jinja": 44,
-    "emcee": 43,
-}
-BROWSER_SECONDS = {
-    "tests/test_widget.py": 58,
-    "tests/test_browser_answers.py": 51,
-    "tests/test_widget_versions.py": 19,
-    "tests/test_browser_encoder.py": 19,
-    "tests/test_widget_cjk.py": 12,
-    "tests/test_widget_feedback.py": 8,
-    "tests/test_deeplinks_sphinx.py": 6,
+GROUP_SECONDS = {
+    "corpus:packaging-guide": 149,
+    "corpus:xuance-docs-zh": 139,
+    "corpus:flask": 110,
+    "corpus:click-docs": 95,
+    "corpus:attrs": 54,
+    "corpus:squad": 53,
+    "corpus:rqalpha_zh": 52,
+    "corpus:requests-docs": 50,
+    "corpus:jinja": 44,
+    "corpus:emcee": 43,
+    "browser:tests/test_widget.py": 58,
+    "browser:tests/test_browser_answers.py": 51,
+    "browser:tests/test_widget_versions.py": 19,
+    "browser:tests/test_browser_encoder.py": 19,
+    "browser:tests/test_widget_cjk.py": 12,
+    "browser:tests/test_widget_feedback.py": 8,
+    "browser:tests/test_deeplinks_sphinx.py": 6,
 }
 
 
@@ -587,9 +585,9 @@ def _phase(item: pytest.Item) -> tuple[int, int]:
     marker = item.get_closest_marker("xdist_group")
     group = str(marker.args[0]) if marker and marker.args else ""
     if uses_browser(item):
-        return (2, -BROWSER_SECONDS.get(group.removeprefix("browser:"), 0))
+        return (2, -GROUP_SECONDS.get(group, 0))
     if group.startswith("corpus:"):
-        return (0, -CORPUS_SECONDS.get(group.removeprefix("corpus:"), 60))
+        return (0, -GROUP_SECONDS.get(group, 60))
     return (1, 0)
 
 

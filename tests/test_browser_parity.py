@@ -350,9 +350,12 @@ def test_python_round(node: str, tmp_path: Path) -> None:
 # -- the whole engine, per dev set ---------------------------------------------
 
 
-def parity(node: str, case_file: Path, site: Path | None = None) -> dict[str, Any]:
-    """Run js/test/parity.test.js on one case file; its figures."""
-    out = case_file.with_suffix(".figures.jsonl")
+def parity(
+    node: str, case_file: Path, tmp_path: Path, site: Path | None = None
+) -> dict[str, Any]:
+    """Run js/test/parity.test.js on one case file; its figures (written to
+    *tmp_path*: the case file may be the committed golden one)."""
+    out = tmp_path / "parity_figures.jsonl"
     out.unlink(missing_ok=True)
     env = {
         **os.environ,
@@ -393,7 +396,7 @@ def test_example_book_parity(node: str, example_site: Path, tmp_path: Path) -> N
         cases_tool.write(
             case_file, cases_tool.cases_for("example_book", example_site, questions)
         )
-    figures = parity(node, case_file, example_site)
+    figures = parity(node, case_file, tmp_path, example_site)
     assert figures["questions"] == 90
     assert figures["parity"] >= 0.99
     outcomes = figures["outcomes"]
@@ -423,5 +426,5 @@ def test_dev_set_parity(node: str, name: str, tmp_path: Path) -> None:
         pytest.skip(str(error))
     case_file = tmp_path / f"{name}.json"
     cases_tool.write(case_file, cases_tool.cases_for(name, site, questions))
-    figures = parity(node, case_file)
+    figures = parity(node, case_file, tmp_path)
     assert figures["parity"] >= 0.99
