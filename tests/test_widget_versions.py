@@ -214,7 +214,12 @@ def test_the_choice_lasts_the_session_on_the_site_it_was_made(
         # on a page of 2.0 itself, its own version: the choice is per site
         page.goto(f"{sites_server}/v2/index.html")
         open_panel(page)
-        assert page.get_by_label(PICKER).input_value() == "v2"
+        # the picker is filled once the sites list arrives: wait for it, as
+        # above (read at once, it was still empty in one CI-like run)
+        page.get_by_label(PICKER).wait_for(state="visible")
+        page.wait_for_function(
+            "() => document.getElementById('ragcite-version').value === 'v2'"
+        )
         assert page.locator("#ragcite-version-note").is_hidden()
         assert options(page)[0] == ("v2", "2.0 (this page)")
 
