@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -22,7 +21,14 @@ from sphinx_ragcite.contracts import CITATION_DATE_ENV
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import EXAMPLE_BOOK, ROOTS, ragcite_serve, read_passages, sphinx_build
+from conftest import (
+    EXAMPLE_BOOK,
+    ROOTS,
+    ragcite_serve,
+    read_passages,
+    run_async,
+    sphinx_build,
+)
 
 TOOLS = {"search", "ask", "get_passage", "cite"}
 QUESTION = "How long is the bloom?"
@@ -167,7 +173,7 @@ def test_stdio_real_client(example_site: Path, served: str) -> None:
         async with stdio_session(example_site) as session:
             return await exercise(session, example_site)
 
-    answer = asyncio.run(run())
+    answer = run_async(run())
     # the same answer JSON as POST /api/ask in another process (timings aside)
     api = httpx.post(f"{served}/api/ask", json={"question": QUESTION}, timeout=60)
     assert without_timings(answer) == without_timings(api.json())
@@ -189,7 +195,7 @@ def test_streamable_http_real_client(example_site: Path, served: str) -> None:
             )
             return structured(result)
 
-    assert asyncio.run(run()) == api.json()
+    assert run_async(run()) == api.json()
 
 
 @pytest.mark.slow
@@ -284,7 +290,7 @@ def test_a_hostile_passage_comes_back_as_plain_text(tmp_path: Path) -> None:
             for citation in answer["citations"]:
                 assert citation["url"].partition("#")[2] == citation["passage_id"]
 
-    asyncio.run(run())
+    run_async(run())
 
 
 def test_mcp_over_http_is_guarded_like_the_api(example_site: Path) -> None:
@@ -355,7 +361,7 @@ def call(client: TestClient, name: str, arguments: dict[str, Any]) -> Any:
         async with Client(build_server(lambda: client.app.state.ragcite)) as session:
             return await session.call_tool(name, arguments)
 
-    return asyncio.run(run())
+    return run_async(run())
 
 
 def read(client: TestClient, uri: str) -> Any:
@@ -372,7 +378,7 @@ def read(client: TestClient, uri: str) -> Any:
             except MCPError as error:
                 return error
 
-    return asyncio.run(run())
+    return run_async(run())
 
 
 INTEGER = "must be an integer, not true/false"
@@ -507,7 +513,7 @@ def test_an_oversized_mcp_request_is_a_jsonrpc_error(served: str) -> None:
             ok = await session.call_tool("search", {"query": "bloom", "k": 1})
             assert not ok.is_error
 
-    asyncio.run(run())
+    run_async(run())
     raw = httpx.post(
         f"{served}/mcp",
         content=b'{"jsonrpc": "2.0", "id": 7, "x": "' + b"a" * 340_000 + b'"}',
@@ -587,7 +593,7 @@ def test_mcp_ask_output_schema_names_the_outcomes(api: TestClient) -> None:
         async with Client(build_server(lambda: api.app.state.ragcite)) as session:
             return (await session.list_tools()).tools
 
-    ask = next(tool for tool in asyncio.run(tools()) if tool.name == "ask")
+    ask = next(tool for tool in run_async(tools()) if tool.name == "ask")
     schema = ask.output_schema
     assert schema is not None
     outcomes = ["answer", "passages", "not_found"]
@@ -660,7 +666,7 @@ def test_both_revisions_over_stdio(example_site: Path) -> None:
         async with Client(mcp_command(str(example_site)), mode=mode) as client:
             return await list_and_ask(client, revision, example_site)
 
-    answers = {r: asyncio.run(run(mode, r)) for r, mode in REVISIONS.items()}
+    answers = {r: run_async(run(mode, r)) for r, mode in REVISIONS.items()}
     old, new = answers.values()
     assert [without_timings(a) for a in old] == [without_timings(a) for a in new]
 
@@ -678,7 +684,7 @@ def test_both_revisions_over_http(example_site: Path, served: str) -> None:
             return answers
 
     for revision, mode in REVISIONS.items():
-        answers = asyncio.run(run(mode, revision))
+        answers = run_async(run(mode, revision))
         for answer in answers:
             api = httpx.post(
                 f"{served}/api/ask", json={"question": answer["question"]}, timeout=60
@@ -767,8 +773,8 @@ def test_a_2026_client_reuses_the_tool_list(api: TestClient) -> None:
                 assert len((await client.list_tools()).tools) == len(TOOLS)
         return len(calls)
 
-    assert asyncio.run(listings("2026-07-28")) == 1
-    assert asyncio.run(listings("legacy")) == 3
+    assert run_async(listings("2026-07-28")) == 1
+    assert run_async(listings("legacy")) == 3
 
 
 @pytest.fixture(scope="module")
@@ -813,7 +819,7 @@ def test_mcp_qdrant_cites_as_the_build_dir(
             ):
                 return await answers(a), await answers(b)
 
-    expected, got = asyncio.run(run())
+    expected, got = run_async(run())
     assert f"Qdrant {qdrant_folder} collection ragcite" in log.read_text("utf-8")
     cited = 0
     for question, x, y in zip(questions, expected, got, strict=True):
@@ -878,7 +884,7 @@ def test_mcp_sites_over_stdio(example_site: Path, example_site_v2: Path) -> None
             )
             assert "v3" in wrong
 
-    asyncio.run(run())
+    run_async(run())
 
 
 def test_mcp_refuses_what_serve_refuses(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -32,6 +31,7 @@ from conftest import (
     free_port,
     ragcite_serve,
     read_manifest,
+    run_async,
     serving,
     sse_events,
     wait_until,
@@ -102,7 +102,7 @@ def test_every_door_logs_one_row(example_site: Path, tmp_path: Path) -> None:
         stream = final_event(
             httpx.post(f"{url}/api/ask/stream", json={"question": QUESTIONS[1]})
         )
-        mcp = asyncio.run(ask_over_mcp(url, QUESTIONS[2]))
+        mcp = run_async(ask_over_mcp(url, QUESTIONS[2]))
         # the cached answer again: a new answer_id, a row of its own
         again = httpx.post(f"{url}/api/ask", json={"question": QUESTION}).json()
     ids = [a["answer_id"] for a in (api, stream, mcp, again)]

@@ -7,7 +7,6 @@ scoped to one version must cite that version only, with links into it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,14 @@ from sphinx_ragcite.retrieval.sites import (
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import BLOOM_V1, BLOOM_V2, EXAMPLE_BOOK, ragcite_serve, sse_events
+from conftest import (
+    BLOOM_V1,
+    BLOOM_V2,
+    EXAMPLE_BOOK,
+    ragcite_serve,
+    run_async,
+    sse_events,
+)
 
 QUESTION = "How long is the bloom?"
 
@@ -380,7 +386,7 @@ def mcp_over(client: TestClient, calls: list[tuple[str, Any]]) -> list[Any]:
                 for name, arguments in calls
             ]
 
-    return asyncio.run(run())
+    return run_async(run())
 
 
 def resolves(client: TestClient, url: str) -> None:
@@ -490,7 +496,7 @@ def test_ragcite_serve_two_versions(
                 assert page.status_code == 200
                 assert f'id="{citation["passage_id"]}"' in page.text
                 assert says in page.text
-        asyncio.run(mcp_scoped(f"{url}/mcp"))
+        run_async(mcp_scoped(f"{url}/mcp"))
         text = log.read_text("utf-8")
         assert "/v1/ (" in text
         assert "/latest/ (" in text
