@@ -1,10 +1,11 @@
 """The documentation in docs/ builds with sphinx-ragcite itself, without warnings.
 
 One real ``python -m sphinx -b html -W --keep-going`` run (about 20 s, most of
-it embedding the docs' own passages); the checks read its output. The
-reference pages are generated from the code (config fields, CLI parser,
-OpenAPI spec) by docs/_ext/ragcite_docs.py, which warns about anything left
-undocumented; the checks below also hold the hand-written pages to the code.
+it embedding the docs' own passages, sentences pooled); the checks read its
+output. The reference pages are generated from the code (config fields, CLI
+parser, OpenAPI spec) by docs/_ext/ragcite_docs.py, which warns about
+anything left undocumented; the checks below also hold the hand-written
+pages to the code.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sphinx_ragcite.extension.config import fields
 from conftest import REPO, Builds, sphinx_build
 
 pytest.importorskip("myst_parser", reason="the docs need the myst extra")
-#: The docs build embeds every page (about 50 s): out of the quick tier.
+#: The docs build embeds every page (about 35 CPU s): out of the quick tier.
 pytestmark = pytest.mark.slow
 BeautifulSoup = pytest.importorskip("bs4").BeautifulSoup
 
@@ -34,9 +35,14 @@ def built(builds: Builds) -> Path:
     builds it: its pages include files beside it (../CHANGELOG.md)."""
 
     def make(folder: Path) -> None:
+        # Sentence vectors pooled from the passage pass, as the corpora are
+        # built (conftest): 34 instead of 55 CPU s, and nothing checked here
+        # depends on how sentence vectors are made.
         warnings = sphinx_build(
-            DOCS, folder / "html", "-W", "--keep-going", "-d", str(folder / "doctrees")
-        )
+            DOCS, folder / "html", "-W", "--keep-going",
+            "-D", "ragcite_sentence_pooling=passage",
+            "-d", str(folder / "doctrees"),
+        )  # fmt: skip
         (folder / "warnings.txt").write_text(warnings, "utf-8")
 
     folder = builds.once("docs", "in-place", make)
