@@ -32,7 +32,8 @@ DOCS = REPO / "docs"
 @pytest.fixture(scope="module")
 def built(builds: Builds) -> Path:
     """docs/ built once per session (any worker), in place as the docs job
-    builds it: its pages include files beside it (../CHANGELOG.md)."""
+    builds it (its pages include files beside it, ../CHANGELOG.md), but
+    with pooled sentence vectors."""
 
     def make(folder: Path) -> None:
         # Sentence vectors pooled from the passage pass, as the corpora are

@@ -557,7 +557,7 @@ def odd_site(tmp_path_factory: pytest.TempPathFactory, rootdir: Path) -> Path:
 
 @pytest.mark.slow
 def test_links_into_the_build_folder_open_the_page(
-    odd_site: Path, tmp_path: Path, chromium: Any
+    odd_site: Path, tmp_path: Path, page: Any
 ) -> None:
     """Issue 33, defect 9: links went out quoted twice (``weird%2520name``).
     Each ``file://`` link of the page, unquoted once, is a file of the build,
@@ -598,15 +598,12 @@ def test_links_into_the_build_folder_open_the_page(
         path = Path(url2pathname(urlsplit(link).path))
         assert path.is_file(), link
         assert path.parent == odd_site or odd_site in path.parents
-    context = chromium.new_context()
-    page = context.new_page()
     titles = {}
     for link in sorted(pages):
         page.goto(out.as_uri())
         page.locator(f'a[href^="{link}"]').first.click()
         page.wait_for_load_state()
         titles[unquote(urlsplit(link).path).rsplit("/", 1)[-1]] = page.title()
-    context.close()
     assert titles["q'uote.html"].startswith("Quote page")
     assert titles["weird%41name.html"].startswith("Percent page")
     assert titles["uni page é 名前.html"].startswith("Unicode page")
