@@ -7,13 +7,24 @@ from __future__ import annotations
 
 from typing import Any
 
-#: An init script: every long task of the main thread, each message to and
-#: from the worker with its time, and each text of the progress label.
+#: An init script: every long task of the main thread, every script that ran
+#: in a long animation frame (its start, duration, invoker and source: what
+#: held the thread, as against drawing or a machine busy elsewhere), each
+#: message to and from the worker with its time, and each text of the
+#: progress label.
 OBSERVE = """
 window.__long = [];
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]);
 }).observe({ type: "longtask", buffered: true });
+window.__scripts = [];
+window.__loafObserved = PerformanceObserver.supportedEntryTypes.includes(
+  "long-animation-frame");
+if (window.__loafObserved) new PerformanceObserver((list) => {
+  for (const frame of list.getEntries()) for (const s of frame.scripts) {
+    window.__scripts.push([s.startTime, s.duration, s.invoker, s.sourceURL]);
+  }
+}).observe({ type: "long-animation-frame", buffered: true });
 window.__messages = [];
 window.__sent = [];
 window.__progress = [];
@@ -66,6 +77,24 @@ def engine_windows(
             if part[0] < part[1]
         ]
     return windows
+
+
+#: A task this long blocks the page (the Long Tasks API's threshold, ms).
+LONG_MS = 50
+
+
+def blocking_scripts(
+    scripts: list[list[Any]], windows: list[tuple[float, float]]
+) -> list[list[Any]]:
+    """The scripts of *scripts* (``window.__scripts``) that held the main
+    thread for a long task while only the engine worked (*windows*). Script
+    time, not the frame's: a busy machine stretches the page's drawing and
+    its garbage collection past 50 ms, but not a 7 ms message handler."""
+    return [
+        s
+        for s in scripts
+        if s[1] > LONG_MS and any(low <= s[0] < high for low, high in windows)
+    ]
 
 
 #: How far the two engines' confidences may be apart (issue 35).

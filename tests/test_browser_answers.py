@@ -354,41 +354,78 @@ def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:
         assert [c for c, _, _ in served if c != "GET"] == []
 
 
-def test_the_main_thread_is_never_blocked_by_the_engine(browser, site: Path) -> None:
-    """No long task (> 50 ms) while the engine downloads and starts, nor while
-    it answers (from a question's post to the worker to its answer), the
-    page's drawing of what arrives aside (benchmarks/_browser_page.py).
+#: An init script that makes the page's own thread do the engine's kind of
+#: work: 200 ms of computing on every progress message, as an engine that
+#: loads on the main thread would.
+MAIN_THREAD_ENGINE = """
+const Observed = window.Worker;
+window.Worker = function (url, options) {
+  const w = new Observed(url, options);
+  w.addEventListener("message", (e) => {
+    if (e.data.type !== "progress") return;
+    const until = performance.now() + 200;
+    while (performance.now() < until);
+  });
+  return w;
+};
+"""
 
-    A machine busy with other work (the other test worker) can stretch any
-    task of the page past 50 ms; an engine on the main thread blocks it for
-    seconds in every visit. So each visit is a new reader (a fresh context,
-    the engine downloaded and started again), and the test fails only when
-    all three saw a long task."""
+
+def blocked_visits(browser, base: str, *, visits: int = 3, also: str = "") -> list:
+    """Up to *visits* new readers (a fresh context each: the engine downloaded
+    and started again) ask two questions; what held the main thread while
+    only the engine worked, one entry per visit that saw any (it stops at
+    the first visit that saw none)."""
     seen = []
+    for _visit in range(visits):
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = watched(context.new_page())
+        if also:
+            page.add_init_script(also)
+        page.goto(f"{base}/index.html")
+        assert page.evaluate("window.__loafObserved"), "no long-animation-frame API"
+        ask(page, QUESTION)
+        ask(page, "How hot should the water be?")
+        windows = page_tools.engine_windows(
+            page.evaluate("window.__messages"), page.evaluate("window.__sent")
+        )
+        assert sum(high - low for low, high in windows) > 1000, windows
+        held = page_tools.blocking_scripts(page.evaluate("window.__scripts"), windows)
+        long_tasks = page.evaluate("window.__long")
+        context.close()
+        assert not page.errors, page.errors
+        if not held:
+            break
+        seen.append((held, long_tasks, windows))
+    return seen
+
+
+def test_the_main_thread_is_never_blocked_by_the_engine(browser, site: Path) -> None:
+    """No script holds the main thread for a long task (> 50 ms) while the
+    engine downloads and starts, nor while it answers (from a question's post
+    to the worker to its answer), the page's drawing of what arrives aside
+    (benchmarks/_browser_page.py).
+
+    Script time, from the Long Animation Frames API, not the long task's:
+    on a machine busy with other work (CI's other test workers) the page's
+    drawing and garbage collection alone made 120 ms tasks in three visits
+    in a row, while the handler that draws a message runs 5-10 ms. An engine
+    on the main thread computes for seconds in every visit; a machine busy
+    enough to stretch a 10 ms handler past 50 ms is allowed two visits."""
     with serve(site) as (base, _):
-        for _visit in range(3):
-            context = browser.new_context(viewport={"width": 1280, "height": 800})
-            page = watched(context.new_page())
-            page.goto(f"{base}/index.html")
-            ask(page, QUESTION)
-            ask(page, "How hot should the water be?")
-            long_tasks = page.evaluate("window.__long")
-            windows = page_tools.engine_windows(
-                page.evaluate("window.__messages"), page.evaluate("window.__sent")
-            )
-            assert sum(high - low for low, high in windows) > 1000, windows
-            during = [
-                (start, duration)
-                for start, duration in long_tasks
-                for low, high in windows
-                if low <= start < high  # the answer's own task draws it
-            ]
-            context.close()
-            assert not page.errors, page.errors
-            if not during:
-                break
-            seen.append((during, windows))
+        seen = blocked_visits(browser, base)
     assert len(seen) < 3, seen
+
+
+def test_the_check_sees_an_engine_on_the_main_thread(browser, site: Path) -> None:
+    """The check above fails an engine that computes on the page's thread
+    (here 200 ms per progress message): one visit is enough to see it."""
+    with serve(site) as (base, _):
+        seen = blocked_visits(browser, base, visits=1, also=MAIN_THREAD_ENGINE)
+    assert len(seen) == 1, "a blocked main thread went unseen"
+    held, _, _ = seen[0]
+    assert all(duration >= 200 for _, duration, _, _ in held), held
+    assert {invoker for _, _, invoker, _ in held} == {"Worker.onmessage"}, held
 
 
 # -- the same answers as the server ----------------------------------------------
