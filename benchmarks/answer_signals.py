@@ -221,6 +221,39 @@ def rarest(asked: dict[str, float]) -> str:
     return best
 
 
+#: The first line of an API object's passage: its signature, as autodoc and
+#: ``.. function::`` render it ("class click.Option(param_decls=None, ...)",
+#: "prepare_request(request: Request) → PreparedRequest", "attrs.frozen").
+_SIGNATURE = re.compile(
+    r"^(?:(?:class|exception|async|property|classmethod|staticmethod|"
+    r"abstractmethod|final|data|attribute|method|function)\s+)*"
+    r"[A-Za-z_][\w.]*\s*(?:\(.*\))?\s*(?:(?:→|->)\s*\S.*)?(?:\s*=\s*\S.*)?$"
+)
+#: The field labels autodoc puts before an object's parameters, returns,
+#: exceptions (English, and as Sphinx translates them to Chinese).
+_FIELD = re.compile(
+    r"^(Parameters|Parameter|Keyword Arguments|Other Parameters|Returns|Return|"
+    r"Return type|Raises|Yields|Type|参数|返回|返回类型|引发|类型)\s*[:：]"
+)
+
+
+def is_api(passage_text: str) -> bool:
+    """The passage describes an API object: its first line is a signature
+    (with a call, a dotted name, or "class"/"exception" before the name)."""
+    first = passage_text.split("\n", 1)[0].strip()
+    match = _SIGNATURE.match(first)
+    return bool(match) and (
+        "(" in first
+        or "." in first.split("(")[0]
+        or first.startswith(("class ", "exception "))
+    )
+
+
+def is_field(text: str) -> bool:
+    """The unit is one of autodoc's fields ("Parameters: name – ...")."""
+    return bool(_FIELD.match(text.lstrip()))
+
+
 #: The candidate signals of one unit, in column order (:func:`columns`).
 CANDIDATES = (
     "lead_in",  # announces what follows, which it does not quote
@@ -231,6 +264,8 @@ CANDIDATES = (
     "type_match",  # the unit holds the answer type asked for
     "type_mismatch",  # a typed question whose type the unit lacks
     "topic_sentence",  # a how/why question, and the unit defines its subject
+    "api_passage",  # the unit's passage describes an API object (autodoc)
+    "api_field",  # the unit is one of autodoc's fields (Parameters:, Returns:)
 )
 
 
@@ -272,6 +307,8 @@ def columns(
                 float(typed == 1.0),
                 float(typed == 0.0),
                 float(how_why and defines_subject(unit.text)),
+                float(is_api(item.text)),
+                float(is_field(unit.text)),
             ]
         )
     return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(CANDIDATES))

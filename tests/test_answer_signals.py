@@ -79,3 +79,28 @@ def test_topic_sentences_and_key_terms() -> None:
     assert signals.rarest({"shouldn": 9.0, "t": 9.0, "vinegar": 4.0}) == "vinegar"
     assert signals.rarest({"a": 1.0, "c": 2.0, "b": 2.0}) == "b"
     assert signals.rarest({}) == ""
+
+
+@pytest.mark.parametrize(
+    ("passage", "api"),
+    [
+        ("prepare_request(request: Request) → PreparedRequest\n\nPrepares ...", True),
+        ("class flask.Config(root_path, defaults=None)\n\nWorks like a dict.", True),
+        ("exception attrs.exceptions.PythonTooOldError\n\nRaised when ...", True),
+        ("attrs.frozen\n\nAn alias.", True),
+        ("Parameters: nwalkers (int) – The number of walkers.", False),
+        ("Description: The project is active.", False),
+        ("Timeouts\n\nMost requests should have a timeout attached.", False),
+        ("Bloom for 30 s.", False),
+    ],
+)
+def test_api_passages_start_with_a_signature(passage: str, api: bool) -> None:
+    assert signals.is_api(passage) is api
+
+
+def test_autodoc_fields() -> None:
+    assert signals.is_field("Parameters: name – The name of the plugin.")
+    assert signals.is_field("Return type: Response")
+    assert signals.is_field("参数： name")
+    assert not signals.is_field("The parameters: name and value.")
+    assert not signals.is_field("Returns are processed in order.")

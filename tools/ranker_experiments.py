@@ -42,6 +42,7 @@ NEW = {
     "key": ("key_unit", "key_context", "key_retrieved"),
     "type": ("type_match", "type_mismatch"),
     "topic": ("topic_sentence",),
+    "api": ("api_passage", "api_field"),
 }
 BEFORE = tuple(UNIT_FEATURES)
 ALL = BEFORE + CANDIDATES
