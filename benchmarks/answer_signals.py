@@ -25,6 +25,7 @@ from sphinx_ragcite.answer.units import (
     _NUMBER_WORD,
     looks_like_code,
     names_someone,
+    question_kind,
 )
 
 if TYPE_CHECKING:
@@ -254,6 +255,29 @@ def is_field(text: str) -> bool:
     return bool(_FIELD.match(text.lstrip()))
 
 
+#: A sentence about what happens when nothing is done ("By default, requests
+#: do not time out unless a timeout is set"): how to do it, it does not say.
+_DEFAULT = re.compile(
+    r"\b(by default|default(s)? to|unless|otherwise|if (no|not)|without)\b",
+    re.IGNORECASE,
+)
+#: What a program printed, not what to do: a traceback, an error, a prompt's
+#: output.
+_OUTPUT = re.compile(
+    r"^(Traceback \(most recent call last\)|[\w.]*(Error|Exception|Warning): |"
+    r"\s*File \"[^\"]*\", line \d+)",
+    re.MULTILINE,
+)
+
+
+def says_default(text: str) -> bool:
+    return bool(_DEFAULT.search(text))
+
+
+def is_output(text: str) -> bool:
+    return bool(_OUTPUT.search(text))
+
+
 #: The candidate signals of one unit, in column order (:func:`columns`).
 CANDIDATES = (
     "lead_in",  # announces what follows, which it does not quote
@@ -266,6 +290,8 @@ CANDIDATES = (
     "topic_sentence",  # a how/why question, and the unit defines its subject
     "api_passage",  # the unit's passage describes an API object (autodoc)
     "api_field",  # the unit is one of autodoc's fields (Parameters:, Returns:)
+    "default_howto",  # asked how to, and the unit says what happens by default
+    "output",  # the unit holds a program's output (a traceback, an error)
 )
 
 
@@ -285,6 +311,7 @@ def columns(
     key = rarest(terms)
     kind = answer_type(question)
     how_why = asks_how_or_why(question)
+    howto = question_kind(question) == "howto"
     retrieved = bool(key) and any(
         key in item.words or key in _headings(item) for item in evidence
     )
@@ -309,6 +336,8 @@ def columns(
                 float(how_why and defines_subject(unit.text)),
                 float(is_api(item.text)),
                 float(is_field(unit.text)),
+                float(howto and says_default(unit.text)),
+                float(is_output(unit.text)),
             ]
         )
     return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(CANDIDATES))

@@ -104,3 +104,13 @@ def test_autodoc_fields() -> None:
     assert signals.is_field("参数： name")
     assert not signals.is_field("The parameters: name and value.")
     assert not signals.is_field("Returns are processed in order.")
+
+
+def test_defaults_and_program_output() -> None:
+    assert signals.says_default(
+        "By default, requests do not time out unless a timeout value is set."
+    )
+    assert not signals.says_default("Pass timeout=5 to requests.get.")
+    assert signals.is_output('Traceback (most recent call last):\n  File "<stdin>"')
+    assert signals.is_output("click.exceptions.UsageError: Missing argument.")
+    assert not signals.is_output("Set a timeout on every request.")

@@ -43,6 +43,8 @@ NEW = {
     "type": ("type_match", "type_mismatch"),
     "topic": ("topic_sentence",),
     "api": ("api_passage", "api_field"),
+    "default": ("default_howto",),
+    "output": ("output",),
 }
 BEFORE = tuple(UNIT_FEATURES)
 ALL = BEFORE + CANDIDATES
