@@ -36,6 +36,11 @@
   "use strict";
 
   const STATIC_RESULTS = 5;
+  /** The note over a selection's search results where the browser answers. */
+  const SELECTION_STATIC =
+    "Questions about a selection need the answer server (ragcite serve): your browser answers questions " +
+    "about the whole book. These are the passages that best match your question and the selection; " +
+    "for an answer here, ask the whole book instead.";
   const STORAGE_KEY = "ragcite:last";
   const PARTS = ["citations", "createSseParser", "settings", "dom", "client", "staticMode", "deeplinks", "selection", "panel"];
 
@@ -345,10 +350,22 @@
     const hits = await staticHits(query);
     /** @type {StaticResult} */
     const result = { mode: "static", question, hits };
+    if (!why && selected) why = await selectionNote();
     panel.renderStatic(result, why);
     last = { kind: "static", question, selection: selected, data: result, why };
     remember();
     return selected ? result : answerLocally(question, result, controller);
+  }
+
+  /**
+   * Why a question about a selection gets search results where the engine in
+   * the browser could answer: it answers questions about the whole book only
+   * (undefined where it cannot run: the usual note says what is possible).
+   * @returns {Promise<string | undefined>}
+   */
+  async function selectionNote() {
+    const answers = await inBrowser();
+    return answers && answers.unavailable() === null ? SELECTION_STATIC : undefined;
   }
 
   /**

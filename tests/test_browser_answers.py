@@ -354,6 +354,33 @@ def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:
         assert [c for c, _, _ in served if c != "GET"] == []
 
 
+def test_a_question_about_a_selection_says_what_the_browser_answers(
+    page, site: Path
+) -> None:
+    """With no server, a question about a selection gets search results (the
+    engine in the browser answers questions about the whole book), and the
+    note says so and how to get an answer here, not that answers need a
+    server while the engine loads above it; asked of the whole book, the
+    same question is answered in the browser."""
+    with serve(site) as (base, _):
+        page.goto(f"{base}/brewing/pour_over.html")
+        result = page.evaluate(
+            "([q, s]) => window.ragcite.ask(q, {selection: s})",
+            [QUESTION, "Pour-over brewing is percolation done by hand"],
+        )
+        assert result["mode"] == "static", result
+        assert result["hits"], result
+        note = page.locator(".ragcite-static-note").text_content()
+        assert "Questions about a selection need the answer server" in note
+        assert "ask the whole book instead" in note
+        page.locator(".ragcite-selection-clear").click()
+        assert page.locator(".ragcite-selection").is_hidden()
+        page.locator(".ragcite-submit").click()
+        page.wait_for_selector(".ragcite-sources li", timeout=60_000)
+        assert "Answered in your browser" in page.locator(".ragcite-panel").inner_text()
+        assert all(method == "GET" for method, _ in page.requests)
+
+
 #: An init script that makes the page's own thread do the engine's kind of
 #: work: 200 ms of computing on every progress message, as an engine that
 #: loads on the main thread would.
