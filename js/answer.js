@@ -123,6 +123,34 @@
     return [from, from + S.codePoints(text.slice(start, end))];
   }
 
+  /** `contracts._SPACES`. */
+  const SNIPPET_SPACES = /[ \t\r\f\v\n]+/g;
+
+  /**
+   * `contracts.make_snippet`: a prefix of a text cut at a word boundary
+   * (next to a CJK character, every character boundary is one).
+   * @param {string} text
+   * @param {number} [limit]
+   * @param {number} [minimum]
+   */
+  function makeSnippet(text, limit = 200, minimum = 50) {
+    const flat = Array.from(S.pyStrip(text.replace(SNIPPET_SPACES, " ")));
+    const rstrip = (/** @type {string[]} */ chars) => S.pyStrip(chars.join(""), "right");
+    if (flat.length <= limit) return flat.join("");
+    let cut = flat.lastIndexOf(" ", limit);
+    if (!flat.slice(Math.max(cut, minimum - 1), limit + 1).some(S.isCjk)) {
+      return rstrip(flat.slice(0, cut >= minimum ? cut : limit));
+    }
+    cut = limit;
+    for (let i = limit; i >= minimum; i--) {
+      if (flat[i] === " " || S.isCjk(flat[i - 1]) || S.isCjk(flat[i])) {
+        cut = i;
+        break;
+      }
+    }
+    return rstrip(flat.slice(0, cut));
+  }
+
   /**
    * `engine._cite`: the claims with their markers, numbered in order of
    * first use, and the citations the markers name.
@@ -192,6 +220,26 @@
   function citation(n, item, quotes, fit, support, stamp) {
     const relevance = Math.min(Math.max(item.relevance, 0.0), 1.0);
     const record = item.record;
+    if (record === null) {
+      // the reader's selection: no page to link to
+      return {
+        n,
+        passage_id: item.key,
+        url: null,
+        chapter: "User Selection",
+        section: "Selected Text",
+        heading_path: [],
+        page: null,
+        snippet: makeSnippet(item.text),
+        quote: quotes.map((q) => q.text).join(" … "),
+        quote_spans: quotes.map((q) => span(item.text, q.start, q.end)),
+        similarity_score: R.pyRound(relevance, 4),
+        confidence_score: citationConfidence(fit, relevance, support),
+        grounded: true,
+        source_type: "selection",
+        citation_date: stamp,
+      };
+    }
     return {
       n,
       passage_id: record.passage_id,
@@ -249,14 +297,21 @@
    * @param {number} a.confidence the calibrated gate
    * @param {Record<string, unknown>} a.meta
    * @param {string} a.stamp
+   * @param {"book" | "selection"} [a.mode]
+   * @param {number} [a.removed] claims verification removed from the answer
+   *   shown (default: all it removed)
    * @returns {Answer}
    */
-  function assemble({ question, qvec, evidence, verified, confidence, meta, stamp }) {
+  function assemble({ question, qvec, evidence, verified, confidence, meta, stamp, mode = "book", removed }) {
     const { text, citations } = cite(question, qvec, evidence, verified.claims, stamp);
-    const shownConfidence = answerConfidence([confidence], verified.claims.length, verified.removed.length);
+    const lost = removed ?? verified.removed.length;
+    // book mode: the calibrated gate; about a selection (the reader chose the
+    // passage): the citations' own
+    const scores = mode === "selection" ? citations.map((c) => c.confidence_score) : [confidence];
+    const shownConfidence = answerConfidence(scores, verified.claims.length, lost);
     return {
       question,
-      mode: "book",
+      mode,
       answer: text,
       citations,
       confidence: shownConfidence,
@@ -284,15 +339,16 @@
    * @param {number} a.confidence the calibrated gate (0 without units)
    * @param {import("./ranker.js").Ranker} a.ranker
    * @param {Record<string, unknown>} a.meta
+   * @param {"book" | "selection"} [a.mode]
    * @returns {Answer}
    */
-  function abstain({ question, evidence, candidates, confidence, ranker, meta }) {
+  function abstain({ question, evidence, candidates, confidence, ranker, meta, mode = "book" }) {
     const found = shown(candidates, evidence, ranker);
     const passages = found.length && found[0].confidence >= ranker.passagesAt ? found : [];
     const value = passages.length ? passages[0].confidence : confidence;
     return {
       question,
-      mode: "book",
+      mode,
       answer: passages.length ? MAYBE_HERE : NOT_FOUND,
       citations: [],
       confidence: value,
@@ -322,6 +378,7 @@
     CURVE,
     confidenceLevel,
     answerFit,
+    makeSnippet,
     citationConfidence,
     answerConfidence,
     cite,

@@ -39,7 +39,8 @@
  *   note says it), or null when they may
  * @property {() => boolean} prepare start loading the engine unless it is
  *   loading, loaded, or cannot load; whether it is (or will be) usable
- * @property {(question: string, signal?: AbortSignal) => Promise<Answer>} ask
+ * @property {(question: string, signal?: AbortSignal, selection?: string | null) => Promise<Answer>} ask
+ *   (about the reader's `selection`, when given: selection mode)
  *   rejects with a BrowserAnswerError whose `why` is the sentence to show
  * @property {(query: string, k: number) => Promise<import("./types").StaticHit[]>} search
  *   the static search, run in the worker (rejects when it is not running)
@@ -222,9 +223,10 @@
     /**
      * @param {string} question
      * @param {AbortSignal} [signal]
+     * @param {string | null} [selection] the reader's, asked about
      * @returns {Promise<Answer>}
      */
-    async function ask(question, signal) {
+    async function ask(question, signal, selection) {
       if (!prepare() || !ready) throw new BrowserAnswerError(failure || "off");
       await ready;
       if (signal && signal.aborted) throw new BrowserAnswerError("replaced");
@@ -242,7 +244,7 @@
             { once: true },
           );
         }
-        running.postMessage({ type: "ask", id, question });
+        running.postMessage(selection ? { type: "ask", id, question, selection } : { type: "ask", id, question });
       });
     }
 

@@ -46,17 +46,21 @@
   const V = lib.verify || need("verify");
   /** @type {typeof import("./answer.js")} */
   const A = lib.answer || need("answer");
+  /** @type {typeof import("./selection_answer.js")} */
+  const SA = lib.selectionAnswer || need("selection_answer");
 
   /** The engine's scripts in load order (for `importScripts`). */
   const ENGINE_SCRIPTS = [
     "stemmer.js", "tokenize.js", "search.js", "sentences.js", "fusion.js", "retrieve.js",
-    "units.js", "evidence.js", "ranker.js", "verify.js", "answer.js", "engine.js",
+    "units.js", "evidence.js", "ranker.js", "verify.js", "answer.js", "selection_answer.js", "engine.js",
   ];
   /** `AnswerEngine.k`: passages retrieved (the ranker is trained on this many). */
   const DEFAULT_K = 6;
   /** `contracts.MAX_K` and `MAX_QUESTION`: the limits of a request. */
   const MAX_K = 20;
   const MAX_QUESTION = 2000;
+  /** `contracts.MAX_SELECTION`: the longest selection a request may send. */
+  const MAX_SELECTION = 20000;
 
   const now = () => (typeof performance === "object" ? performance.now() : Date.now());
   /** @param {number} since */
@@ -100,7 +104,10 @@
      * The answer JSON of `POST /api/ask` (book mode, extractive generator).
      * @param {string} asked the question (1 to 2000 characters, trimmed)
      * @param {Float32Array | null} qvec its vector, or null without an encoder
-     * @param {{k?: number}} [opts] passages retrieved (default 6, at most 20)
+     * @param {{k?: number, selection?: string, embed?: (texts: string[]) => Promise<Float32Array[]>}} [opts]
+     *   `k`: passages retrieved (default 6, at most 20); `selection`: the
+     *   reader's selected text, asked about in selection mode, which needs
+     *   `embed` (the encoder: selection mode embeds more than the question)
      * @returns {Promise<Answer>}
      */
     async function answer(asked, qvec, opts = {}) {
@@ -114,8 +121,19 @@
       if (qvec !== null && dim && qvec.length !== dim) {
         throw new RangeError(`the question vector has ${qvec.length} numbers, the index ${dim}`);
       }
+      const selection = opts.selection || "";
+      if (selection) {
+        if (S.codePoints(selection) > MAX_SELECTION) {
+          throw new RangeError(`selection: must be at most ${MAX_SELECTION} characters`);
+        }
+        if (!opts.embed) throw new RangeError("selection mode needs the encoder (embed)");
+        if (!dim) throw new RangeError("selection mode needs a site with vectors");
+      }
       const started = now();
       const hits = retriever.retrieve(question, qvec, k);
+      if (selection) {
+        return aboutSelection(question, selection, qvec, k, hits, /** @type {any} */ (opts.embed), started);
+      }
       const full = await store.passages(hits.map((h) => h.row));
       const evidence = E.buildEvidence(full, qvec, passageVector, dim);
       /** @type {Record<string, unknown>} */
@@ -161,10 +179,71 @@
       return result;
     }
 
+    /**
+     * `AnswerEngine.stream` in selection mode: the passages the selection
+     * lies in first, the selection itself as the first evidence, sentences
+     * ranked against question and selection, quoted and verified.
+     * @param {string} question
+     * @param {string} selection
+     * @param {Float32Array | null} qvec
+     * @param {number} k
+     * @param {Array<{row: number}>} hits the question's passages
+     * @param {(texts: string[]) => Promise<Float32Array[]>} embed
+     * @param {number} started
+     * @returns {Promise<Answer>}
+     */
+    async function aboutSelection(question, selection, qvec, k, hits, embed, started) {
+      const bm25 = (/** @type {string} */ query, /** @type {number} */ n) =>
+        retriever.retrieve(query, null, n).map((h) => h.row);
+      const holding = await SA.passagesHolding(selection, bm25, store.passages);
+      const rows = [...new Set([...holding, ...hits.map((h) => h.row)])].slice(0, k);
+      const full = await store.passages(rows);
+      const evidence = [
+        await SA.selectionEvidence(selection, qvec, dim, embed),
+        ...E.buildEvidence(full, qvec, passageVector, dim),
+      ];
+      /** @type {Record<string, unknown>} */
+      const timings = { retrieval_ms: ms(started) };
+      const generating = now();
+      /** @type {Record<string, unknown>} */
+      const meta = { generator: "extractive", model: "extractive", engine: "browser" };
+      const ranked = await SA.rankSentences(question, selection, evidence, embed);
+      const retrieved = { retrieved: evidence.map((e) => e.key), index_version: indexVersion };
+      const problems = evidence.filter((e) => e.problem).map((e) => e.problem);
+      if (problems.length) meta.problems = problems;
+      timings.generation_ms = ms(generating);
+      if (!ranked.length) {
+        return A.abstain({
+          question,
+          evidence,
+          candidates: [],
+          confidence: 0.0,
+          ranker,
+          meta: { ...meta, ...timings, ...retrieved },
+          mode: "selection",
+        });
+      }
+      const verifying = now();
+      const verified = await V.verify(SA.compose(ranked, evidence), evidence, embed);
+      timings.verification_ms = ms(verifying);
+      const result = A.assemble({
+        question,
+        qvec,
+        evidence,
+        verified,
+        confidence: 0.0,
+        meta: { ...meta, ...retrieved },
+        stamp: timestamp(clock()),
+        mode: "selection",
+      });
+      Object.assign(result.metadata, timings);
+      return result;
+    }
+
     return { answer };
   }
 
-  const api = { ENGINE_SCRIPTS, DEFAULT_K, MAX_K, MAX_QUESTION, createEngine };
+  const api = { ENGINE_SCRIPTS, DEFAULT_K, MAX_K, MAX_QUESTION, MAX_SELECTION, createEngine };
   lib.engine = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

@@ -335,6 +335,41 @@
     return n;
   }
 
+  /** `sentences._MARKER` and `_LEADING_MARKERS`, the Python sources. */
+  const MARKER_SOURCE = "\\s*(?:\\[[^\\[\\]\\n]{1,80}\\]|\\((?:chapter|section|source)\\b[^()\\n]{0,80}\\))";
+  const LEADING_MARKERS_SOURCE =
+    "(?:(?:\\[[^\\[\\]\\n]{1,80}\\]|\\((?:chapter|section|source)\\b[^()\\n]{0,80}\\))\\s*)+";
+
+  /**
+   * `sentences.strip_markers`: the text without `[1]`-style markers.
+   * @param {string} text
+   */
+  function stripMarkers(text) {
+    return pyStrip(text.replace(pyRegExp(MARKER_SOURCE, "gi"), ""));
+  }
+
+  /**
+   * `sentences.split_claims`: the sentences of an answer, each keeping the
+   * markers written after it (also where the splitter put them at the next
+   * sentence's start).
+   * @param {string} text
+   * @returns {string[]}
+   */
+  function splitClaims(text) {
+    /** @type {string[]} */
+    const claims = [];
+    for (const sentence of splitSentences(text)) {
+      let piece = sentence.text;
+      const lead = matchStart(pyRegExp(LEADING_MARKERS_SOURCE, "yi"), piece);
+      if (lead && claims.length) {
+        claims[claims.length - 1] += " " + pyStrip(lead[0]);
+        piece = piece.slice(lead[0].length);
+      }
+      if (pyStrip(piece)) claims.push(pyStrip(piece));
+    }
+    return claims;
+  }
+
   const api = {
     SPACE,
     pyRegExp,
@@ -349,6 +384,8 @@
     compareStrings,
     isCjk,
     splitSentences,
+    splitClaims,
+    stripMarkers,
     contentWords,
     numbers,
     wordCount,

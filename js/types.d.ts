@@ -355,7 +355,7 @@ export interface EngineEvidence {
   numbers: Set<string>;
   /** Cosine of the question and the whole passage. */
   relevance: number;
-  /** 1-based retrieval rank. */
+  /** 1-based retrieval rank (0: the reader's selection, whose record is null). */
   rank: number;
   /** Why the passage is judged without sentence similarity, if it is. */
   problem: string | null;
@@ -392,7 +392,8 @@ export interface EngineClaim {
   sources: number[];
   supports: EngineSupport[];
   vector: Float32Array | null;
-  quote: EngineSentence;
+  /** What to quote from the first source, when not its best sentence. */
+  quote: EngineSentence | null;
 }
 
 declare global {

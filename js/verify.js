@@ -29,6 +29,8 @@
   const S = lib.sentences || need("sentences");
   /** @type {typeof import("./evidence.js")} */
   const E = lib.evidence || need("evidence");
+  /** @type {typeof import("./ranker.js")} */
+  const R = lib.ranker || need("ranker");
 
   /** `grounding.SUPPORT_SIMILARITY` and `SUPPORT_OVERLAP`: weights of support. */
   const SUPPORT_SIMILARITY = 0.5;
@@ -124,7 +126,171 @@
     return { claims, removed: [], reattributed: [], unknown_markers: [] };
   }
 
-  const api = { SUPPORT_SIMILARITY, SUPPORT_OVERLAP, BRACKETED_NUMBER, support, defuseMarkers, unitVector, quoteUnits };
+  // -- the answer of selection mode: grounding.verify ------------------------
+
+  /** `grounding.SUPPORT_THRESHOLD` and `TWIN_MARGIN`. */
+  const SUPPORT_THRESHOLD = 0.65;
+  const TWIN_MARGIN = 0.02;
+  /** `contracts.USER_SELECTION`: the selection's key among the evidence. */
+  const USER_SELECTION = "user-selection";
+  /** `citations._BRACKET`, `_SOURCE`, `_CHAPTER` and `contracts.PASSAGE_ID`. */
+  const BRACKET = "\\[([^\\[\\]\\n]{1,80})\\]";
+  const SOURCE = "^source\\s*:\\s*([^\\n]+)$";
+  const CHAPTER = "\\bChapter\\s+(\\d+)(?:\\s*,?\\s*Section\\s+(\\d+(?:\\.\\d+)*))?";
+  const PASSAGE_ID = /^ch[0-9]+-sec[0-9]+-p[0-9]+$/;
+
+  /**
+   * `PurePosixPath(path).stem`.
+   * @param {string} path
+   */
+  function stem(path) {
+    const name = path.split("/").filter((part) => part !== "" && part !== ".").pop() || "";
+    const dot = name.lastIndexOf(".");
+    return dot > 0 && dot < name.length - 1 ? name.slice(0, dot) : name;
+  }
+
+  /**
+   * `citations.parse_markers`: the evidence a text's markers cite (in
+   * order, no repeats) and the markers that name none.
+   * @param {string} text
+   * @param {Evidence[]} evidence
+   * @returns {[number[], string[]]}
+   */
+  function parseMarkers(text, evidence) {
+    /** @type {number[]} */
+    const claimed = [];
+    /** @type {string[]} */
+    const unknown = [];
+    /** @param {number | null} index @param {string} marker */
+    const add = (index, marker) => {
+      if (index === null) unknown.push(marker);
+      else if (!claimed.includes(index)) claimed.push(index);
+    };
+    for (const match of text.matchAll(S.pyRegExp(BRACKET, "g"))) {
+      const inner = S.pyStrip(match[1]);
+      const source = S.pyRegExp(SOURCE, "i").exec(inner);
+      if (source) {
+        const wanted = stem(S.pyStrip(source[1]).split("#")[0]).toLowerCase();
+        const found = evidence.findIndex((e) => e.record && stem(String(e.record.docname)).toLowerCase() === wanted);
+        add(found < 0 ? null : found, match[0]);
+        continue;
+      }
+      for (const ref of inner.split(S.pyRegExp("\\s*[,;]\\s*"))) add(byReference(ref, evidence), `[${ref}]`);
+    }
+    for (const match of text.matchAll(S.pyRegExp(CHAPTER, "gi"))) {
+      const [, chapter, section] = match;
+      const found = evidence.findIndex(
+        (e) =>
+          e.record &&
+          String(e.record.chapter).startsWith(`${chapter}.`) &&
+          (section === undefined || String(e.record.section).startsWith(section)),
+      );
+      add(found < 0 ? null : found, match[0]);
+    }
+    return [claimed, unknown];
+  }
+
+  /**
+   * `citations._by_reference`: `[2]`, `[ch3-sec2-p4]`, `[user-selection]`.
+   * @param {string} ref
+   * @param {Evidence[]} evidence
+   * @returns {number | null}
+   */
+  function byReference(ref, evidence) {
+    if (/^[0-9]+$/.test(ref)) {
+      const n = Number(ref);
+      return n >= 1 && n <= evidence.length ? n - 1 : null;
+    }
+    const lower = ref.toLowerCase();
+    if (PASSAGE_ID.test(ref) || lower === "user-selection" || lower === "user selection") {
+      const key = lower.startsWith("user") ? USER_SELECTION : ref;
+      const found = evidence.findIndex((e) => e.key === key);
+      return found < 0 ? null : found;
+    }
+    return null;
+  }
+
+  /**
+   * `grounding._selection_twins`: a claim from the reader's selection also
+   * cites the book passage holding it (and the other way round), when that
+   * supports it as well.
+   * @param {number} source
+   * @param {Support[]} supports
+   * @param {Evidence[]} evidence
+   * @returns {number[]}
+   */
+  function selectionTwins(source, supports, evidence) {
+    const isSelection = (/** @type {Evidence} */ e) => e.key === USER_SELECTION;
+    if (!evidence.some(isSelection)) return [];
+    const best = supports[source].score;
+    for (let j = 0; j < evidence.length; j++) {
+      if (j !== source && isSelection(evidence[j]) !== isSelection(evidence[source]) && supports[j].score >= best - TWIN_MARGIN) {
+        return [j];
+      }
+    }
+    return [];
+  }
+
+  /**
+   * `grounding.verify`: the sentences of `text` that some evidence supports,
+   * each attributed; the rest listed as removed.
+   * @param {string} text
+   * @param {Evidence[]} evidence
+   * @param {(texts: string[]) => Promise<Float32Array[]>} embed
+   * @returns {Promise<{claims: Claim[], removed: object[], reattributed: object[], unknown_markers: string[]}>}
+   */
+  async function verify(text, evidence, embed) {
+    const pieces = S.splitClaims(text);
+    const parsed = pieces.map((piece) => parseMarkers(piece, evidence));
+    const claimsText = pieces.map((piece) => S.stripMarkers(piece));
+    const keep = claimsText.flatMap((c, i) => (S.contentWords(c).size ? [i] : []));
+    const vectors = keep.length ? await embed(keep.map((i) => claimsText[i])) : [];
+    /** @type {{claims: Claim[], removed: object[], reattributed: object[], unknown_markers: string[]}} */
+    const result = { claims: [], removed: [], reattributed: [], unknown_markers: [] };
+    parsed.forEach(([, unknown], i) => {
+      result.unknown_markers.push(...unknown);
+      if (!keep.includes(i) && claimsText[i]) {
+        result.removed.push({ sentence: claimsText[i], reason: "no content", best_support: 0.0 });
+      }
+    });
+    keep.forEach((i, n) => {
+      const claim = claimsText[i];
+      const claimed = parsed[i][0];
+      const vector = vectors[n];
+      const supports = evidence.map((e) => support(claim, vector, e));
+      const ranked = evidence.map((_, j) => j).sort((a, b) => supports[b].score - supports[a].score);
+      if (!ranked.length || supports[ranked[0]].score < SUPPORT_THRESHOLD) {
+        result.removed.push({
+          sentence: claim,
+          reason: "unsupported",
+          best_support: ranked.length ? R.pyRound(supports[ranked[0]].score, 3) : 0.0,
+        });
+        return;
+      }
+      const confirmed = claimed.filter((j) => supports[j].score >= SUPPORT_THRESHOLD);
+      if (claimed.length && !confirmed.length) {
+        result.reattributed.push({ sentence: claim, from: claimed.map((j) => evidence[j].key), to: evidence[ranked[0]].key });
+      }
+      const sources = confirmed.length ? confirmed : [ranked[0]];
+      sources.push(...selectionTwins(sources[0], supports, evidence));
+      result.claims.push({ text: claim, sources, supports, vector, quote: null });
+    });
+    return result;
+  }
+
+  const api = {
+    SUPPORT_SIMILARITY,
+    SUPPORT_OVERLAP,
+    SUPPORT_THRESHOLD,
+    USER_SELECTION,
+    BRACKETED_NUMBER,
+    support,
+    defuseMarkers,
+    unitVector,
+    quoteUnits,
+    parseMarkers,
+    verify,
+  };
   lib.verify = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

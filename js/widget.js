@@ -36,11 +36,6 @@
   "use strict";
 
   const STATIC_RESULTS = 5;
-  /** The note over a selection's search results where the browser answers. */
-  const SELECTION_STATIC =
-    "Questions about a selection need the answer server (ragcite serve): your browser answers questions " +
-    "about the whole book. These are the passages that best match your question and the selection; " +
-    "for an answer here, ask the whole book instead.";
   const STORAGE_KEY = "ragcite:last";
   const PARTS = ["citations", "createSseParser", "settings", "dom", "client", "staticMode", "deeplinks", "selection", "panel"];
 
@@ -273,9 +268,10 @@
    * @param {string} question
    * @param {StaticResult} result the results on screen
    * @param {AbortController} controller the question's
+   * @param {string | null} [selected] the reader's selection, asked about
    * @returns {Promise<Answer | StaticResult>}
    */
-  async function answerLocally(question, result, controller) {
+  async function answerLocally(question, result, controller, selected = null) {
     const answers = await inBrowser();
     if (!answers) return result;
     const blocked = answers.unavailable();
@@ -295,7 +291,7 @@
     panel.setStatus(answers.state() === "ready" ? "Answering in your browser…" : "Loading the answer engine…");
     let answer;
     try {
-      answer = await answers.ask(question, controller.signal);
+      answer = await answers.ask(question, controller.signal, selected);
     } catch (error) {
       const e = /** @type {import("./browser.js").BrowserAnswerError} */ (error);
       if (e.kind === "replaced" || inflight !== controller) throw new WidgetError("Replaced by a newer question.", "aborted");
@@ -305,7 +301,7 @@
     }
     if (inflight !== controller) throw new WidgetError("Replaced by a newer question.", "aborted");
     panel.renderAnswer(answer);
-    last = { kind: "answer", question, selection: null, data: answer };
+    last = { kind: "answer", question, selection: selected, data: answer };
     remember();
     document.dispatchEvent(new CustomEvent("ragcite:answer", { detail: answer }));
     return answer;
@@ -342,7 +338,7 @@
    * @param {AbortController} controller the question's
    * @param {string} [why]
    * @returns {Promise<Answer | StaticResult>} the answer of the engine in the
-   *   browser when it gives one (a question about a selection: the results)
+   *   browser when it gives one, else the results
    */
   async function askStatic(question, selected, controller, why) {
     panel.setStatus("Searching the book's passages…");
@@ -350,22 +346,10 @@
     const hits = await staticHits(query);
     /** @type {StaticResult} */
     const result = { mode: "static", question, hits };
-    if (!why && selected) why = await selectionNote();
     panel.renderStatic(result, why);
     last = { kind: "static", question, selection: selected, data: result, why };
     remember();
-    return selected ? result : answerLocally(question, result, controller);
-  }
-
-  /**
-   * Why a question about a selection gets search results where the engine in
-   * the browser could answer: it answers questions about the whole book only
-   * (undefined where it cannot run: the usual note says what is possible).
-   * @returns {Promise<string | undefined>}
-   */
-  async function selectionNote() {
-    const answers = await inBrowser();
-    return answers && answers.unavailable() === null ? SELECTION_STATIC : undefined;
+    return answerLocally(question, result, controller, selected);
   }
 
   /**

@@ -10,7 +10,8 @@
  *   order, from this script's folder), the runtime, the model (its SHA-256
  *   checked first), the tokenizer and what every question needs, then say
  *   `ready`. Progress comes as `progress` messages.
- * - `{type: "ask", id, question, k?}`: answer; `answer` (the JSON of
+ * - `{type: "ask", id, question, k?, selection?}`: answer (about the
+ *   reader's `selection` when given: selection mode); `answer` (the JSON of
  *   `/api/ask`) or `error` with the same `id`.
  * - `{type: "search", id, question, k}`: the static search's best passages,
  *   `hits` with the same `id`, as soon as the static index is in (before the
@@ -74,6 +75,7 @@
     "ranker.js",
     "verify.js",
     "answer.js",
+    "selection_answer.js",
     "engine.js",
     "wordpiece.js",
     "encode.js",
@@ -303,8 +305,20 @@
         const started = now();
         const vector = encoder ? await encoder.embed(question) : null;
         const encoded = now();
+        /** @type {{k?: number, selection?: string, embed?: (texts: string[]) => Promise<Float32Array[]>}} */
+        const options = {};
+        if (data.k) options.k = Number(data.k);
+        if (typeof data.selection === "string" && data.selection && encoder) {
+          // selection mode embeds the selection, its sentences and the quotes
+          options.selection = data.selection;
+          options.embed = async (texts) => {
+            const out = [];
+            for (const text of texts) out.push(await encoder.embed(text));
+            return out;
+          };
+        }
         /** @type {Answer} */
-        const result = await engine.answer(question, vector, data.k ? { k: Number(data.k) } : undefined);
+        const result = await engine.answer(question, vector, options);
         /** @type {Record<string, unknown>} */
         const meta = (result.metadata = result.metadata || {});
         meta.generator = meta.generator || "extractive";

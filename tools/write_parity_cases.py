@@ -4,7 +4,9 @@ For every question of a dev set, the case file holds the question, the
 Python encoder's vector of it (float32, base64) and what the Python engine
 answered (``AnswerEngine``, book mode, extractive: what ``POST /api/ask``
 returns): the outcome, the cited passage IDs in order, the shown passages,
-the confidence, the answer text and the retrieved IDs. ``js/test/parity.test.js``
+the confidence, the answer text and the retrieved IDs. Every sixth question
+is asked again about a selection (selection mode), with every text that
+answer embedded and its vector. ``js/test/parity.test.js``
 runs the JS engine (``js/engine.js``) on the same site with the same vectors
 and compares (``tests/test_browser_parity.py`` runs both).
 
@@ -67,32 +69,92 @@ def vector_text(vector: np.ndarray) -> str:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
+#: Every SELECTION_EVERY-th question is also asked about a selection (selection
+#: mode): the opening sentences of the passage the book answer retrieved first,
+#: as a reader selects a paragraph's start; every other one of them asks
+#: "What does this mean?" instead of the question.
+SELECTION_EVERY = 6
+SELECTION_SENTENCES = 2
+ABOUT_THIS = "What does this mean?"
+
+
+class Recording:
+    """An embedder that keeps every text it embedded with its vector: selection
+    mode embeds more than the question (the selection, its sentences, the
+    quotes), and the JS engine is given exactly these vectors."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.seen: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = self.embedder.embed(texts)
+        self.seen.update(zip(texts, vectors, strict=True))
+        return vectors  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.embedder, name)
+
+
+def selection_for(loaded: Any, retrieved: list[str]) -> str | None:
+    """The first sentences of the first retrieved passage, as the reader
+    would select them on its page (one stretch of its text)."""
+    from sphinx_ragcite.text import split_sentences
+
+    record = loaded.passage(retrieved[0]) if retrieved else None
+    if record is None:
+        return None
+    found = split_sentences(record["text"])[:SELECTION_SENTENCES]
+    return record["text"][found[0].start : found[-1].end] if found else None
+
+
+def case(qid: str, question: str, vector: np.ndarray, answer: Any) -> dict[str, Any]:
+    return {
+        "id": qid,
+        "question": question,
+        "vector": vector_text(vector),
+        "outcome": answer.outcome,
+        "cited": [c.passage_id for c in answer.citations],
+        "shown": [p.passage_id for p in answer.passages],
+        "confidence": answer.confidence,
+        "answer": answer.answer,
+        "retrieved": answer.metadata["retrieved"],
+        "answerability": answer.metadata.get("answerability"),
+    }
+
+
 def cases_for(
     name: str, site: Path, questions: Sequence[tuple[str, str]]
 ) -> dict[str, Any]:
-    """The case file of dev set *name*: *questions* are (id, question) pairs."""
+    """The case file of dev set *name*: *questions* are (id, question) pairs,
+    every :data:`SELECTION_EVERY`-th also asked about a selection."""
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.retrieval.site import Site
 
     loaded = Site.load(site)
+    recording = Recording(loaded.embedder)
+    loaded.__dict__["embedder"] = recording  # the engine's, and its caches'
     engine = AnswerEngine(loaded)
     cases = []
     started = time.perf_counter()
-    for qid, question in questions:
-        vector = loaded.embedder.embed([question.strip()])[0]
+    for number, (qid, question) in enumerate(questions):
+        vector = recording.embed([question.strip()])[0]
         answer = engine.answer(question)
+        cases.append(case(qid, question, vector, answer))
+        if number % SELECTION_EVERY:
+            continue
+        selection = selection_for(loaded, answer.metadata["retrieved"])
+        if selection is None:
+            continue
+        asked = question if number % (2 * SELECTION_EVERY) == 0 else ABOUT_THIS
+        recording.seen.clear()
+        vector = recording.embed([asked.strip()])[0]
+        about = engine.answer(asked, mode="selection", selection=selection)
         cases.append(
             {
-                "id": qid,
-                "question": question,
-                "vector": vector_text(vector),
-                "outcome": answer.outcome,
-                "cited": [c.passage_id for c in answer.citations],
-                "shown": [p.passage_id for p in answer.passages],
-                "confidence": answer.confidence,
-                "answer": answer.answer,
-                "retrieved": answer.metadata["retrieved"],
-                "answerability": answer.metadata.get("answerability"),
+                **case(f"{qid}~selection", asked, vector, about),
+                "selection": selection,
+                "embedded": {t: vector_text(v) for t, v in recording.seen.items()},
             }
         )
     per_question = (time.perf_counter() - started) / max(len(questions), 1)

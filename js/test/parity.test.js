@@ -3,7 +3,9 @@
 /**
  * The browser engine answers as the Python engine does: on each parity case
  * file (`tools/write_parity_cases.py`), the same outcome and cited passage
- * IDs for >= 0.99 of the questions, with the confidence within 0.02.
+ * IDs for >= 0.99 of the questions, with the confidence within 0.02. A
+ * case with a `selection` is asked about it (selection mode), given the
+ * vectors Python embedded (`embedded`: every text it embedded).
  *
  * The case files are named by `RAGCITE_PARITY_CASES` (files or folders,
  * separated by the path delimiter); each names the built site it was written
@@ -106,8 +108,20 @@ test("parity with the Python engine", { skip: files.length ? false : "RAGCITE_PA
       const outcomes = { answer: 0, passages: 0, not_found: 0 };
       for (const item of data.cases) {
         const qvec = vectorOf(item.vector);
+        /** @type {{selection?: string, embed?: (texts: string[]) => Promise<Float32Array[]>}} */
+        const options = {};
+        if (item.selection) {
+          // selection mode embeds more than the question: Python's vectors
+          const embedded = item.embedded;
+          options.selection = item.selection;
+          options.embed = async (texts) =>
+            texts.map((text) => {
+              if (!(text in embedded)) throw new Error(`${item.id}: Python embedded no ${JSON.stringify(text)}`);
+              return vectorOf(embedded[text]);
+            });
+        }
         const started = performance.now();
-        const got = await engine.answer(item.question, qvec);
+        const got = await engine.answer(item.question, qvec, options);
         times.push(performance.now() - started);
         const cited = got.citations.map((c) => c.passage_id);
         const shown = (got.passages || []).map((p) => p.passage_id);

@@ -48,6 +48,7 @@ ENGINE_SCRIPTS = (
     "ranker.js",
     "verify.js",
     "answer.js",
+    "selection_answer.js",
     "engine.js",
     "wordpiece.js",
     "encode.js",

@@ -1,0 +1,205 @@
+// @ts-check
+/**
+ * Selection mode in the browser: the passages a reader's selection lies in,
+ * the selection as evidence, and the sentences to quote. The JS twin of
+ * `sphinx_ragcite/answer/selection.py` and of the selection's part of
+ * `evidence.build_evidence`; the path `POST /api/ask` takes with
+ * `mode: "selection"` and the extractive generator.
+ *
+ * The answer ranker is not asked (a question about a selection says little
+ * of its own): sentences are ranked against question and selection together
+ * and the best one or two quoted; selection mode never abstains while a
+ * sentence is worth quoting. Unlike book mode it embeds more than the
+ * question: the selection's sentences, the selection, the question with it,
+ * and the sentences quoted, through the caller's `embed`.
+ *
+ * Classic script: registers on `globalThis.ragcite_lib.selectionAnswer`
+ * (load `sentences.js`, `units.js`, `evidence.js` and `answer.js` first),
+ * and on `module.exports` under Node.
+ */
+
+/** @typedef {import("./types").EngineEvidence} Evidence */
+
+(function () {
+  "use strict";
+
+  const g = /** @type {any} */ (globalThis);
+  /** @type {Record<string, any>} */
+  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const need = (/** @type {string} */ name) =>
+    typeof require === "function" ? require(`./${name}.js`) : null;
+  /** @type {typeof import("./sentences.js")} */
+  const S = lib.sentences || need("sentences");
+  /** @type {typeof import("./units.js")} */
+  const U = lib.units || need("units");
+  /** @type {typeof import("./evidence.js")} */
+  const E = lib.evidence || need("evidence");
+  /** @type {typeof import("./answer.js")} */
+  const A = lib.answer || need("answer");
+
+  // selection.py's numbers (set there, and why)
+  const SELECTION_CONTEXT = 1000;
+  const HOLDING_SEARCH = 10;
+  const HOLDING_WORDS = 5;
+  const PASSAGE_WEIGHT = 0.5;
+  const MIN_WORDS = 4;
+  const RANK_BONUS = 0.1;
+  const SECOND_FLOOR = 0.54;
+  const MAX_SENTENCES = 2;
+  const MAX_WORDS = 80;
+  const SECOND_SHARE = 0.9;
+  const OTHER_PASSAGE_SHARE = 0.95;
+  const REDUNDANT = 0.85;
+  /** `contracts.USER_SELECTION`. */
+  const USER_SELECTION = "user-selection";
+
+  /**
+   * @typedef {object} RankedSentence
+   * @property {number} score fit plus the passage's relevance: the order
+   * @property {number} standing fit plus a bonus for the passage's rank
+   * @property {number} evidence
+   * @property {number} sentence
+   * @property {string} text
+   */
+
+  /**
+   * The first `n` code points of `text` (Python's `text[:n]`).
+   * @param {string} text
+   * @param {number} n
+   */
+  function head(text, n) {
+    return S.codePoints(text) <= n ? text : Array.from(text).slice(0, n).join("");
+  }
+
+  /**
+   * `selection.passages_holding`: of the passages BM25 finds for the
+   * selection, those holding a run of five of its words.
+   * @param {string} selection
+   * @param {(query: string, k: number) => number[]} bm25 the rows BM25 ranks first
+   * @param {(rows: number[]) => Promise<Array<{row: number, record: any}>>} passages their records
+   * @returns {Promise<number[]>}
+   */
+  async function passagesHolding(selection, bm25, passages) {
+    const words = S.pySplit(selection.toLowerCase());
+    const n = HOLDING_WORDS;
+    const grams = new Set();
+    for (let i = 0; i < Math.max(1, words.length - n + 1); i++) grams.add(words.slice(i, i + n).join(" "));
+    const rows = bm25(selection, HOLDING_SEARCH);
+    const found = await passages(rows);
+    return found
+      .filter((p) => {
+        const text = S.pySplit(String(p.record.text).toLowerCase()).join(" ");
+        for (const gram of grams) if (text.includes(gram)) return true;
+        return false;
+      })
+      .map((p) => p.row);
+  }
+
+  /**
+   * The selection as evidence (`evidence.build_evidence`'s first item).
+   * @param {string} selection
+   * @param {Float32Array | null} qvec
+   * @param {number} dim
+   * @param {(texts: string[]) => Promise<Float32Array[]>} embed
+   * @returns {Promise<Evidence>}
+   */
+  async function selectionEvidence(selection, qvec, dim, embed) {
+    const sentences = S.splitSentences(selection);
+    const embedded = sentences.length ? await embed(sentences.map((s) => s.text)) : [];
+    const vectors = new Float32Array(sentences.length * dim);
+    embedded.forEach((v, i) => vectors.set(v, i * dim));
+    const [whole] = await embed([selection]);
+    return {
+      key: USER_SELECTION,
+      record: null,
+      text: selection,
+      sentences,
+      vectors,
+      dim,
+      words: S.contentWords(selection),
+      numbers: S.numbers(selection),
+      relevance: qvec ? E.dot(whole, 0, qvec) : 0.0,
+      rank: 0,
+      problem: null,
+    };
+  }
+
+  /**
+   * `selection.rank_sentences`: every sentence of the evidence worth
+   * quoting, best first.
+   * @param {string} question
+   * @param {string} selection
+   * @param {Evidence[]} evidence
+   * @param {(texts: string[]) => Promise<Float32Array[]>} embed
+   * @returns {Promise<RankedSentence[]>}
+   */
+  async function rankSentences(question, selection, evidence, embed) {
+    const about = `${question}\n${head(selection, SELECTION_CONTEXT)}`;
+    const [vector] = await embed([about]);
+    const asked = S.contentWords(about);
+    /** @type {RankedSentence[]} */
+    const out = [];
+    evidence.forEach((item, e) => {
+      if (!item.sentences.length) return;
+      const sims = E.sentenceSims(item, vector);
+      const prior = PASSAGE_WEIGHT * item.relevance;
+      item.sentences.forEach((sentence, s) => {
+        if (S.wordCount(sentence.text) < MIN_WORDS || U.looksLikeCode(sentence.text)) return;
+        const value = A.answerFit(asked, sims[s], sentence.text);
+        const bonus = RANK_BONUS / Math.max(item.rank, 1);
+        out.push({ score: value + prior, standing: value + bonus, evidence: e, sentence: s, text: sentence.text });
+      });
+    });
+    out.sort((a, b) => b.score - a.score || a.evidence - b.evidence || a.sentence - b.sentence);
+    return out;
+  }
+
+  /**
+   * `selection.compose`: the best sentences, each followed by the marker
+   * of its evidence.
+   * @param {RankedSentence[]} ranked
+   * @param {Evidence[]} evidence
+   */
+  function compose(ranked, evidence) {
+    /** @type {RankedSentence[]} */
+    const chosen = [];
+    let words = 0;
+    /** @param {RankedSentence} c */
+    const vectorOf = (c) => {
+      const item = evidence[c.evidence];
+      return item.vectors ? item.vectors.subarray(c.sentence * item.dim, (c.sentence + 1) * item.dim) : null;
+    };
+    for (const candidate of ranked) {
+      if (chosen.length === MAX_SENTENCES) break;
+      if (chosen.length && (candidate.score < SECOND_SHARE * chosen[0].score || candidate.standing < SECOND_FLOOR)) break;
+      if (chosen.length && candidate.evidence !== chosen[0].evidence && candidate.score < OTHER_PASSAGE_SHARE * chosen[0].score) {
+        continue; // another passage must be nearly as good to be cited too
+      }
+      const size = S.wordCount(candidate.text);
+      if (chosen.length && words + size > MAX_WORDS) continue;
+      const vector = vectorOf(candidate);
+      const redundant = chosen.some((c) => {
+        const other = vectorOf(c);
+        return vector !== null && other !== null && E.dot(other, 0, vector) > REDUNDANT;
+      });
+      if (redundant) continue;
+      chosen.push(candidate);
+      words += size;
+    }
+    return chosen.map((c) => `${c.text} [${c.evidence + 1}]`).join(" ");
+  }
+
+  const api = {
+    SELECTION_CONTEXT,
+    HOLDING_SEARCH,
+    USER_SELECTION,
+    passagesHolding,
+    selectionEvidence,
+    rankSentences,
+    compose,
+  };
+  lib.selectionAnswer = api;
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  }
+})();
