@@ -386,6 +386,8 @@
     splitSentences,
     splitClaims,
     stripMarkers,
+    MARKER_SOURCE,
+    LEADING_MARKERS_SOURCE,
     contentWords,
     numbers,
     wordCount,

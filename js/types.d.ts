@@ -331,8 +331,14 @@ export interface EngineStore {
 export interface BrowserEngine {
   /** The answer JSON of `POST /api/ask` (`metadata.engine` is "browser").
    * `qvec`: the question's vector from the encoder, or null (BM25 alone).
-   * Throws a RangeError for a question that is empty or over 2000 characters. */
-  answer(question: string, qvec: Float32Array | null, opts?: { k?: number }): Promise<Answer>;
+   * Throws a RangeError for a question that is empty or over 2000 characters.
+   * `opts.selection`: the reader's selected text, asked about (selection
+   * mode), which needs `opts.embed`, the encoder over several texts. */
+  answer(
+    question: string,
+    qvec: Float32Array | null,
+    opts?: { k?: number; selection?: string; embed?: (texts: string[]) => Promise<Float32Array[]> },
+  ): Promise<Answer>;
 }
 
 /** A sentence and its [start, end) in its text (UTF-16 offsets). */

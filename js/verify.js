@@ -135,7 +135,7 @@
   const USER_SELECTION = "user-selection";
   /** `citations._BRACKET`, `_SOURCE`, `_CHAPTER` and `contracts.PASSAGE_ID`. */
   const BRACKET = "\\[([^\\[\\]\\n]{1,80})\\]";
-  const SOURCE = "^source\\s*:\\s*([^\\n]+)$";
+  const SOURCE = "^source\\s*:\\s*(.+)$";
   const CHAPTER = "\\bChapter\\s+(\\d+)(?:\\s*,?\\s*Section\\s+(\\d+(?:\\.\\d+)*))?";
   const PASSAGE_ID = /^ch[0-9]+-sec[0-9]+-p[0-9]+$/;
 
@@ -282,8 +282,12 @@
     SUPPORT_SIMILARITY,
     SUPPORT_OVERLAP,
     SUPPORT_THRESHOLD,
+    TWIN_MARGIN,
     USER_SELECTION,
     BRACKETED_NUMBER,
+    BRACKET,
+    SOURCE,
+    CHAPTER,
     support,
     defuseMarkers,
     unitVector,

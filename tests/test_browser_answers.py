@@ -354,31 +354,50 @@ def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:
         assert [c for c, _, _ in served if c != "GET"] == []
 
 
-def test_a_question_about_a_selection_says_what_the_browser_answers(
+def test_a_question_about_a_selection_is_answered_in_the_browser(
     page, site: Path
 ) -> None:
-    """With no server, a question about a selection gets search results (the
-    engine in the browser answers questions about the whole book), and the
-    note says so and how to get an answer here, not that answers need a
-    server while the engine loads above it; asked of the whole book, the
-    same question is answered in the browser."""
+    """Selection mode with no server: the question asked about a selection
+    (the opening sentences of the passage a question retrieves first, as
+    ``tools/write_parity_cases.py`` makes them) is answered in the browser as
+    the Python engine answers it, the selection cited as "User Selection"
+    without a link; nothing but GET requests leaves the page."""
+    from sphinx_ragcite.answer.engine import AnswerEngine
+    from sphinx_ragcite.retrieval.site import Site
+    from tools import write_parity_cases as cases_tool
+
+    loaded = Site.load(site)
+    engine = AnswerEngine(loaded)
+    asked = [
+        (QUESTION, "How long is the bloom?"),
+        ("How hot should the water be?", cases_tool.ABOUT_THIS),
+        ("Why does grind size matter?", "Why does grind size matter?"),
+    ]
+    selections = 0
     with serve(site) as (base, _):
         page.goto(f"{base}/brewing/pour_over.html")
-        result = page.evaluate(
-            "([q, s]) => window.ragcite.ask(q, {selection: s})",
-            [QUESTION, "Pour-over brewing is percolation done by hand"],
-        )
-        assert result["mode"] == "static", result
-        assert result["hits"], result
-        note = page.locator(".ragcite-static-note").text_content()
-        assert "Questions about a selection need the answer server" in note
-        assert "ask the whole book instead" in note
-        page.locator(".ragcite-selection-clear").click()
-        assert page.locator(".ragcite-selection").is_hidden()
-        page.locator(".ragcite-submit").click()
-        page.wait_for_selector(".ragcite-sources li", timeout=60_000)
-        assert "Answered in your browser" in page.locator(".ragcite-panel").inner_text()
-        assert all(method == "GET" for method, _ in page.requests)
+        for finding, question in asked:
+            retrieved = engine.answer(finding).metadata["retrieved"]
+            selection = cases_tool.selection_for(loaded, retrieved)
+            assert selection
+            server = engine.answer(question, mode="selection", selection=selection)
+            browser = page.evaluate(
+                "([q, s]) => window.ragcite.ask(q, {selection: s})",
+                [question, selection],
+            )
+            assert browser["metadata"]["engine"] == "browser", browser
+            assert browser["mode"] == "selection"
+            why = page_tools.mismatch(server.model_dump(mode="json"), browser)
+            assert why is None, (question, selection, why)
+            assert browser["answer"] == server.answer
+            assert page.locator(".ragcite-sources li").count() == len(server.citations)
+            cited = [c["passage_id"] for c in browser["citations"]]
+            mine = page.locator(".ragcite-source", has_text="User Selection")
+            assert mine.count() == cited.count("user-selection")
+            assert mine.locator("a").count() == 0
+            selections += cited.count("user-selection")
+    assert selections, "no answer cited the selection"
+    assert all(method == "GET" for method, _ in page.requests)
 
 
 #: An init script that makes the page's own thread do the engine's kind of

@@ -24,14 +24,25 @@ from typing import Any
 
 import pytest
 
-from sphinx_ragcite.answer import confidence, grounding, ranker, sentences, units
+from sphinx_ragcite.answer import (
+    citations,
+    confidence,
+    grounding,
+    ranker,
+    selection,
+    sentences,
+    units,
+)
 from sphinx_ragcite.answer import engine as py_engine
 from sphinx_ragcite.contracts import (
     DEFAULT_K,
     HIGH_CONFIDENCE,
     MAX_K,
     MAX_QUESTION,
+    MAX_SELECTION,
     MEDIUM_CONFIDENCE,
+    USER_SELECTION,
+    make_snippet,
 )
 from sphinx_ragcite.retrieval import fusion
 from sphinx_ragcite.retrieval.searchable import SearchRequest
@@ -75,6 +86,7 @@ const A = require(path.join(jsdir, "answer.js"));
 const F = require(path.join(jsdir, "fusion.js"));
 const RT = require(path.join(jsdir, "retrieve.js"));
 const E = require(path.join(jsdir, "engine.js"));
+const SA = require(path.join(jsdir, "selection_answer.js"));
 const T = require(path.join(jsdir, "tokenize.js"));
 const data = JSON.parse(fs.readFileSync(input, "utf8"));
 const sorted = (set) => [...set].sort();
@@ -103,7 +115,18 @@ if (task === "twins") {
     },
     verify: {
       SUPPORT_SIMILARITY: V.SUPPORT_SIMILARITY, SUPPORT_OVERLAP: V.SUPPORT_OVERLAP,
-      BRACKETED_NUMBER: V.BRACKETED_NUMBER,
+      BRACKETED_NUMBER: V.BRACKETED_NUMBER, SUPPORT_THRESHOLD: V.SUPPORT_THRESHOLD,
+      TWIN_MARGIN: V.TWIN_MARGIN, USER_SELECTION: V.USER_SELECTION,
+      BRACKET: V.BRACKET, SOURCE: V.SOURCE, CHAPTER: V.CHAPTER,
+      MARKER: S.MARKER_SOURCE, LEADING_MARKERS: S.LEADING_MARKERS_SOURCE,
+    },
+    selection: {
+      SELECTION_CONTEXT: SA.SELECTION_CONTEXT, HOLDING_SEARCH: SA.HOLDING_SEARCH,
+      HOLDING_WORDS: SA.HOLDING_WORDS, PASSAGE_WEIGHT: SA.PASSAGE_WEIGHT,
+      MIN_WORDS: SA.MIN_WORDS, RANK_BONUS: SA.RANK_BONUS, SECOND_FLOOR: SA.SECOND_FLOOR,
+      MAX_SENTENCES: SA.MAX_SENTENCES, MAX_WORDS: SA.MAX_WORDS,
+      SECOND_SHARE: SA.SECOND_SHARE, OTHER_PASSAGE_SHARE: SA.OTHER_PASSAGE_SHARE,
+      REDUNDANT: SA.REDUNDANT, USER_SELECTION: SA.USER_SELECTION,
     },
     answer: {
       NOT_FOUND: A.NOT_FOUND, MAYBE_HERE: A.MAYBE_HERE, SEE_ALSO: A.SEE_ALSO,
@@ -112,7 +135,10 @@ if (task === "twins") {
       FIT: A.FIT, CURVE: A.CURVE,
     },
     retrieval: { LINEAR_ALPHA: F.LINEAR_ALPHA, DEPTH: RT.DEPTH },
-    engine: { DEFAULT_K: E.DEFAULT_K, MAX_K: E.MAX_K, MAX_QUESTION: E.MAX_QUESTION },
+    engine: {
+      DEFAULT_K: E.DEFAULT_K, MAX_K: E.MAX_K, MAX_QUESTION: E.MAX_QUESTION,
+      MAX_SELECTION: E.MAX_SELECTION,
+    },
   };
 } else if (task === "texts") {
   result = data.texts.map((text) => ({
@@ -123,6 +149,9 @@ if (task === "twins") {
     code: U.looksLikeCode(text),
     kind: U.questionKind(text),
     defused: V.defuseMarkers(text),
+    claims: S.splitClaims(text),
+    stripped: S.stripMarkers(text),
+    snippet: A.makeSnippet(text),
   }));
 } else if (task === "kinds") {
   result = data.pairs.map(([kind, text, asked]) => U.kindMatch(kind, text, asked));
@@ -201,7 +230,26 @@ def test_twins(node: str, tmp_path: Path) -> None:
         "SUPPORT_SIMILARITY": grounding.SUPPORT_SIMILARITY,
         "SUPPORT_OVERLAP": grounding.SUPPORT_OVERLAP,
         "BRACKETED_NUMBER": py_engine._BRACKETED_NUMBER.pattern,
+        "SUPPORT_THRESHOLD": grounding.SUPPORT_THRESHOLD,
+        "TWIN_MARGIN": grounding.TWIN_MARGIN,
+        "USER_SELECTION": USER_SELECTION,
+        "BRACKET": citations._BRACKET.pattern,
+        "SOURCE": citations._SOURCE.pattern,
+        "CHAPTER": citations._CHAPTER.pattern,
+        "MARKER": sentences._MARKER.pattern,
+        "LEADING_MARKERS": sentences._LEADING_MARKERS.pattern.removeprefix("^"),
     }
+    assert citations._SOURCE.flags & re.IGNORECASE
+    assert citations._CHAPTER.flags & re.IGNORECASE
+    assert sentences._MARKER.flags & sentences._LEADING_MARKERS.flags & re.IGNORECASE
+    assert got["selection"] == {
+        name: getattr(selection, name)
+        for name in (
+            "SELECTION_CONTEXT", "HOLDING_SEARCH", "HOLDING_WORDS", "PASSAGE_WEIGHT",
+            "MIN_WORDS", "RANK_BONUS", "SECOND_FLOOR", "MAX_SENTENCES", "MAX_WORDS",
+            "SECOND_SHARE", "OTHER_PASSAGE_SHARE", "REDUNDANT",
+        )
+    } | {"USER_SELECTION": USER_SELECTION}  # fmt: skip
     assert got["answer"] == {
         "NOT_FOUND": py_engine.NOT_FOUND,
         "MAYBE_HERE": py_engine.MAYBE_HERE,
@@ -231,6 +279,7 @@ def test_twins(node: str, tmp_path: Path) -> None:
         "DEFAULT_K": DEFAULT_K,
         "MAX_K": MAX_K,
         "MAX_QUESTION": MAX_QUESTION,
+        "MAX_SELECTION": MAX_SELECTION,
     }
 
 
@@ -304,6 +353,9 @@ def test_text_functions(node: str, example_site: Path, tmp_path: Path) -> None:
             "code": units.looks_like_code(text),
             "kind": units.question_kind(text),
             "defused": py_engine.defuse_markers(text),
+            "claims": sentences.split_claims(text),
+            "stripped": sentences.strip_markers(text),
+            "snippet": make_snippet(text),
         }
         assert js == expected, text
 
@@ -397,7 +449,8 @@ def test_example_book_parity(node: str, example_site: Path, tmp_path: Path) -> N
             case_file, cases_tool.cases_for("example_book", example_site, questions)
         )
     figures = parity(node, case_file, tmp_path, example_site)
-    assert figures["questions"] == 90
+    # 90 questions, every sixth also asked about a selection
+    assert figures["questions"] == 90 + 15
     assert figures["parity"] >= 0.99
     outcomes = figures["outcomes"]
     assert min(outcomes.values()) > 0, outcomes  # every outcome was compared
