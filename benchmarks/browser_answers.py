@@ -78,6 +78,8 @@ TARGETS = (
     ("later_bytes", "bytes per later question", "<= 200 KB on a 400-page book"),
     ("memory", "worker memory on a 400-page book", "<= 300 MB"),
     ("requests", "requests to another origin, POST requests", "0"),
+    ("selection", "questions about a selection: as ragcite serve, p50 / max",
+     "all the same"),
 )  # fmt: skip
 LAUNCH_ARGS = [
     *("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"),
@@ -135,6 +137,34 @@ def server_answers(site: Path, questions: list[str]) -> list[dict[str, Any]]:
 
     engine = AnswerEngine(Site.load(site))
     return [engine.answer(q).model_dump(mode="json") for q in questions]
+
+
+#: Questions of a book also asked about a selection in Chromium.
+SELECTION_QUESTIONS = 10
+
+
+def selection_answers(
+    site: Path, questions: list[str], answers: list[dict[str, Any]]
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(question, selection, the Python engine's answer) for the first
+    :data:`SELECTION_QUESTIONS` questions, the selection made as the parity
+    case files make it (the opening of the first passage retrieved)."""
+    from sphinx_ragcite.answer.engine import AnswerEngine
+    from sphinx_ragcite.retrieval.site import Site
+    from tools.write_parity_cases import selection_for
+
+    loaded = Site.load(site)
+    engine = AnswerEngine(loaded)
+    out = []
+    for question, answer in zip(questions, answers, strict=True):
+        selection = selection_for(loaded, answer["metadata"]["retrieved"])
+        if selection is None:
+            continue
+        about = engine.answer(question, mode="selection", selection=selection)
+        out.append((question, selection, about.model_dump(mode="json")))
+        if len(out) == SELECTION_QUESTIONS:
+            break
+    return out
 
 
 def question_rows(site: Path, answers: list[dict[str, Any]]) -> list[list[int]]:
@@ -228,10 +258,15 @@ def _renderer_rss() -> float | None:
 
 
 def in_chromium(
-    site: Path, questions: list[str], server: list[dict[str, Any]]
+    site: Path,
+    questions: list[str],
+    server: list[dict[str, Any]],
+    selections: list[tuple[str, str, dict[str, Any]]] = (),  # type: ignore[assignment]
 ) -> dict[str, Any]:
     """The first answer and later ones, long tasks, requests, bytes, memory,
-    and parity with *server*, the Python engine's answers to *questions*."""
+    and parity with *server*, the Python engine's answers to *questions*;
+    then the questions of *selections* asked about their selection, timed
+    and compared with the Python engine's answers."""
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="ragcite-browser-bench-"))
@@ -277,6 +312,14 @@ def in_chromium(
                 asked.append(answer)
             rss_after = _renderer_rss()
             long_tasks = page.evaluate("window.__long")
+            about = "async ([q, s]) => { const t = performance.now(); const a = await window.ragcite.ask(q, {selection: s}); return [performance.now() - t, a]; }"  # noqa: E501
+            selection_ms, selection_mismatches = [], []
+            for question, selection, expected in selections:
+                ms, answer = page.evaluate(about, [question, selection])
+                selection_ms.append(ms)
+                why = mismatch(expected, answer)
+                if why or answer.get("mode") != "selection":
+                    selection_mismatches.append({"question": question, "cause": why})
             received = page.evaluate("window.__messages")
             posted = page.evaluate("window.__sent")
             windows = engine_windows(received, posted)
@@ -320,6 +363,11 @@ def in_chromium(
         "later_bytes_max": max(later_bytes) if later_bytes else None,
         "answered_in_browser": sum(e == "browser" for e in engines),
         "questions": len(engines),
+        "selection_asked": len(selection_ms),
+        "selection_same": len(selection_ms) - len(selection_mismatches),
+        "selection_mismatches": selection_mismatches,
+        "selection_ms_p50": percentile(selection_ms, 50),
+        "selection_ms_max": max(selection_ms, default=None),
         "longest_task_ms": max(blocked, default=0.0),
         # what the test judges: script time, which a busy machine barely
         # stretches, where a task's drawing and garbage collection it does
@@ -373,8 +421,15 @@ def verdicts(figures: dict[str, Any], big: bool) -> dict[str, tuple[str, str]]:
         out["requests"] = (shown, "met" if bad == 0 else "NO")
         same, n = browser["parity_same"], browser["parity_asked"]
         engine_row("parity", f"{same}/{n}", same >= 0.99 * n)
+        same, n = browser["selection_same"], browser["selection_asked"]
+        p50, most = browser["selection_ms_p50"] or 0, browser["selection_ms_max"] or 0
+        shown = f"{same}/{n}, {p50:.0f} / {most:.0f} ms"
+        engine_row("selection", shown, n > 0 and same == n)
     else:
-        for key in ("answered", "first_answer", "later", "main_thread", "memory"):
+        for key in (
+            *("answered", "first_answer", "later", "main_thread", "memory"),
+            "selection",
+        ):
             out[key] = ("", "not measured (--no-browser)")
         out["requests"] = ("", "not measured (--no-browser)")
         out["parity"] = ("", "not measured (--no-browser)")
@@ -405,7 +460,8 @@ def measure_book(
     figures["shards"] = shard_costs(site, question_rows(site, server))
     if browser:
         n = max(browser, 2)
-        figures["browser"] = in_chromium(site, questions[:n], server[:n])
+        selections = selection_answers(site, questions[:n], server[:n])
+        figures["browser"] = in_chromium(site, questions[:n], server[:n], selections)
     return figures
 
 
