@@ -308,7 +308,8 @@
         /** @type {{k?: number, selection?: string, embed?: (texts: string[]) => Promise<Float32Array[]>}} */
         const options = {};
         if (data.k) options.k = Number(data.k);
-        if (typeof data.selection === "string" && data.selection && encoder) {
+        if (typeof data.selection === "string" && data.selection) {
+          if (!encoder) throw new HostError("Questions about a selection need the encoder, which this site does not ship.", "engine");
           // selection mode embeds the selection, its sentences and the quotes
           options.selection = data.selection;
           options.embed = async (texts) => {

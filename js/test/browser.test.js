@@ -409,3 +409,22 @@ test("the worker loads the engine's scripts in the engine's own order, then the 
   const { ENGINE_SCRIPTS } = require("../engine.js");
   assert.deepEqual(CORE_SCRIPTS, [...ENGINE_SCRIPTS, "wordpiece.js", "encode.js", "store.js"]);
 });
+
+test("a question about a selection reaches the engine with the selection and the encoder", async () => {
+  /** @type {any[]} */
+  const seen = [];
+  const engine = {
+    answer: async (/** @type {string} */ question, /** @type {Float32Array} */ qvec, /** @type {any} */ opts) => {
+      const vectors = opts.embed ? await opts.embed(["ab", "abcd"]) : [];
+      seen.push({ question, qlen: qvec[0], selection: opts.selection, embedded: vectors.map((/** @type {Float32Array} */ v) => v[0]) });
+      return { question, answer: "x [1]", citations: [], metadata: {} };
+    },
+  };
+  const { h, posted } = host({ engine });
+  await h.onMessage({ data: LOAD });
+  await h.onMessage({ data: { type: "ask", id: 1, question: "What does this mean?", selection: "Beta." } });
+  assert.equal(last(posted).type, "answer", JSON.stringify(last(posted)));
+  assert.deepEqual(seen, [{ question: "What does this mean?", qlen: 20, selection: "Beta.", embedded: [2, 4] }]);
+  await h.onMessage({ data: { type: "ask", id: 2, question: "Plain?" } });
+  assert.deepEqual(seen[1], { question: "Plain?", qlen: 6, selection: undefined, embedded: [] });
+});
