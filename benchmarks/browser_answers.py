@@ -54,7 +54,7 @@ from benchmarks._harness import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 #: What the worker fetches before the first answer (js/worker.js LOADED).
 FIRST_ANSWER_ROLES = (
@@ -261,7 +261,7 @@ def in_chromium(
     site: Path,
     questions: list[str],
     server: list[dict[str, Any]],
-    selections: list[tuple[str, str, dict[str, Any]]] = (),  # type: ignore[assignment]
+    selections: Sequence[tuple[str, str, dict[str, Any]]] = (),
 ) -> dict[str, Any]:
     """The first answer and later ones, long tasks, requests, bytes, memory,
     and parity with *server*, the Python engine's answers to *questions*;

@@ -208,7 +208,8 @@
   }
 
   /**
-   * `engine._citation` (book passages).
+   * `engine._citation`: a book passage, or the reader's selection (no page
+   * to link to).
    * @param {number} n
    * @param {Evidence} item
    * @param {Array<{text: string, start: number, end: number}>} quotes
@@ -220,44 +221,38 @@
   function citation(n, item, quotes, fit, support, stamp) {
     const relevance = Math.min(Math.max(item.relevance, 0.0), 1.0);
     const record = item.record;
-    if (record === null) {
-      // the reader's selection: no page to link to
-      return {
-        n,
-        passage_id: item.key,
-        url: null,
-        chapter: "User Selection",
-        section: "Selected Text",
-        heading_path: [],
-        page: null,
-        snippet: makeSnippet(item.text),
-        quote: quotes.map((q) => q.text).join(" … "),
-        quote_spans: quotes.map((q) => span(item.text, q.start, q.end)),
-        similarity_score: R.pyRound(relevance, 4),
-        confidence_score: citationConfidence(fit, relevance, support),
-        grounded: true,
-        source_type: "selection",
-        citation_date: stamp,
-      };
-    }
-    return {
+    const source =
+      record === null
+        ? {
+            passage_id: item.key,
+            url: null,
+            chapter: "User Selection",
+            section: "Selected Text",
+            heading_path: [],
+            snippet: makeSnippet(item.text),
+            source_type: "selection",
+          }
+        : {
+            passage_id: record.passage_id,
+            url: record.url,
+            chapter: record.chapter,
+            section: record.section,
+            heading_path: record.heading_path,
+            snippet: record.snippet,
+            source_type: "book",
+            ...pick(record, ["site", "version"]),
+          };
+    return /** @type {Citation} */ ({
       n,
-      passage_id: record.passage_id,
-      url: record.url,
-      chapter: record.chapter,
-      section: record.section,
-      heading_path: record.heading_path,
+      ...source,
       page: null,
-      snippet: record.snippet,
       quote: quotes.map((q) => q.text).join(" … "),
       quote_spans: quotes.map((q) => span(item.text, q.start, q.end)),
       similarity_score: R.pyRound(relevance, 4),
       confidence_score: citationConfidence(fit, relevance, support),
       grounded: true,
-      source_type: "book",
       citation_date: stamp,
-      ...pick(record, ["site", "version"]),
-    };
+    });
   }
 
   /**

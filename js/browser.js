@@ -244,7 +244,7 @@
             { once: true },
           );
         }
-        running.postMessage(selection ? { type: "ask", id, question, selection } : { type: "ask", id, question });
+        running.postMessage({ type: "ask", id, question, selection: selection || null });
       });
     }
 

@@ -129,30 +129,42 @@
         if (!opts.embed) throw new RangeError("selection mode needs the encoder (embed)");
         if (!dim) throw new RangeError("selection mode needs a site with vectors");
       }
+      const embed = /** @type {(texts: string[]) => Promise<Float32Array[]>} */ (opts.embed);
+      const mode = selection ? "selection" : "book";
       const started = now();
       const hits = retriever.retrieve(question, qvec, k);
-      if (selection) {
-        return aboutSelection(question, selection, qvec, k, hits, /** @type {any} */ (opts.embed), started);
-      }
-      const full = await store.passages(hits.map((h) => h.row));
-      const evidence = E.buildEvidence(full, qvec, passageVector, dim);
+      const evidence = selection
+        ? await aboutSelection(selection, qvec, k, hits, embed)
+        : E.buildEvidence(await store.passages(hits.map((h) => h.row)), qvec, passageVector, dim);
       /** @type {Record<string, unknown>} */
       const timings = { retrieval_ms: ms(started) };
 
+      // what may be quoted: the units the ranker chose, or (about a
+      // selection) the sentences ranked against it, which never abstain
       const generating = now();
       /** @type {Record<string, unknown>} */
       const meta = { generator: "extractive", model: "extractive", engine: "browser" };
-      const bm25 = hits.map((h) => h.bm25 || 0.0);
-      const units = R.rankUnits(question, qvec, evidence, bm25, retriever.idf, ranker);
-      const answerable = R.answerability(units, ranker);
-      const confidence = units.length ? R.calibrate(ranker, answerable) : 0.0;
-      if (units.length) meta.answerability = R.pyRound(answerable, 4);
-      const chosen = R.choose(units, ranker, confidence, U.questionKind(question));
+      /** @type {import("./types").EngineCandidate[]} */
+      let units = [];
+      /** @type {import("./types").EngineCandidate[]} */
+      let chosen = [];
+      let ranked = /** @type {Awaited<ReturnType<typeof SA.rankSentences>>} */ ([]);
+      let confidence = 0.0;
+      if (selection) {
+        ranked = await SA.rankSentences(question, selection, evidence, embed);
+      } else {
+        const bm25 = hits.map((h) => h.bm25 || 0.0);
+        units = R.rankUnits(question, qvec, evidence, bm25, retriever.idf, ranker);
+        const answerable = R.answerability(units, ranker);
+        confidence = units.length ? R.calibrate(ranker, answerable) : 0.0;
+        if (units.length) meta.answerability = R.pyRound(answerable, 4);
+        chosen = R.choose(units, ranker, confidence, U.questionKind(question));
+      }
       const retrieved = { retrieved: evidence.map((e) => e.key), index_version: indexVersion };
       const problems = evidence.filter((e) => e.problem).map((e) => e.problem);
       if (problems.length) meta.problems = problems;
-      if (!chosen.length) {
-        timings.generation_ms = ms(generating);
+      timings.generation_ms = ms(generating);
+      if (!chosen.length && !ranked.length) {
         return A.abstain({
           question,
           evidence,
@@ -160,11 +172,13 @@
           confidence,
           ranker,
           meta: { ...meta, ...timings, ...retrieved },
+          mode,
         });
       }
-      timings.generation_ms = ms(generating);
       const verifying = now();
-      const verified = V.quoteUnits(chosen, evidence);
+      const verified = selection
+        ? await V.verify(SA.compose(ranked, evidence), evidence, embed)
+        : V.quoteUnits(chosen, evidence);
       timings.verification_ms = ms(verifying);
       const result = A.assemble({
         question,
@@ -174,70 +188,31 @@
         confidence,
         meta: { ...meta, ...retrieved },
         stamp: timestamp(clock()),
+        mode,
       });
       Object.assign(result.metadata, timings);
       return result;
     }
 
     /**
-     * `AnswerEngine.stream` in selection mode: the passages the selection
-     * lies in first, the selection itself as the first evidence, sentences
-     * ranked against question and selection, quoted and verified.
-     * @param {string} question
+     * `AnswerEngine._retrieve` in selection mode: the reader's selection,
+     * then the passages it lies in, then the question's (`k` in all).
      * @param {string} selection
      * @param {Float32Array | null} qvec
      * @param {number} k
      * @param {Array<{row: number}>} hits the question's passages
      * @param {(texts: string[]) => Promise<Float32Array[]>} embed
-     * @param {number} started
-     * @returns {Promise<Answer>}
+     * @returns {Promise<import("./types").EngineEvidence[]>}
      */
-    async function aboutSelection(question, selection, qvec, k, hits, embed, started) {
+    async function aboutSelection(selection, qvec, k, hits, embed) {
       const bm25 = (/** @type {string} */ query, /** @type {number} */ n) =>
         retriever.retrieve(query, null, n).map((h) => h.row);
       const holding = await SA.passagesHolding(selection, bm25, store.passages);
       const rows = [...new Set([...holding, ...hits.map((h) => h.row)])].slice(0, k);
-      const full = await store.passages(rows);
-      const evidence = [
+      return [
         await SA.selectionEvidence(selection, qvec, dim, embed),
-        ...E.buildEvidence(full, qvec, passageVector, dim),
+        ...E.buildEvidence(await store.passages(rows), qvec, passageVector, dim),
       ];
-      /** @type {Record<string, unknown>} */
-      const timings = { retrieval_ms: ms(started) };
-      const generating = now();
-      /** @type {Record<string, unknown>} */
-      const meta = { generator: "extractive", model: "extractive", engine: "browser" };
-      const ranked = await SA.rankSentences(question, selection, evidence, embed);
-      const retrieved = { retrieved: evidence.map((e) => e.key), index_version: indexVersion };
-      const problems = evidence.filter((e) => e.problem).map((e) => e.problem);
-      if (problems.length) meta.problems = problems;
-      timings.generation_ms = ms(generating);
-      if (!ranked.length) {
-        return A.abstain({
-          question,
-          evidence,
-          candidates: [],
-          confidence: 0.0,
-          ranker,
-          meta: { ...meta, ...timings, ...retrieved },
-          mode: "selection",
-        });
-      }
-      const verifying = now();
-      const verified = await V.verify(SA.compose(ranked, evidence), evidence, embed);
-      timings.verification_ms = ms(verifying);
-      const result = A.assemble({
-        question,
-        qvec,
-        evidence,
-        verified,
-        confidence: 0.0,
-        meta: { ...meta, ...retrieved },
-        stamp: timestamp(clock()),
-        mode: "selection",
-      });
-      Object.assign(result.metadata, timings);
-      return result;
     }
 
     return { answer };
