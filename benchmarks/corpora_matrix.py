@@ -159,7 +159,7 @@ def floor_seconds(
     of three), times the tokens of that pass."""
     import random
 
-    from embedding_floor import bare, session
+    from benchmarks.embedding_floor import bare, session
 
     from sphinx_ragcite.retrieval.embed import default_model_files, default_threads
 
