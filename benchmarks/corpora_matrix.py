@@ -160,7 +160,6 @@ def floor_seconds(
     import random
 
     from benchmarks.embedding_floor import bare, session
-
     from sphinx_ragcite.retrieval.embed import default_model_files, default_threads
 
     embedder = _embedder(max_tokens)
