@@ -133,6 +133,29 @@ def test_theme_anchors(themed: Built) -> None:
     assert docs == {"index", "guide", "design", "api", "notebook"}
 
 
+#: The theme screenshots' question (docs/widget.md): answered from the autodoc page.
+THEME_QUESTION = "How do I heat the water to a given temperature?"
+
+
+@pytest.mark.slow
+def test_theme_screenshot(themed: Built, page, request) -> None:
+    """The docs' picture of the widget under each theme, answering from the
+    autodoc page with the answer server (tools/docs_screenshots.py)."""
+    from conftest import answer_server
+    from test_widget import ask, shot
+
+    theme = request.node.callspec.params["themed"]
+    if theme == "alabaster":
+        pytest.skip("the example book's own screenshots show alabaster")
+    with answer_server(themed.outdir, generator="extractive") as url:
+        page.goto(f"{url}/guide.html")
+        answer = ask(page, THEME_QUESTION)
+        assert answer["outcome"] == "answer", answer
+        assert any(c["url"].startswith("api.html") for c in answer["citations"])
+        name = f"theme-{theme.replace('_', '-')}.png"
+        shot(page, name, docs=True, book="test-themes")
+
+
 @pytest.mark.slow
 def test_theme_widget_once_per_page(themed: Built) -> None:
     pages = {p.name for p in check_widget(themed.outdir)}
