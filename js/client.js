@@ -37,9 +37,10 @@
 
 /**
  * @typedef {object} Client
- * @property {() => Promise<boolean>} available whether the server answers
- *   `/api/health` within 1.5 s; an answer that is up is trusted from then
- *   on, one that is down is asked again after 30 s
+ * @property {() => Promise<boolean>} available whether a ragcite server
+ *   that serves this site answers `/api/health` within 1.5 s (`servesSite`),
+ *   asked at each of `servers` in turn; the verdict is kept for the visit
+ *   (sessionStorage), one that no answer settled is asked again after 30 s
  * @property {() => void} forget ask `/api/health` again next time
  * @property {() => string[] | null} sites the names of the sites the server
  *   serves when it serves several (`/api/health`), else null
@@ -62,6 +63,8 @@
 
   const HEALTH_TIMEOUT_MS = 1500;
   const SERVER_RECHECK_MS = 30000;
+  /** The visit's verdict, per site root: `{api: base | null, health}`. */
+  const SERVER_KEY = "ragcite:server:";
 
   class WidgetError extends Error {
     /**
@@ -117,12 +120,47 @@
   }
 
   /**
-   * @param {URL | null} apiBase null: no server, static mode only
+   * Whether a `/api/health` body is a ragcite server that serves this site.
+   * A JSON `{"status": "ok"}` is a common health format, so only a body that
+   * says it is ragcite counts. A server the page names (`serverNamed`) is
+   * enough; one found beside the site must serve it: one site at its own
+   * root (the site root), or several, this site's name among them.
+   * @param {any} body
+   * @param {URL} base where it answered
+   * @param {Place} place
+   */
+  function servesSite(body, base, place) {
+    if (!body || typeof body !== "object" || body.service !== "ragcite") return false;
+    if (place.serverNamed) return true;
+    const names = namesOf(body.sites);
+    if (names) return place.site !== "" && names.includes(place.site);
+    return base.href === place.root;
+  }
+
+  /**
+   * Where to look for the answer server (`Settings` has these).
+   * @typedef {{servers: URL[], serverNamed: boolean, root: string, site: string}} Place
+   */
+
+  /**
+   * @param {Place | URL | null} where the settings; a URL: that server
+   *   (named); null: no server, static mode only
    * @returns {Client}
    */
-  function createClient(apiBase) {
+  function createClient(where) {
+    /** @type {Place} */
+    const place =
+      where instanceof URL
+        ? { servers: [where], serverNamed: true, root: where.href, site: "" }
+        : where || { servers: [], serverNamed: true, root: "", site: "" };
+    const key = SERVER_KEY + place.root;
+    /** @type {URL | null} the server found */
+    let found = null;
+    /** @type {string} a server this page took: asked again (`forget`), it
+     * need only still be ragcite, e.g. restarted without this site */
+    let known = "";
     /** @param {string} path */
-    const api = (path) => new URL(`api/${path}`, /** @type {URL} */ (apiBase)).href;
+    const api = (path) => new URL(`api/${path}`, /** @type {URL} */ (found)).href;
 
     /** @type {{at: number, ok: Promise<boolean>} | null} */
     let check = null;
@@ -132,35 +170,107 @@
     let siteInfos = null;
     let takesFeedback = false;
 
+    /**
+     * Take the server at `base` with its health.
+     * @param {URL} base
+     * @param {any} body
+     */
+    function adopt(base, body) {
+      found = base;
+      known = base.href;
+      siteNames = namesOf(body && body.sites);
+      siteInfos = infosOf(body && body.sites);
+      takesFeedback = Boolean(body && body.feedback === true);
+    }
+
+    /**
+     * Ask one base's health.
+     * @param {URL} base
+     * @returns {Promise<"up" | "no" | "unsure">} "no": it answered, and is no
+     *   ragcite server of this site; "unsure": no answer, a 5xx, or a ragcite
+     *   server that is not ready
+     */
+    async function probe(base) {
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), HEALTH_TIMEOUT_MS);
+      try {
+        const response = await fetch(new URL("api/health", base).href, {
+          headers: { Accept: "application/json" },
+          cache: "no-store",
+          credentials: "same-origin",
+          signal: controller.signal,
+        });
+        /** @type {any} */
+        let body = null;
+        try {
+          body = await response.json();
+        } catch {
+          // not JSON: no ragcite server
+        }
+        const ours = body && body.service === "ragcite" && known === base.href;
+        if (ours || servesSite(body, base, place)) {
+          if (response.ok && body.status === "ok") {
+            adopt(base, body);
+            return "up";
+          }
+          return "unsure";
+        }
+        return response.status >= 500 ? "unsure" : "no";
+      } catch {
+        return "unsure";
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+
+    /** The visit's verdict, if one was kept: true/false, or null. */
+    function recall() {
+      try {
+        const kept = JSON.parse(sessionStorage.getItem(key) || "null");
+        if (!kept || typeof kept !== "object") return null;
+        if (kept.api === null) return false;
+        const base = place.servers.find((u) => u.href === kept.api);
+        if (!base) return null;
+        adopt(base, kept.health);
+        return true;
+      } catch {
+        return null; // storage off: ask
+      }
+    }
+
+    /** @param {{api: string | null, health?: any} | null} verdict null: forget */
+    function keep(verdict) {
+      try {
+        if (verdict) sessionStorage.setItem(key, JSON.stringify(verdict));
+        else sessionStorage.removeItem(key);
+      } catch {
+        // storage off: asked again on the next page
+      }
+    }
+
     function available() {
-      if (apiBase === null) return Promise.resolve(false);
+      if (place.servers.length === 0) return Promise.resolve(false);
       const now = Date.now();
       if (check && now - check.at < SERVER_RECHECK_MS) return check.ok;
+      let settled = true;
       const ok = (async () => {
-        const controller = new AbortController();
-        const timer = setTimeout(() => controller.abort(), HEALTH_TIMEOUT_MS);
-        try {
-          const response = await fetch(api("health"), {
-            headers: { Accept: "application/json" },
-            cache: "no-store",
-            credentials: "same-origin",
-            signal: controller.signal,
-          });
-          if (!response.ok) return false;
-          const body = await response.json();
-          siteNames = namesOf(body && body.sites);
-          siteInfos = infosOf(body && body.sites);
-          takesFeedback = Boolean(body && body.feedback === true);
-          return Boolean(body && body.status === "ok");
-        } catch {
-          return false;
-        } finally {
-          clearTimeout(timer);
+        const kept = recall();
+        if (kept !== null) return kept;
+        for (const base of place.servers) {
+          const verdict = await probe(base);
+          if (verdict === "up") {
+            keep({ api: base.href, health: { sites: siteInfos, feedback: takesFeedback } });
+            return true;
+          }
+          if (verdict === "unsure") settled = false;
         }
+        if (settled) keep({ api: null });
+        return false;
       })();
       check = { at: now, ok };
       ok.then((up) => {
-        if (up && check) check.at = Infinity;
+        // kept for the page once up, or once every base said no
+        if (check && check.ok === ok && (up || settled)) check.at = Infinity;
       });
       return ok;
     }
@@ -248,11 +358,12 @@
       available,
       forget: () => {
         check = null;
+        keep(null);
       },
       sites: () => siteNames,
       siteList: () => siteInfos,
       stream,
-      feedback: () => apiBase !== null && takesFeedback,
+      feedback: () => found !== null && takesFeedback,
       sendFeedback,
     };
   }
@@ -455,6 +566,7 @@
     otherVersion,
     pageVersion,
     scopeSite,
+    servesSite,
     versionChoices,
     versionKey,
     versionLabel,

@@ -44,6 +44,8 @@ def client(example_site: Path):
 def test_health(client: TestClient) -> None:
     body = client.get("/api/health").json()
     assert body["status"] == "ok"
+    # the widget takes no other service's {"status": "ok"} for an answer server
+    assert body["service"] == "ragcite"
     assert body["index_loaded"] is True
     assert body["passages"] > 100
     assert body["model_loaded"] is False

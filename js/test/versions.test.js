@@ -94,7 +94,7 @@ test("a source gets a version badge only when both versions are known and differ
 test("the client keeps the sites /api/health lists with their versions", async () => {
   const saved = globalThis.fetch;
   globalThis.fetch = async () =>
-    new Response(JSON.stringify({ status: "ok", sites: [site("v1", "1.0"), site("v2", "2.0")] }), { status: 200 });
+    new Response(JSON.stringify({ service: "ragcite", status: "ok", sites: [site("v1", "1.0"), site("v2", "2.0")] }), { status: 200 });
   try {
     const client = createClient(new URL("https://x.org/"));
     assert.equal(client.siteList(), null);

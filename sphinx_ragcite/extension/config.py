@@ -186,8 +186,9 @@ class RagciteConfig:
         "",
         "html",
         "Base URL of the answer server the widget asks (its API is <url>/api/). "
-        'Empty: the site\'s own origin, as under ragcite serve. "none": no '
-        "server, the widget searches the static index in the browser.",
+        "Empty: a ragcite serve that serves this site, at the site root or "
+        'the folder above it (several sites). "none": no server, and no '
+        "request for one: questions are answered in the browser.",
     )
     shortcut: str = _opt(
         "Mod+/",

@@ -89,7 +89,8 @@ async def blocking(state: State, function: Callable[..., Any], *args: Any) -> An
 )
 async def health(state: Loaded) -> Any:
     """Index and model loaded, and how full the model's queue is; a 503 while
-    the Qdrant the passages are in cannot answer (looked at every few seconds)."""
+    the Qdrant the passages are in cannot answer (looked at every few seconds).
+    ``service`` and ``sites`` tell the widget this is ragcite serving its site."""
     sites = state.sites
     store = state.store
     problem = await asyncio.to_thread(store.problem) if store is not None else None

@@ -65,6 +65,13 @@ def _valid_text(value: str) -> str:
     return value
 
 
+def _unicode_first(value: Any) -> Any:
+    """Before a length constraint, which refuses a lone surrogate in
+    pydantic's words ("unable to parse raw data as a unicode string"): the
+    widget and the browser engine say :func:`_valid_text`'s."""
+    return _valid_text(value) if isinstance(value, str) else value
+
+
 def _not_bool(value: Any) -> Any:
     if isinstance(value, bool):  # JSON true is not the number 1
         raise ValueError("must be an integer, not true/false")
@@ -110,10 +117,17 @@ def _reason(value: str) -> str | None:
 #: A JSON number without a fraction: not true/false, not "3", not 3.0.
 Integer = Annotated[int, BeforeValidator(_not_bool), Strict()]
 Text = Annotated[str, AfterValidator(_valid_text)]
-Question = Annotated[str, Field(min_length=1), AfterValidator(_question)]
+Question = Annotated[
+    str, Field(min_length=1), BeforeValidator(_unicode_first), AfterValidator(_question)
+]
 Selection = Annotated[str, AfterValidator(_selection)]
 #: A site name or a version (None when blank).
-ScopeText = Annotated[str, Field(max_length=SCOPE_TEXT), AfterValidator(_scope)]
+ScopeText = Annotated[
+    str,
+    Field(max_length=SCOPE_TEXT),
+    BeforeValidator(_unicode_first),
+    AfterValidator(_scope),
+]
 Docnames = Annotated[list[Text], Field(max_length=MAX_FILTER)]
 Chapters = Annotated[list[Integer], Field(max_length=MAX_FILTER)]
 Count = Annotated[Integer, Field(ge=1, le=MAX_K)]
@@ -240,6 +254,11 @@ class SiteInfo(BaseModel):
 
 
 class Health(BaseModel):
+    service: Literal["ragcite"] = Field(
+        "ragcite",
+        description="always ragcite: the widget takes no other service's "
+        'health (a bare {"status": "ok"} is common) for an answer server',
+    )
     #: "error" (with a 503) when the passages' store cannot answer
     status: Literal["ok", "error"]
     version: str
