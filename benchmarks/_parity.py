@@ -83,6 +83,11 @@ TRICKY = [
     "ABC123def 123abc 1,000,000 3.14159 0x1F 1_000 №5 #7 @user",
     "email@example.com https://example.com/path?q=1&x=y#frag C++ C# .NET",
     "yes yellow sayyid eying buying enjoying abbey youth Yes YELLOW",
+    # text.MAX_TOKEN_LENGTH: counted in code points (JS counts UTF-16 units),
+    # after NFKC and lower-casing, before stemming
+    "edge " + "a" * 255 + " over " + "b" * 256 + " " + "\U00010300" * 255,
+    "\U00010300" * 256 + " " + "ﷺ" * 15 + " " + "ß" * 255 + " " + "ẞ" * 256,
+    "x" * 254 + "ﬁ" + " " + "Ａ" * 256 + " 日本" + "q" * 300 + "語",
 ]
 
 #: CJK text for the bigram languages, besides the tricky strings.

@@ -205,6 +205,7 @@
     pattern: "[\\p{L}\\p{N}]+",
     stopwords: STOPWORDS,
     stemmer: "snowball-english",
+    max_token_length: 255,
   };
   /**
    * `text.MIXED`: the answer layer's words in any book: English rules, CJK

@@ -31,6 +31,8 @@
  * @property {boolean} [cjk_unigrams] single characters besides the bigrams
  * @property {string[]} [cjk_stopwords] words that cut a CJK run in two
  *   (question words: no bigram spans them), longest first where two overlap
+ * @property {number} [max_token_length] a word of more code points is no
+ *   token (`text.MAX_TOKEN_LENGTH`); absent in indexes written before the cap
  */
 
 (function () {
@@ -48,6 +50,7 @@
    * @property {RegExp | null} cjkChar sticky-free test of one CJK character
    * @property {boolean} unigrams
    * @property {RegExp | null} cut global, unicode: a word that cuts a CJK run
+   * @property {number} longest code points of the longest word kept
    */
 
   const DEFAULT_PATTERN = "[\\p{L}\\p{N}]+";
@@ -153,7 +156,11 @@
     }
     // longest first: an alternation takes the first word that matches, as
     // Python's re does
-    const longest = [...cuts].sort((a, b) => Array.from(b).length - Array.from(a).length);
+    const byLength = [...cuts].sort((a, b) => Array.from(b).length - Array.from(a).length);
+    const longest = spec.max_token_length == null ? Infinity : spec.max_token_length;
+    if (longest !== Infinity && !(Number.isInteger(longest) && longest >= 1)) {
+      throw new Error(`ragcite tokenize: max_token_length must be a positive integer, got ${JSON.stringify(longest)}`);
+    }
     if (name !== null && !STEMMERS.has(name)) {
       throw new Error(
         `ragcite tokenize: unknown stemmer ${JSON.stringify(name)} ` +
@@ -170,7 +177,8 @@
       cjkRun: cls === null ? null : new RegExp(`[${cls}]+`, "gu"),
       cjkChar: cls === null ? null : new RegExp(`^[${cls}]`, "u"),
       unigrams: Boolean(spec.cjk_unigrams),
-      cut: longest.length ? new RegExp(longest.map(escapeRegExp).join("|"), "gu") : null,
+      cut: byLength.length ? new RegExp(byLength.map(escapeRegExp).join("|"), "gu") : null,
+      longest,
     };
     compiled.set(spec, result);
     return result;
@@ -200,6 +208,24 @@
   }
 
   /**
+   * Whether `word` has more than `longest` code points (as Python's `len`
+   * counts; `length` counts UTF-16 units, two for an astral character).
+   * @param {string} word
+   * @param {number} longest
+   */
+  function tooLong(word, longest) {
+    if (word.length <= longest) return false;
+    let n = 0;
+    for (let i = 0; i < word.length; i++) {
+      const unit = word.charCodeAt(i);
+      // a low surrogate after a high one ends the pair counted already
+      if (!(unit >= 0xdc00 && unit <= 0xdfff && i > 0 && (word.charCodeAt(i - 1) & 0xfc00) === 0xd800)) n++;
+      if (n > longest) return true;
+    }
+    return false;
+  }
+
+  /**
    * The BM25 tokens of `text`: what the index's terms are made of.
    * @param {string} text
    * @param {TokenizerSpec} spec
@@ -210,12 +236,18 @@
     const kept = wordsOf(text, c).filter((w) => !c.stopwords.has(w));
     const stem = c.stem;
     const cjk = c.cjkChar;
-    if (!cjk) return stem ? kept.map((w) => stem(w)) : kept;
+    const longest = c.longest;
+    if (!cjk) {
+      // a word over the cap is no token (as `text.Tokenizer.tokenize`)
+      const short = longest === Infinity ? kept : kept.filter((w) => !tooLong(w, longest));
+      return stem ? short.map((w) => stem(w)) : short;
+    }
     /** @type {string[]} */
     const out = [];
     for (const w of kept) {
       if (!cjk.test(w)) {
-        out.push(stem ? stem(w) : w);
+        // a CJK run is never over the cap: its bigrams are two characters
+        if (!tooLong(w, longest)) out.push(stem ? stem(w) : w);
         continue;
       }
       for (const part of c.cut ? w.split(c.cut) : [w]) {

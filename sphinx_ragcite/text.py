@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,6 +36,11 @@ STOPWORDS = (
 # ``[^\W_]`` is Python's spelling of JS's ``[\p{L}\p{N}]``: letters and numbers.
 _TOKEN = re.compile(r"[^\W_]+")
 _STOP = frozenset(STOPWORDS)
+#: Code points of the longest word that is a token, as Lucene's
+#: ``maxTokenLength``: a longer one (a base64 blob, a hash, a 1 MB "word")
+#: is dropped, not cut, so it reaches neither the index nor a reader's
+#: download. In the spec as ``max_token_length``: the browser reads it there.
+MAX_TOKEN_LENGTH = 255
 
 SPEC: dict[str, Any] = {
     "normalize": "NFKC",
@@ -42,6 +48,7 @@ SPEC: dict[str, Any] = {
     "pattern": r"[\p{L}\p{N}]+",
     "stopwords": list(STOPWORDS),
     "stemmer": "snowball-english",
+    "max_token_length": MAX_TOKEN_LENGTH,
 }
 
 
@@ -148,9 +155,14 @@ class Tokenizer:
             )
         ):
             problems.append("cjk_ranges")
+        longest = spec.get("max_token_length")
+        if longest is not None and not (type(longest) is int and longest >= 1):
+            problems.append(f"max_token_length {longest!r}")
         if problems:
             raise ValueError("unknown tokenizer spec: " + ", ".join(problems))
         self.spec = spec
+        # an index written before the cap (no max_token_length) kept every word
+        self._longest: int = sys.maxsize if longest is None else longest
         self.language = str(spec.get("language", "en"))
         self._stop = frozenset(stopwords)
         self._stem = Stemmer.Stemmer(name).stemWords if name else None
@@ -184,8 +196,11 @@ class Tokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         stop = self._stop
+        # a word over the cap is no token; a CJK run is never one (its
+        # bigrams are two characters long)
+        longest = self._longest
         if self._split is None:
-            words = [w for w in self.words(text) if w not in stop]
+            words = [w for w in self.words(text) if w not in stop and len(w) <= longest]
             return self._stem(words) if self._stem else words
         split = self._split.findall
         pieces: list[tuple[str, str]] = []
@@ -194,12 +209,12 @@ class Tokenizer:
                 pieces.append(("", word))
             else:
                 pieces += split(word)
-        latin = [w for c, w in pieces if w and w not in stop]
+        latin = [w for c, w in pieces if w and w not in stop and len(w) <= longest]
         stems = iter(self._stem(latin) if self._stem else latin)
         out: list[str] = []
         for run, word in pieces:
             if word:
-                if word not in stop:
+                if word not in stop and len(word) <= longest:
                     out.append(next(stems))
             elif run not in stop:
                 for part in self._parts(run):

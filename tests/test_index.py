@@ -284,3 +284,47 @@ def test_writer_names_files_by_content_and_prunes_the_rest(tmp_path: Path) -> No
     assert (
         (directory / "search.js").read_bytes().endswith(b"Grind just before brewing.")
     )
+
+
+#: A "word" of 1,000,004 characters (a pasted blob: base64, a hash dump).
+HUGE_WORD = "q" * 1_000_000 + "uiet"
+#: Lucene's ``maxTokenLength``, and ``text.MAX_TOKEN_LENGTH``.
+MAX_TOKEN_LENGTH = 255
+
+
+@pytest.mark.slow
+def test_an_over_long_word_never_reaches_the_index(tmp_path: Path) -> None:
+    """Issue 42: one 1 MB "word" grew the static index every reader downloads
+    from 78 KB to 1.16 MB. Words over ``text.MAX_TOKEN_LENGTH`` (255 code
+    points, Lucene's cap) are no BM25 term, in bm25s and the static index
+    alike, and a question cut as the browser cuts it scores as on the server."""
+    from sphinx_ragcite.formats.static import bm25_scores, read_static
+
+    src = tmp_path / "src"
+    shutil.copytree(Path(__file__).parent / "roots" / "test-basic", src)
+    edge, over = "e" * MAX_TOKEN_LENGTH, "o" * (MAX_TOKEN_LENGTH + 1)
+    astral = "\U00010300" * MAX_TOKEN_LENGTH  # two UTF-16 units each in JS
+    (src / "blob.rst").write_text(
+        "Blob\n====\n\nThe bloom of fresh beans lasts thirty seconds.\n\n"
+        f"{HUGE_WORD}\n\nEdges: {edge} {over} {astral} {astral}\U00010300.\n",
+        "utf-8",
+    )
+    index = src / "index.rst"
+    index.write_text(index.read_text("utf-8") + "\n   blob\n", "utf-8")
+    out = tmp_path / "out"
+    sphinx_build(
+        src, out, "-D", "ragcite_embeddings=0", "-D", "ragcite_browser_answers=0"
+    )
+    static_file = out / "_ragcite" / read_manifest(out)["files"]["static"]
+    static = read_static(static_file.read_bytes())
+    # the book's own words only: a few KB, not the 1 MB word
+    assert static_file.stat().st_size < 20_000
+    assert max(map(len, static["terms"])) == MAX_TOKEN_LENGTH
+    assert {edge, astral} <= set(static["terms"])
+    site = Site.load(out)
+    assert max(map(len, site.bm25.vocab_dict)) == MAX_TOKEN_LENGTH
+    assert HUGE_WORD[:300] not in json.dumps(static)
+    for query in (f"bloom {HUGE_WORD}", f"{edge} {over}", astral, "bloom"):
+        expected = site.bm25_scores(query)
+        got = bm25_scores(static, site.tokenizer.tokenize(query))
+        assert got == {int(d): float(expected[d]) for d in expected.nonzero()[0]}

@@ -110,6 +110,9 @@ def test_unknown_specs_are_refused() -> None:
         {**spec_for("zh"), "cjk_ranges": [[5, 1]]},
         {**spec_for("zh"), "cjk_stopwords": ["什么", ""]},
         {**spec_for("zh"), "cjk_stopwords": "什么"},
+        {**SPEC, "max_token_length": 0},
+        {**SPEC, "max_token_length": "255"},
+        {**SPEC, "max_token_length": True},
     ):
         with pytest.raises(ValueError, match="unknown tokenizer spec"):
             tokenizer(bad)
@@ -133,6 +136,15 @@ def test_question_words_cut_cjk_runs() -> None:
     # an index written before the cut (no cjk_stopwords) is read as it was
     old = {k: v for k, v in spec_for("zh").items() if k != "cjk_stopwords"}
     assert tokenizer(old).tokenize("是什么") == ["是什", "什么"]
+
+
+def test_an_index_before_the_token_cap_keeps_every_word() -> None:
+    """Issue 42: words over 255 code points are no token; an index written
+    without ``max_token_length`` kept them, and is read that way."""
+    long = "w" * 300
+    assert tokenize(f"bloom {long}") == ["bloom"]
+    old = {k: v for k, v in SPEC.items() if k != "max_token_length"}
+    assert tokenizer(old).tokenize(f"bloom {long}") == ["bloom", long]
 
 
 @pytest.mark.slow

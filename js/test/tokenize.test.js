@@ -18,6 +18,7 @@ const SPEC = {
     "with",
   ],
   stemmer: "snowball-english",
+  max_token_length: 255,
 };
 
 test("words: normalise, lower-case, split on letters and numbers", () => {
@@ -119,4 +120,13 @@ test("CJK books: bigrams of CJK runs, Latin words stemmed as in English", () => 
     "强", "化", "学", "习", "强化", "化学", "学习",
   ]);
   assert.throws(() => tokenize("x", { ...spec, segment: "jieba" }), /unknown segmentation/);
+});
+
+test("words over max_token_length code points are no token (issue 42)", () => {
+  const astral = "\u{10300}".repeat(255); // 510 UTF-16 units, 255 code points
+  assert.deepEqual(tokenize(`bloom ${"w".repeat(256)} ${astral}`, SPEC), ["bloom", astral]);
+  // an index written before the cap kept them
+  const { max_token_length: _, ...old } = SPEC;
+  assert.deepEqual(tokenize(`bloom ${"w".repeat(256)}`, old), ["bloom", "w".repeat(256)]);
+  assert.throws(() => tokenize("x", { ...SPEC, max_token_length: 0 }), /max_token_length/);
 });
