@@ -35,16 +35,24 @@
    * @param {import("./types").EncoderOptions} opts
    * @returns {Promise<import("./types").QuestionEncoder>}
    */
-  async function createEncoder({ ort, model, tokenizer, maxTokens }) {
+  async function createEncoder({ ort, model, tokenizer, maxTokens, dim: knownDim = 0 }) {
     if (!Number.isInteger(maxTokens) || maxTokens < 2) {
       throw new RangeError(`maxTokens must be an integer >= 2, not ${maxTokens}`);
     }
     ort.env.wasm.numThreads = 1;
+    const clock = () => (g.performance ? g.performance.now() : Date.now());
+    const started = clock();
     const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
     const session = await ort.InferenceSession.create(bytes, {
       executionProviders: ["wasm"],
-      graphOptimizationLevel: "all",
+      // No graph optimisation: folding an int8 model's Cast and Mul turned
+      // its 23 MB of weights into 90 MB of float32 at session start (1-2 s
+      // of every page's start, ~100 MiB), and the fusions cost more time at
+      // start than they saved on a page's first questions (issue 42,
+      // benchmarks/engine_start.py). The same numbers; the vectors as well.
+      graphOptimizationLevel: "disabled",
     });
+    const opened = clock();
     /** @type {string[]} */
     const inputs = session.inputNames;
     for (const name of ["input_ids", "attention_mask"]) {
@@ -71,7 +79,11 @@
       const result = await session.run(feeds);
       const hidden = result[output];
       try {
-        return pool(/** @type {Float32Array} */ (hidden.data), hidden.dims, attentionMask);
+        const vector = pool(/** @type {Float32Array} */ (hidden.data), hidden.dims, attentionMask);
+        if (knownDim > 0 && vector.length !== knownDim) {
+          throw new Error(`the model gives vectors of ${vector.length} numbers, the index's have ${knownDim}`);
+        }
+        return vector;
       } finally {
         for (const name of Object.keys(result)) result[name].dispose?.();
       }
@@ -87,12 +99,15 @@
       return next;
     };
 
-    // The width of a vector, as Python finds it: one probe run.
-    const dim = (await embed("dimension probe")).length;
+    // The width of a vector: the manifest's, checked on every vector, or
+    // as Python finds it, one probe run (a run is a tenth of a second on a
+    // page that just started the runtime: not spent when the width is known)
+    const dim = knownDim > 0 ? knownDim : (await embed("dimension probe")).length;
     return {
       embed,
       dim,
       release: () => session.release(),
+      timings: { session: opened - started, probe: clock() - opened },
     };
   }
 

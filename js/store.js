@@ -18,6 +18,15 @@
  * (HTTPS, localhost); elsewhere (an intranet over plain HTTP) a JS SHA-256.
  * Every name is resolved inside the manifest's folder, on its origin.
  *
+ * The manifest's files (content-addressed: a new build gives new names) are
+ * also kept in Cache Storage, one cache per index folder, once checked: a
+ * private window's HTTP cache keeps nothing as large as the model, so
+ * without it every page of a visit downloaded the 37 MB again. A file read
+ * back from it is checked again; entries the current manifest no longer
+ * names are deleted, so the cache holds one build's files at most. Where
+ * Cache Storage is missing or refuses (a page over plain HTTP is no secure
+ * context; storage turned off), the HTTP cache is all there is.
+ *
  * Classic script, DOM-free (it runs in the worker): registers on
  * `globalThis.ragcite_lib.store`, and on `module.exports` under Node.
  */
@@ -43,6 +52,9 @@
  * @property {AbortSignal} [signal] stops every fetch (the reader cancelled)
  * @property {{digest(algorithm: string, data: BufferSource): Promise<ArrayBuffer>} | null} [subtle]
  *   `crypto.subtle`, or null for the JS SHA-256 (injected in tests)
+ * @property {CacheStorage | null} [caches] Cache Storage, where the engine's
+ *   files are kept between the pages of a visit (null: none; default: the
+ *   global `caches` of a secure context)
  */
 
 /**
@@ -58,6 +70,7 @@
  * @property {(role: string) => Promise<string>} url where a file is (checked name)
  * @property {(roles: string[]) => Promise<number>} size the manifest's bytes of these
  * @property {() => number} fetched bytes fetched so far (over the wire before gzip)
+ * @property {() => number} checkedMs milliseconds spent on checksums so far
  */
 
 (function () {
@@ -173,6 +186,18 @@
     return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
   }
 
+  /** Cache Storage where there is one (secure contexts only), else null. */
+  function defaultCaches() {
+    try {
+      return g.isSecureContext !== false && g.caches && typeof g.caches.open === "function" ? g.caches : null;
+    } catch {
+      return null; // a sandboxed or storage-less context throws on access
+    }
+  }
+
+  /** The cache of one index folder's files. */
+  const CACHE_PREFIX = "ragcite-engine ";
+
   /** `crypto.subtle` where there is one (secure contexts only). */
   function defaultSubtle() {
     const c = g.crypto;
@@ -227,10 +252,18 @@
    */
   function parseStaticIndex(text) {
     const body = text.trimEnd();
-    if (!body.startsWith(STATIC_PREFIX) || !body.endsWith(";")) {
+    let data = null;
+    if (body.startsWith(STATIC_PREFIX) && body.endsWith(";")) {
+      try {
+        data = JSON.parse(body.slice(STATIC_PREFIX.length, -1));
+      } catch {
+        // damaged: said below
+      }
+    }
+    if (!data || typeof data !== "object" || Array.isArray(data)) {
       throw new StoreError(`The book's search index is damaged. ${REBUILD}`, "format");
     }
-    return JSON.parse(body.slice(STATIC_PREFIX.length, -1));
+    return data;
   }
 
   /**
@@ -248,8 +281,19 @@
       throw new StoreError(`${where} has shard format ${view.getUint32(4, true)}, this widget reads ${SHARD_FORMAT}. ${REBUILD}`, "format");
     }
     const size = view.getUint32(8, true);
-    const head = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + size)));
-    const dim = Number(head.dim) || 0;
+    let head = null;
+    try {
+      head = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + size)));
+    } catch {
+      // damaged: said below
+    }
+    // [passage_id, text, char_start, char_end, content_hash, sentences]
+    const row = (/** @type {any} */ r) =>
+      Array.isArray(r) && r.length === 6 && typeof r[0] === "string" && typeof r[1] === "string" && Number.isInteger(r[5]);
+    if (!head || !Array.isArray(head.rows) || !head.rows.every(row) || 12 + size > bytes.byteLength) {
+      throw new StoreError(`${where} is damaged. ${REBUILD}`, "format");
+    }
+    const dim = Number.isInteger(head.dim) && head.dim > 0 ? head.dim : 0;
     /** @type {any[][]} */
     const rows = head.rows;
     const total = rows.reduce((n, r) => n + Math.max(r[5], 0), 0);
@@ -284,18 +328,29 @@
     const { pages, headings, passages } = index;
     const { docnames, titles, paths } = listing;
     const flat = listing.passages;
-    if (!Array.isArray(passages) || passages.length !== listing.rows || flat.length !== 2 * listing.rows) {
-      throw new StoreError(`The search index and the shard listing disagree on the passages. ${REBUILD}`, "format");
+    const disagree = () =>
+      new StoreError(`The search index and the shard listing disagree on the passages. ${REBUILD}`, "format");
+    if (
+      ![pages, headings, passages, docnames, titles, paths, flat].every(Array.isArray) ||
+      passages.length !== listing.rows ||
+      flat.length !== 2 * listing.rows
+    ) {
+      throw disagree();
     }
-    return passages.map(([passage_id, page, chapter, section, snippet], row) => ({
-      passage_id,
-      docname: docnames[flat[2 * row]],
-      url: `${pages[page]}#${passage_id}`,
-      chapter: headings[chapter],
-      section: headings[section],
-      heading_path: paths[flat[2 * row + 1]].map((/** @type {number} */ t) => titles[t]),
-      snippet,
-    }));
+    return passages.map((/** @type {unknown} */ entry, /** @type {number} */ row) => {
+      const path = paths[flat[2 * row + 1]];
+      if (!Array.isArray(entry) || typeof entry[0] !== "string" || !Array.isArray(path)) throw disagree();
+      const [passage_id, page, chapter, section, snippet] = entry;
+      return {
+        passage_id,
+        docname: docnames[flat[2 * row]],
+        url: `${pages[page]}#${passage_id}`,
+        chapter: headings[chapter],
+        section: headings[section],
+        heading_path: path.map((/** @type {number} */ t) => titles[t]),
+        snippet,
+      };
+    });
   }
 
   /**
@@ -331,6 +386,85 @@
     const folder = new URL("./", manifestUrl);
     const { signal } = options;
     let fetched = 0;
+    let checkedMs = 0;
+    const clock = () => (g.performance && typeof g.performance.now === "function" ? g.performance.now() : Date.now());
+    /** @param {Uint8Array} data */
+    const checksum = async (data) => {
+      const started = clock();
+      try {
+        return await sha256(data, subtle);
+      } finally {
+        checkedMs += clock() - started;
+      }
+    };
+
+    // -- Cache Storage: every failure means "not cached", never an error
+    const storage = options.caches === undefined ? defaultCaches() : options.caches;
+    /** @type {Promise<Cache | null> | null} */
+    let opened = null;
+    function cache() {
+      if (!opened) {
+        opened = storage
+          ? Promise.resolve()
+              .then(() => storage.open(CACHE_PREFIX + folder.href))
+              .catch(() => null)
+          : Promise.resolve(null);
+      }
+      return opened;
+    }
+    /** @param {string} url */
+    async function cachedResponse(url) {
+      const c = await cache();
+      if (!c) return null;
+      try {
+        const found = await c.match(url);
+        return found && found.ok ? found : null;
+      } catch {
+        return null;
+      }
+    }
+    /**
+     * @param {string} url
+     * @param {Uint8Array} data checked
+     */
+    async function cachePut(url, data) {
+      const c = await cache();
+      if (!c) return;
+      try {
+        const type = url.endsWith(".wasm") ? "application/wasm" : "application/octet-stream";
+        await c.put(url, new Response(/** @type {BodyInit} */ (data), { headers: { "Content-Type": type } }));
+      } catch {
+        // full (a private window's quota) or refused: the HTTP cache remains
+      }
+    }
+    /** @param {string} url */
+    async function forget(url) {
+      const c = await cache();
+      if (c) await c.delete(url).catch(() => false);
+    }
+    /**
+     * Delete what the manifest no longer names: the cache keeps one build.
+     * @param {any} m the manifest
+     */
+    async function evict(m) {
+      const c = await cache();
+      if (!c) return;
+      try {
+        const named = new Set();
+        for (const name of Object.values(m.files || {})) {
+          try {
+            named.add(resolveName(/** @type {string} */ (name), folder));
+          } catch {
+            // not a file of ours: nothing to keep
+          }
+        }
+        for (const request of await c.keys()) {
+          if (!named.has(request.url)) await c.delete(request);
+        }
+      } catch {
+        // the cache is a help, not a need
+      }
+    }
 
     /**
      * @param {string} url
@@ -356,13 +490,15 @@
      * @param {Response} response
      * @param {number} limit
      * @param {(loaded: number) => void} [progress]
+     * @param {boolean} [local] from Cache Storage: not counted as fetched
      * @returns {Promise<Uint8Array>}
      */
-    async function body(response, limit, progress) {
+    async function body(response, limit, progress, local = false) {
+      const wire = local ? 0 : 1;
       const reader = response.body && typeof response.body.getReader === "function" ? response.body.getReader() : null;
       if (!reader) {
         const all = new Uint8Array(await response.arrayBuffer());
-        fetched += all.byteLength;
+        fetched += wire * all.byteLength;
         if (progress) progress(all.byteLength);
         return all;
       }
@@ -382,7 +518,7 @@
           }
           out.set(value, loaded);
           loaded += value.byteLength;
-          fetched += value.byteLength;
+          fetched += wire * value.byteLength;
           if (progress) progress(loaded);
         }
       } catch (error) {
@@ -411,6 +547,7 @@
           if (!data || data.format_version !== MANIFEST_FORMAT || typeof data.files !== "object") {
             throw new StoreError(`The book's index has a format this widget does not read. ${REBUILD}`, "format");
           }
+          evict(data); // in the background
           return data;
         })();
         manifestPromise.catch(() => {
@@ -442,13 +579,22 @@
           const url = resolveName(name, folder);
           const report = options.onProgress;
           if (report) report({ role, loaded: 0, total: size });
-          const data = await body(await get(url, "default"), size, report && ((loaded) => report({ role, loaded, total: size })));
+          const progress = report && ((/** @type {number} */ loaded) => report({ role, loaded, total: size }));
+          // a copy kept by an earlier page: checked as a download is
+          const kept = await cachedResponse(url);
+          if (kept) {
+            const data = await body(kept, size, progress, true).catch(() => null);
+            if (data && data.byteLength === size && (await checksum(data)) === digest) return data;
+            await forget(url); // damaged: the network's copy replaces it
+          }
+          const data = await body(await get(url, "default"), size, progress);
           if (data.byteLength !== size) {
             throw new StoreError(`${url} has ${data.byteLength} bytes, the index says ${size}. ${REBUILD}`, "integrity");
           }
-          if ((await sha256(data, subtle)) !== digest) {
+          if ((await checksum(data)) !== digest) {
             throw new StoreError(`${url} does not match the index's checksum, so it is not used. ${REBUILD}`, "integrity");
           }
+          await cachePut(url, data);
           return data;
         })();
         if (keep) {
@@ -521,6 +667,11 @@
           if (!(codes.data instanceof Int8Array) || !(scales.data instanceof Float32Array) || scales.shape[0] !== rows) {
             throw new StoreError(`The passage vectors do not match their scales. ${REBUILD}`, "format");
           }
+          const entry = (/** @type {any} */ e) =>
+            Array.isArray(e) && e.length === 2 && Number.isInteger(e[0]) && e[0] >= 0 && typeof e[1] === "string";
+          if (!Array.isArray(listing.shards) || !listing.shards.every(entry)) {
+            throw new StoreError(`The shard listing is damaged. ${REBUILD}`, "format");
+          }
           metas = passageMetas(index, listing);
           let start = 0;
           shardTable = listing.shards.map((/** @type {[number, string]} */ [count, name]) => {
@@ -556,7 +707,7 @@
         promise = (async () => {
           const address = resolveName(name, folder);
           const data = await body(await get(address, "default"), 64 << 20);
-          const digest = await sha256(data, subtle);
+          const digest = await checksum(data);
           const base = name.slice(name.lastIndexOf("/") + 1).split(".")[0];
           if (!/^[0-9a-f]{8,64}$/.test(base) || !digest.startsWith(base)) {
             throw new StoreError(`${address} does not match its name's checksum, so it is not used. ${REBUILD}`, "integrity");
@@ -600,7 +751,18 @@
       });
     }
 
-    return { manifest, core, staticIndex, passages, bytes, json, url, size, fetched: () => fetched };
+    return {
+      manifest,
+      core,
+      staticIndex,
+      passages,
+      bytes,
+      json,
+      url,
+      size,
+      fetched: () => fetched,
+      checkedMs: () => checkedMs,
+    };
   }
 
   const api = {

@@ -128,7 +128,7 @@ def test_node_gives_python_ids_and_vectors() -> None:
     assert "# skipped 0" in out, out
     passed = re.search(r"^# pass (\d+)$", result.stdout, re.MULTILINE)
     assert passed, out
-    assert int(passed.group(1)) == 10, out
+    assert int(passed.group(1)) == 11, out
 
 
 #: Runs js/wordpiece.js over every code point, each as "x<c>x", and writes

@@ -109,6 +109,17 @@ test("createEncoder refuses a bad maxTokens and a model that is not ONNX", { ski
   await assert.rejects(createEncoder({ ort, model: new Uint8Array(64), tokenizer, maxTokens: 256 }));
 });
 
+test("with the index's width given, no probe run, and a vector of another width is refused", { skip }, async () => {
+  const ort = require(ORT);
+  const tokenizer = WordPiece.fromJSON(JSON.parse(fs.readFileSync(path.join(REPO, GOLDEN.tokenizer), "utf8")));
+  const model = fs.readFileSync(MODEL);
+  const right = await createEncoder({ ort, model, tokenizer, maxTokens: GOLDEN.max_tokens, dim: GOLDEN.dim });
+  assert.equal(right.dim, GOLDEN.dim);
+  assert.equal((await right.embed("bloom")).length, GOLDEN.dim);
+  const wrong = await createEncoder({ ort, model, tokenizer, maxTokens: GOLDEN.max_tokens, dim: GOLDEN.dim + 1 });
+  await assert.rejects(wrong.embed("bloom"), /vectors of 384 numbers, the index's have 385/);
+});
+
 test("pool: the mean over the mask, then length 1", () => {
   // two tokens of dim 2, the second masked out
   const v = pool(new Float32Array([3, 4, 100, 100]), [1, 2, 2], [1, 0]);

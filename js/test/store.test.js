@@ -256,3 +256,72 @@ test("on a built site: every record and sentence vector as the build wrote them"
   const tokenizer = await s.json("tokenizer");
   assert.equal(tokenizer.model.type, "WordPiece");
 });
+
+// -- Cache Storage (issue 42) ---------------------------------------------------------
+
+/** A Cache Storage in memory, as the worker's `caches` behaves. */
+function memoryCaches() {
+  /** @type {Map<string, Map<string, Uint8Array>>} */
+  const stores = new Map();
+  const api = {
+    stores,
+    /** @param {string} name */
+    async open(name) {
+      if (!stores.has(name)) stores.set(name, new Map());
+      const entries = /** @type {Map<string, Uint8Array>} */ (stores.get(name));
+      return {
+        /** @param {string} url */
+        async match(url) {
+          const data = entries.get(url);
+          return data ? new Response(/** @type {any} */ (data)) : undefined;
+        },
+        /** @param {string} url @param {Response} response */
+        async put(url, response) {
+          entries.set(url, new Uint8Array(await response.arrayBuffer()));
+        },
+        /** @param {any} request */
+        async delete(request) {
+          return entries.delete(typeof request === "string" ? request : request.url);
+        },
+        async keys() {
+          return [...entries.keys()].map((url) => ({ url }));
+        },
+      };
+    },
+  };
+  return api;
+}
+
+test("a file kept in Cache Storage is read from it, checked, and not fetched again", async () => {
+  const site = fakeSite();
+  const caches = memoryCaches();
+  const first = fakeFetch(site.files);
+  const s1 = createShardStore({ manifestUrl: `${BASE}manifest.json`, fetch: first.fetcher, subtle: null, caches: /** @type {any} */ (caches) });
+  await s1.core();
+  const kept = [...(caches.stores.values().next().value || new Map()).keys()];
+  assert.ok(kept.length >= 4, kept.join(" "));
+  // the next page: nothing but the manifest over the network
+  const again = fakeFetch(site.files);
+  const s2 = createShardStore({ manifestUrl: `${BASE}manifest.json`, fetch: again.fetcher, subtle: null, caches: /** @type {any} */ (caches) });
+  await s2.core();
+  assert.deepEqual(again.asked.map((u) => u.replace(BASE, "")), ["manifest.json"]);
+  assert.equal(s2.fetched() < s1.fetched(), true, "bytes from the cache are not counted as fetched");
+  // a damaged copy is not used: the network's replaces it
+  const [store] = caches.stores.values();
+  const url = kept[0];
+  store.set(url, new TextEncoder().encode("damaged"));
+  const third = fakeFetch(site.files);
+  const s3 = createShardStore({ manifestUrl: `${BASE}manifest.json`, fetch: third.fetcher, subtle: null, caches: /** @type {any} */ (caches) });
+  await s3.core();
+  assert.ok(third.asked.includes(url), third.asked.join(" "));
+  assert.notEqual(new TextDecoder().decode(store.get(url)), "damaged");
+});
+
+test("a Cache Storage that refuses leaves the store working over the network", async () => {
+  const site = fakeSite();
+  const refusing = { open: async () => Promise.reject(new Error("SecurityError")) };
+  const { fetcher } = fakeFetch(site.files);
+  const s = createShardStore({ manifestUrl: `${BASE}manifest.json`, fetch: fetcher, subtle: null, caches: /** @type {any} */ (refusing) });
+  const core = await s.core();
+  assert.equal(core.passageVectors && core.passageVectors.rows, 3);
+});

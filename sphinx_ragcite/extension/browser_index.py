@@ -184,6 +184,8 @@ def _stage(
     writer: IndexWriter,
     embedding: dict[str, Any] | None,
 ) -> BrowserFiles:
+    from sphinx_ragcite.extension.browser_model import FOLDER as BROWSER_MODEL_FOLDER
+    from sphinx_ragcite.extension.browser_model import browser_model
     from sphinx_ragcite.extension.embedding import build_model_files
     from sphinx_ragcite.extension.writer import file_digest
 
@@ -206,7 +208,17 @@ def _stage(
     copied = {
         role: (name, path, file_digest(path)) for role, (name, path) in roles.items()
     }
-    copied[MODEL] = ("model.onnx", model.model, file_digest(model.model))
+    # the model as the browser runs it (its tables looked up before they
+    # are dequantised: the same vectors in a fraction of the memory)
+    source_digest = file_digest(model.model)
+    shipped_model = browser_model(
+        model.model, source_digest[0], Path(app.doctreedir) / BROWSER_MODEL_FOLDER
+    )
+    copied[MODEL] = (
+        "model.onnx",
+        shipped_model,
+        source_digest if shipped_model == model.model else file_digest(shipped_model),
+    )
     # Staged only now that every part is there: none or all of them ship.
     for role, (name, path, digest) in sorted(copied.items()):
         writer.add_file(role, name, path, digest)
