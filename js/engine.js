@@ -61,6 +61,30 @@
   const MAX_QUESTION = 2000;
   /** `contracts.MAX_SELECTION`: the longest selection a request may send. */
   const MAX_SELECTION = 20000;
+  /** Half a UTF-16 surrogate pair (`schemas._valid_text` refuses it). */
+  const LONE_SURROGATE = /[\ud800-\udfff]/u;
+
+  /** A request the engine refuses, in the words of the server's 400. */
+  class RefusedError extends RangeError {
+    /** @param {string} message "field: must ..." */
+    constructor(message) {
+      super(message);
+      this.name = "RefusedError";
+      /** the worker's kind of failure (`worker.js`) */
+      this.kind = "invalid";
+    }
+  }
+
+  /**
+   * `schemas._valid_text`: JSON may carry lone surrogates; no tokenizer or
+   * encoder can take them.
+   * @param {string} field
+   * @param {string} text
+   */
+  function validText(field, text) {
+    if (LONE_SURROGATE.test(text)) throw new RefusedError(`${field}: must be valid Unicode text (no lone surrogates)`);
+    return text;
+  }
 
   const now = () => (typeof performance === "object" ? performance.now() : Date.now());
   /** @param {number} since */
@@ -111,21 +135,29 @@
      * @returns {Promise<Answer>}
      */
     async function answer(asked, qvec, opts = {}) {
-      const question = S.pyStrip(String(asked));
-      if (!question) throw new RangeError("question: must not be empty");
+      // checked in the server's order (schemas.AskRequest), with its words
+      const raw = validText("question", String(asked));
+      // pydantic's own words for "" (Field(min_length=1)), then _question's
+      if (!raw) throw new RefusedError("question: String should have at least 1 character");
+      const question = S.pyStrip(raw);
+      if (!question) throw new RefusedError("question: must not be empty");
       if (S.codePoints(question) > MAX_QUESTION) {
-        throw new RangeError(`question: must be at most ${MAX_QUESTION} characters`);
+        throw new RefusedError(`question: must be at most ${MAX_QUESTION} characters`);
+      }
+      // trimmed, then measured (schemas._selection); a selection given
+      // that is blank is refused (answering.py), as in selection mode
+      const given = validText("selection", opts.selection || "");
+      const selection = S.pyStrip(given);
+      if (S.codePoints(selection) > MAX_SELECTION) {
+        throw new RefusedError(`selection: must be at most ${MAX_SELECTION} characters`);
       }
       const k = opts.k ?? DEFAULT_K;
-      if (!Number.isInteger(k) || k < 1 || k > MAX_K) throw new RangeError(`k: must be 1 to ${MAX_K}`);
+      if (!Number.isInteger(k) || k < 1 || k > MAX_K) throw new RefusedError(`k: must be 1 to ${MAX_K}`);
+      if (given && !selection) throw new RefusedError("selection: is required when mode is 'selection'");
       if (qvec !== null && dim && qvec.length !== dim) {
         throw new RangeError(`the question vector has ${qvec.length} numbers, the index ${dim}`);
       }
-      const selection = opts.selection || "";
       if (selection) {
-        if (S.codePoints(selection) > MAX_SELECTION) {
-          throw new RangeError(`selection: must be at most ${MAX_SELECTION} characters`);
-        }
         if (!opts.embed) throw new RangeError("selection mode needs the encoder (embed)");
         if (!dim) throw new RangeError("selection mode needs a site with vectors");
       }
@@ -218,7 +250,7 @@
     return { answer };
   }
 
-  const api = { ENGINE_SCRIPTS, DEFAULT_K, MAX_K, MAX_QUESTION, MAX_SELECTION, createEngine };
+  const api = { ENGINE_SCRIPTS, DEFAULT_K, MAX_K, MAX_QUESTION, MAX_SELECTION, RefusedError, createEngine };
   lib.engine = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;
