@@ -28,6 +28,9 @@
  * @property {number} loaded
  * @property {number} total
  * @property {Record<string, {loaded: number, total: number}>} files
+ * @property {"download" | "starting"} [phase] "starting" once every file is
+ *   in and the runtime compiles and the model's session starts (seconds with
+ *   nothing more to download)
  */
 
 /** @typedef {"idle" | "loading" | "ready" | "failed" | "cancelled"} EngineState */
@@ -56,6 +59,11 @@
  * @property {new (url: string | URL, options?: WorkerOptions) => Worker} [Worker]
  * @property {string} protocol the page's `location.protocol`
  * @property {boolean} wasm whether `WebAssembly` exists on the page
+ * @property {(message: string) => void} [log] where a failure's details go
+ *   for the site's author (the page's console); the reader sees `why()`
+ * @property {() => boolean} [refused] whether the page's Content-Security-Policy
+ *   refused a worker (`securitypolicyviolation`, `worker-src`): a worker that
+ *   does not start is then the CSP's doing, not a missing file
  */
 
 (function () {
@@ -82,13 +90,26 @@
       "A file of the answer engine does not match the site's index, so it was not run and " +
       `${SEARCH}. Reload the page; if this persists, the site needs a rebuild.`,
     missing: `The answer engine's files are missing from this site, so ${SEARCH}.`,
+    // a manifest, shard listing or file this engine does not read: the page
+    // and the index come from different builds, or the index is damaged
+    format:
+      "This site's index was written by another version of sphinx-ragcite, so the answer engine cannot read it and " +
+      `${SEARCH}. Reload the page; if this persists, the site needs a rebuild.`,
     network: `The answer engine could not be downloaded, so ${SEARCH}.`,
     engine: `The answer engine failed on this question, so ${SEARCH}.`,
+    start:
+      "The answer engine could not start on this site's index, so " +
+      `${SEARCH}. Reload the page; if this persists, the site needs a rebuild.`,
+    // a question the engine refuses as the server would (the widget checks
+    // the reader's first, so this is a caller's question)
+    invalid: `The answer engine cannot take this question, so ${SEARCH}.`,
     cancelled: `You stopped the download of the answer engine, so ${SEARCH}.`,
     aborted: `You stopped the download of the answer engine, so ${SEARCH}.`,
     // built without answers in the browser: the usual static-mode note
     off: null,
   });
+  /** How long a worker that did not start waits for the CSP's report. */
+  const CSP_REPORT_MS = 50;
   /** Failures the next question may try again (the network may come back). */
   const RETRY = new Set(["network", "engine"]);
 
@@ -129,6 +150,8 @@
     const stateListeners = new Set();
     /** @type {((error: BrowserAnswerError | null) => void) | null} */
     let settleReady = null;
+    /** @type {LoadProgress | null} the last download figures */
+    let lastProgress = null;
 
     /** Why the engine cannot run on this page at all (a key of WHY), or null. */
     function blocked() {
@@ -154,6 +177,7 @@
     /** @param {BrowserAnswerError} error */
     function fail(error) {
       failure = error.kind;
+      if (env.log && error.kind !== "cancelled") env.log(`ragcite: the answer engine cannot run (${error.kind}): ${error.message}`);
       if (worker) worker.terminate();
       worker = null;
       ready = null;
@@ -169,7 +193,14 @@
       const data = event.data;
       if (!data || typeof data !== "object") return;
       if (data.type === "progress") {
-        const progress = { loaded: Number(data.loaded) || 0, total: Number(data.total) || 0, files: data.files || {} };
+        /** @type {LoadProgress} */
+        const progress = { loaded: Number(data.loaded) || 0, total: Number(data.total) || 0, files: data.files || {}, phase: "download" };
+        lastProgress = progress;
+        for (const listener of progressListeners) listener(progress);
+      } else if (data.type === "phase" && data.phase === "starting" && state === "loading") {
+        const all = lastProgress ? lastProgress.total : 0;
+        /** @type {LoadProgress} */
+        const progress = { loaded: all, total: all, files: lastProgress ? lastProgress.files : {}, phase: "starting" };
         for (const listener of progressListeners) listener(progress);
       } else if (data.type === "ready") {
         setState("ready");
@@ -212,9 +243,16 @@
         return false;
       }
       worker.addEventListener("message", onMessage);
+      const started = worker;
       worker.addEventListener("error", (event) => {
         event.preventDefault();
-        if (state === "loading") fail(new BrowserAnswerError("missing", event.message || "the worker did not start"));
+        if (state !== "loading" || worker !== started) return;
+        const detail = event.message || "the worker did not start";
+        // the CSP's violation report reaches the page in a task of its own
+        setTimeout(() => {
+          if (state !== "loading" || worker !== started) return;
+          fail(new BrowserAnswerError(env.refused && env.refused() ? "csp" : "missing", detail));
+        }, CSP_REPORT_MS);
       });
       worker.postMessage({ type: "load", manifest: String(where.manifestUrl) });
       return true;

@@ -77,7 +77,7 @@
  * @property {(target: Element) => boolean} covers whether the open panel shares columns with an element
  * @property {(up: boolean, local?: boolean) => void} showMode say whether answers or only search results are
  *   possible (`local`: no server, but answers in the browser)
- * @property {(progress: {loaded: number, total: number} | null, cancel?: () => void) => void} showProgress
+ * @property {(progress: {loaded: number, total: number, phase?: string} | null, cancel?: () => void) => void} showProgress
  *   the answer engine's download in MB, with a Cancel button; null hides it
  * @property {(choices: VersionChoice[], chosen: string, page: string) => void} showVersions
  *   the versions to offer (fewer than two: no picker), the site chosen, the
@@ -91,7 +91,9 @@
  * @property {(busy: boolean) => void} setBusy
  * @property {(text: string) => void} streamText append streamed answer text
  * @property {(answer: Answer) => void} renderAnswer
- * @property {(result: StaticResult, why?: string) => void} renderStatic
+ * @property {(result: StaticResult, why?: string, action?: {label: string, run: () => void}) => void} renderStatic
+ *   the search results under a note saying why they are not an answer, and
+ *   an `action` button after it (e.g. "Download the answer engine")
  * @property {(error: WidgetError, retry: () => void) => void} showError
  * @property {() => void} resetOutput
  * @property {() => boolean} previewShown
@@ -105,10 +107,34 @@
   /** @type {Record<string, any>} */
   const lib = (g.ragcite_lib = g.ragcite_lib || {});
 
+  /** `contracts.MAX_QUESTION`, in code points as the server counts them. */
   const MAX_QUESTION = 2000;
   const MAX_REASON = 500;
   const ANSWER_ID = /^[0-9a-f]{32}$/;
   const PLACEHOLDER = "Ask a question about this book…";
+
+  /**
+   * Characters as Python's `len` counts them (code points): an emoji is
+   * one, where `length` (UTF-16 units) counts two.
+   * @param {string} text
+   */
+  function codePoints(text) {
+    let n = text.length;
+    for (let i = 1; i < text.length; i++) {
+      const unit = text.charCodeAt(i);
+      if (unit >= 0xdc00 && unit <= 0xdfff && (text.charCodeAt(i - 1) & 0xfc00) === 0xd800) n--;
+    }
+    return n;
+  }
+
+  /**
+   * The first `n` code points of `text` (never half a surrogate pair).
+   * @param {string} text
+   * @param {number} n
+   */
+  function firstCodePoints(text, n) {
+    return text.length <= n ? text : Array.from(text).slice(0, n).join("");
+  }
 
   /**
    * @param {{root: string, shortcut: Shortcut | null, version: string, apiBase?: URL | null, site?: string}} settings
@@ -204,7 +230,8 @@
         id: "ragcite-question",
         class: "ragcite-question",
         rows: 3,
-        maxlength: MAX_QUESTION,
+        // no maxlength: it counts UTF-16 units (1,000 emoji filled it);
+        // limitQuestion() keeps the limit in code points
         placeholder: PLACEHOLDER,
         "aria-describedby": "ragcite-count ragcite-hint",
         autocomplete: "off",
@@ -271,7 +298,7 @@
         hooks.clearSelection();
         question.focus();
       });
-      question.addEventListener("input", updateCounter);
+      question.addEventListener("input", limitQuestion);
       question.addEventListener("keydown", (event) => {
         if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
           event.preventDefault();
@@ -339,9 +366,33 @@
 
     function updateCounter() {
       if (!widget) return;
-      const n = widget.question.value.length;
+      const n = codePoints(widget.question.value);
       widget.counter.textContent = `${n} / ${MAX_QUESTION}`;
       widget.counter.classList.toggle("ragcite-count-near", n >= MAX_QUESTION * 0.9);
+    }
+
+    /**
+     * Text typed or pasted past the limit is cut where it went in (as
+     * `maxlength` would, but counting code points), and the status line
+     * says so: a long paste is never cut silently.
+     */
+    function limitQuestion() {
+      if (!widget) return;
+      const box = widget.question;
+      const value = box.value;
+      const over = codePoints(value) - MAX_QUESTION;
+      if (over > 0) {
+        const caret = typeof box.selectionEnd === "number" ? box.selectionEnd : value.length;
+        const before = Array.from(value.slice(0, caret));
+        const kept =
+          before.length >= over
+            ? before.slice(0, before.length - over).join("")
+            : firstCodePoints(value, MAX_QUESTION);
+        box.value = before.length >= over ? kept + value.slice(caret) : kept;
+        box.setSelectionRange(kept.length, kept.length);
+        setStatus(`Your question was cut to ${MAX_QUESTION.toLocaleString("en")} characters, the limit.`);
+      }
+      updateCounter();
     }
 
     function isOpen() {
@@ -397,7 +448,7 @@
       if (!up) {
         widget.modeNote.textContent = local
           ? "No answer server is reachable: questions are answered in your browser, from the book's own " +
-            "files. The answer engine downloads once; nothing you type leaves this page."
+            "files. The answer engine downloads on your first question; nothing you type leaves this page."
           : "No answer server is reachable: questions search the book's passages. " +
             "Generated answers with citations need the answer server (ragcite serve).";
       }
@@ -411,7 +462,8 @@
     /**
      * The answer engine's download: "Loading the answer engine: 12.3 of
      * 24.9 MB" over a progress bar, and a Cancel button.
-     * @param {{loaded: number, total: number} | null} progress null hides it
+     * @param {{loaded: number, total: number, phase?: string} | null} progress null hides it;
+     *   phase "starting": every file is in, the engine starts (no figure)
      * @param {() => void} [cancel]
      */
     function showProgress(progress, cancel) {
@@ -436,9 +488,16 @@
       const { loaded, total } = progress;
       const mb = (/** @type {number} */ n) => (n / 1e6).toFixed(1);
       progressParts.box.hidden = false;
-      progressParts.bar.max = Math.max(total, 1);
-      progressParts.bar.value = Math.min(loaded, total);
-      progressParts.label.textContent = `Loading the answer engine: ${mb(Math.min(loaded, total))} of ${mb(total)} MB`;
+      if (progress.phase === "starting") {
+        // downloaded: the runtime compiles and the model starts (seconds);
+        // a bar without a value moves without claiming a figure
+        progressParts.bar.removeAttribute("value");
+        progressParts.label.textContent = "Starting the answer engine…";
+      } else {
+        progressParts.bar.max = Math.max(total, 1);
+        progressParts.bar.value = Math.min(loaded, total);
+        progressParts.label.textContent = `Loading the answer engine: ${mb(Math.min(loaded, total))} of ${mb(total)} MB`;
+      }
       progressParts.cancel.hidden = !cancel;
     }
 
@@ -1115,21 +1174,26 @@
     /**
      * @param {StaticResult} result
      * @param {string} [why] a note on why there is no generated answer
+     * @param {{label: string, run: () => void}} [action] a button after it
      */
-    function renderStatic(result, why) {
+    function renderStatic(result, why, action) {
       const w = ensure();
       resetOutput();
       const out = w.output;
-      out.append(
-        el(
-          "div",
-          { class: "ragcite-static-note", role: "note" },
-          el("strong", { text: "Search results, not an answer. " }),
-          why ||
-            "No answer server is reachable, so these are the passages that best match your question. " +
-              "Generated answers with citations need the answer server (ragcite serve).",
-        ),
+      const note = el(
+        "div",
+        { class: "ragcite-static-note", role: "note" },
+        el("strong", { text: "Search results, not an answer. " }),
+        why ||
+          "No answer server is reachable, so these are the passages that best match your question. " +
+            "Generated answers with citations need the answer server (ragcite serve).",
       );
+      if (action) {
+        const button = el("button", { type: "button", class: "ragcite-static-action", text: action.label });
+        button.addEventListener("click", () => action.run(), { once: true });
+        note.append(" ", button);
+      }
+      out.append(note);
       if (result.hits.length) {
         out.append(heading("Matching passages"), linkList(C.buildLinks(result.hits, settings.root), "ragcite-results"));
       } else {
@@ -1142,7 +1206,7 @@
 
     /** @param {string} question */
     function setQuestion(question) {
-      ensure().question.value = question.slice(0, MAX_QUESTION);
+      ensure().question.value = firstCodePoints(question, MAX_QUESTION);
       updateCounter();
     }
 
@@ -1179,7 +1243,7 @@
     };
   }
 
-  const api = { MAX_QUESTION, MAX_REASON, createPanel };
+  const api = { MAX_QUESTION, MAX_REASON, codePoints, createPanel };
   lib.panel = api;
   if (typeof module === "object" && module.exports) {
     module.exports = api;

@@ -4,8 +4,8 @@
  * its own <script> tag (written by `sphinx_ragcite/assets.py`), plus the
  * keyboard shortcut grammar.
  *
- * - `data-ragcite-server`: base URL of the answer server; "" means this
- *   site's own origin (`/api/...`), "none" means static mode only.
+ * - `data-ragcite-server`: base URL of the answer server; "" means look
+ *   for it beside the site (`serversOf`), "none" means static mode only.
  * - `data-ragcite-index`: `_ragcite/manifest.json`, relative to the site root.
  * - `data-ragcite-root`: the site root; by default two folders above the
  *   script when the build copied it to `_static/ragcite/`, else the page's
@@ -13,6 +13,10 @@
  * - `data-ragcite-shortcut`: e.g. "Mod+/" (Mod: Cmd on macOS, Ctrl
  *   elsewhere), "Alt+A", "/"; "" turns the shortcut off.
  * - `data-ragcite-version`: the sphinx-ragcite version that built the page.
+ * - `data-ragcite-assets`: a digest of the widget's and engine's scripts as
+ *   this build shipped them; every script the widget or the engine's worker
+ *   loads by itself carries it as `?v=` (`assetUrl`), so a long `_static/`
+ *   max-age never runs old engine code against a new index.
  * - `data-ragcite-site`: this site's name on a server of several sites
  *   (`ragcite serve --site NAME=...`); "" means: the folder the site is
  *   served from below the server (`/NAME/`), if it is one.
@@ -38,9 +42,14 @@
 /**
  * @typedef {object} Settings
  * @property {string} root the site root, absolute, ending in "/"
- * @property {URL} assetBase the folder of the widget's scripts
+ * @property {URL} assetBase the folder of the widget's scripts, with the
+ *   build's `?v=<digest>` as its query (see `assetUrl`)
  * @property {URL | null} indexUrl the manifest
- * @property {URL | null} apiBase `<apiBase>api/ask`; null: static mode only
+ * @property {URL[]} servers where the answer server may be, in the order
+ *   to ask (`serversOf`); none: static mode only
+ * @property {boolean} serverNamed `data-ragcite-server` names the server
+ * @property {URL | null} apiBase the base of a server of several sites
+ *   (links into its other sites): the last of `servers`, or null
  * @property {Shortcut | null} shortcut
  * @property {string} version of the build that wrote the page
  * @property {string} site this site's name on a server of several, or ""
@@ -78,6 +87,21 @@
   }
 
   /**
+   * A script beside the widget's, versioned as the folder is: `?v=<digest>`
+   * of the build that shipped it (a cached old copy is never taken for it).
+   * @param {string} name e.g. "worker.js", "snowball/german.js"
+   * @param {URL | string} base `Settings.assetBase`, or a versioned script's URL
+   * @returns {URL}
+   */
+  function assetUrl(name, base) {
+    const from = new URL(String(base));
+    const url = new URL(name, from);
+    url.search = from.search;
+    url.hash = "";
+    return url;
+  }
+
+  /**
    * The URL as a folder: no query or hash, a trailing "/".
    * @param {URL} url
    */
@@ -110,20 +134,30 @@
   }
 
   /**
-   * Base of the API, or null for static mode only.
+   * Where the answer server may be, in the order the widget asks: the one
+   * `data-ragcite-server` names; by default the site root (`ragcite serve
+   * BUILD`, or a proxy to it at the site's path), then its parent folder
+   * (`ragcite serve --site NAME=...` serves a site at `<base>NAME/`, its API
+   * at `<base>api/`). Never the origin's root for a site below it: another
+   * app may answer there. None for "none", or a page not on http(s).
    * @param {string} server `data-ragcite-server`
+   * @param {string} root the site root
    * @param {string} page the page's URL
-   * @returns {URL | null}
+   * @returns {URL[]}
    */
-  function apiBaseOf(server, page) {
+  function serversOf(server, root, page) {
     const value = server.trim();
-    if (value.toLowerCase() === "none") return null;
+    if (value.toLowerCase() === "none") return [];
     if (value) {
       const u = toUrl(value, page);
-      return u && /^https?:$/.test(u.protocol) ? asFolder(u) : null;
+      return u && /^https?:$/.test(u.protocol) ? [asFolder(u)] : [];
     }
     const here = toUrl(page, "http://invalid/");
-    return here && /^https?:$/.test(here.protocol) ? new URL("/", here) : null;
+    const site = toUrl(root, page);
+    if (!here || !site || !/^https?:$/.test(here.protocol) || !/^https?:$/.test(site.protocol)) return [];
+    const own = asFolder(site);
+    const parent = new URL("../", own);
+    return parent.href === own.href ? [own] : [own, parent];
   }
 
   /** A site's name on a server of several: its URL folder (`sites.py`). */
@@ -233,12 +267,19 @@
     const src = script && script.src ? script.src : "";
     const root = siteRoot({ explicit: attr("root"), content: env.contentRoot, src, page: env.page });
     const spec = script && script.hasAttribute("data-ragcite-shortcut") ? attr("shortcut") : DEFAULT_SHORTCUT;
-    const apiBase = apiBaseOf(attr("server"), env.page);
+    const servers = serversOf(attr("server"), root, env.page);
+    const apiBase = servers.length ? servers[servers.length - 1] : null;
     const named = attr("site").trim();
+    const assetBase = toUrl("./", src || env.page) || new URL(env.page);
+    assetBase.hash = "";
+    const digest = attr("assets").trim();
+    assetBase.search = /^[0-9a-f]{8,64}$/.test(digest) ? `?v=${digest}` : "";
     return {
       root,
-      assetBase: toUrl("./", src || env.page) || new URL(env.page),
+      assetBase,
       indexUrl: toUrl(attr("index") || DEFAULT_INDEX, root),
+      servers,
+      serverNamed: servers.length > 0 && attr("server").trim() !== "",
       apiBase,
       shortcut: spec.trim() ? parseShortcut(spec.trim(), env.mac) : null,
       version: attr("version").trim() || "unknown",
@@ -248,13 +289,14 @@
   }
 
   const api = {
-    apiBaseOf,
     asFolder,
+    assetUrl,
     isMacPlatform,
     matchesShortcut,
     parseShortcut,
     readSettings,
     scopeOf,
+    serversOf,
     siteOf,
     siteRoot,
     toUrl,

@@ -105,15 +105,20 @@
 
   /**
    * @param {{assetBase: URL, indexUrl: URL | null}} settings
-   * @returns {{load: () => Promise<StaticSearch>}} `load` is tried again
-   *   after a failure, and done once after a success
+   * @returns {{load: () => Promise<StaticSearch>, manifest: () => any}} `load`
+   *   is tried again after a failure, and done once after a success;
+   *   `manifest`: the index manifest it read (null before, or from file://)
    */
   function createStaticLoader({ assetBase, indexUrl }) {
     const fromDisk = location.protocol === "file:";
 
+    /** @type {any} the manifest last read, for what it says of the site's files */
+    let read = null;
+
     /** @param {URL} manifestUrl */
     async function fetchIndex(manifestUrl) {
       const manifest = await fetchJson(manifestUrl.href, fromDisk);
+      read = manifest;
       const name = manifest && manifest.files && manifest.files.static;
       const folder = lib.settings.asFolder(new URL("./", manifestUrl));
       const staticUrl = typeof name === "string" ? C.resolveUrl(name, folder) : null;
@@ -155,14 +160,14 @@
       loading = (async () => {
         for (const [name, global] of SEARCH_SCRIPTS) {
           if (typeof lib[global] !== "function") {
-            await lib.dom.loadScript(new URL(name, assetBase).href, notLoaded);
+            await lib.dom.loadScript(lib.settings.assetUrl(name, assetBase).href, notLoaded);
           }
         }
         if (indexUrl === null) throw new WidgetError("No search index is configured.", "static");
         const index = fromDisk ? await loadIndexScript(indexUrl) : await fetchIndex(indexUrl);
         const language = snowballLanguage(index);
         if (language && !(lib.snowball && typeof lib.snowball[language] === "function")) {
-          await lib.dom.loadScript(new URL(`snowball/${language}.js`, assetBase).href, notLoaded);
+          await lib.dom.loadScript(lib.settings.assetUrl(`snowball/${language}.js`, assetBase).href, notLoaded);
         }
         try {
           return lib.createStaticSearch(index);
@@ -176,7 +181,7 @@
       return loading;
     }
 
-    return { load };
+    return { load, manifest: () => read };
   }
 
   const api = { STATIC_PREFIX, createStaticLoader, parseStaticFile, snowballLanguage };

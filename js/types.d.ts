@@ -269,6 +269,9 @@ export interface EncoderOptions {
   tokenizer: WordPiece;
   /** The manifest's `embedding.max_tokens`. */
   maxTokens: number;
+  /** The width of the index's vectors (the manifest's `embedding.dim`):
+   * no probe run at start, and every vector is checked against it. */
+  dim?: number;
 }
 
 /** The question's vector, as Python's encoder computes it (cosine >= 0.9999):
@@ -278,6 +281,8 @@ export interface QuestionEncoder {
   dim: number;
   /** Free the session's WASM memory. */
   release(): Promise<void>;
+  /** ms to open the session, and to run the first (probe) encoding. */
+  timings?: { session: number; probe: number };
 }
 
 // -- Browser engine: the extractive answer engine (js/engine.js) ------------

@@ -37,6 +37,10 @@
 
   const STATIC_RESULTS = 5;
   const STORAGE_KEY = "ragcite:last";
+  /** Half a UTF-16 surrogate pair: text no tokenizer or server takes. */
+  const LONE_SURROGATE = /[\ud800-\udfff]/u;
+  /** `schemas._valid_text`'s refusal, word for word. */
+  const NOT_UNICODE = "must be valid Unicode text (no lone surrogates)";
   const PARTS = ["citations", "createSseParser", "settings", "dom", "client", "staticMode", "deeplinks", "selection", "panel"];
 
   const g = /** @type {any} */ (globalThis);
@@ -61,8 +65,8 @@
   /** @type {typeof import("./client.js").WidgetError} */
   const WidgetError = lib.client.WidgetError;
   /** @type {import("./client.js").Client} */
-  const server = lib.client.createClient(settings.apiBase);
-  /** @type {{load: () => Promise<import("./search.js").StaticSearch>}} */
+  const server = lib.client.createClient(settings);
+  /** @type {{load: () => Promise<import("./search.js").StaticSearch>, manifest: () => any}} */
   const staticSearch = lib.staticMode.createStaticLoader(settings);
 
   /** @type {import("./panel.js").Panel} */
@@ -79,9 +83,9 @@
     },
     opened: () => {
       server.available().then((up) => {
-        panel.showMode(up);
+        showMode(up);
         showVersions(up);
-        if (!up) startLocal();
+        if (!up) warmUp();
       });
     },
     chooseVersion: (site) => chooseVersion(site),
@@ -209,7 +213,7 @@
     if (picked === gone) storeChoice(settings.site);
     server.forget();
     const up = await server.available();
-    panel.showMode(up);
+    showMode(up);
     const site = showVersions(up) || lib.client.scopeSite(settings, server.sites());
     if (site) body.site = site;
     else delete body.site;
@@ -233,21 +237,37 @@
     if (!local) {
       local = (async () => {
         if (!lib.browser) {
-          const src = new URL("browser.js", settings.assetBase).href;
+          const src = lib.settings.assetUrl("browser.js", settings.assetBase).href;
           await lib.dom.loadScript(src, () => new WidgetError(`Could not load ${src}.`, "static"));
         }
+        // a CSP that refuses the worker reports it here, not to the worker
+        let refused = false;
+        document.addEventListener("securitypolicyviolation", (event) => {
+          if (/^(worker-src|child-src|script-src)/.test(event.effectiveDirective || "")) refused = true;
+        });
         /** @type {import("./browser.js").BrowserAnswers} */
         const answers = lib.browser.createBrowserAnswers(
-          { workerUrl: new URL("worker.js", settings.assetBase), manifestUrl: settings.indexUrl },
+          { workerUrl: lib.settings.assetUrl("worker.js", settings.assetBase), manifestUrl: settings.indexUrl },
           {
             Worker: typeof Worker === "function" ? Worker : undefined,
             protocol: location.protocol,
             wasm: typeof WebAssembly === "object" && WebAssembly !== null,
+            refused: () => refused,
+            log: (/** @type {string} */ message) => console.warn(message),
           },
         );
         answers.onProgress((progress) => panel.showProgress(progress, () => answers.cancel()));
         answers.onState((state) => {
           if (state !== "loading") panel.showProgress(null);
+          // the grey note never says answers come from the browser once they cannot
+          panel.showMode(false, state === "loading" || state === "ready");
+          if (state === "ready") {
+            try {
+              sessionStorage.setItem(WARM_KEY, "yes");
+            } catch {
+              // storage off: later pages start the engine on their first question
+            }
+          }
         });
         return answers;
       })().catch(() => null);
@@ -255,11 +275,107 @@
     return local;
   }
 
-  /** The panel opened with no server: start loading the engine, if it can run. */
-  function startLocal() {
+  /**
+   * Say whether answers come from the server, the browser, or neither (only
+   * search results): with no server, once the engine's page side is in, so
+   * the note never says one thing and then the other. Nothing is downloaded
+   * before the first question (its search results cover the wait).
+   * @param {boolean} up whether the answer server answers
+   */
+  function showMode(up) {
+    if (up) {
+      panel.showMode(true);
+      return;
+    }
     inBrowser().then((answers) => {
-      if (answers && answers.unavailable() === null && answers.prepare()) panel.showMode(false, true);
+      panel.showMode(false, Boolean(answers && answers.unavailable() === null && !answers.why()));
     });
+  }
+
+  const CONSENT_KEY = "ragcite:engine-download";
+  /** Set once the engine answered on a page of this visit: its files are cached. */
+  const WARM_KEY = "ragcite:engine-ready";
+
+  /**
+   * The panel opened with no server on a later page of a visit whose engine
+   * already ran: start it now, while the reader types. Its files come from
+   * the browser's caches, so nothing is downloaded; the start (a second or
+   * so of WebAssembly and the model's session) is then over, or nearly, by
+   * the time the question comes. A first visit still waits for a question.
+   */
+  function warmUp() {
+    let warm = false;
+    try {
+      warm = sessionStorage.getItem(WARM_KEY) === "yes";
+    } catch {
+      return;
+    }
+    if (!warm || askFirst()) return;
+    inBrowser().then((answers) => {
+      if (answers && answers.unavailable() === null && answers.state() === "idle") answers.prepare();
+    });
+  }
+  /** The engine's large files: what a reader on a metered connection is asked about. */
+  const ENGINE_ROLES = ["model", "tokenizer", "ort_js", "ort_mjs", "ort_wasm"];
+
+  /**
+   * Whether to ask before the engine's download: the browser sends
+   * `Save-Data` (the reader asked it to save data) and the reader has not
+   * said yes on this visit.
+   */
+  function askFirst() {
+    const connection = /** @type {any} */ (navigator).connection;
+    if (!connection || connection.saveData !== true) return false;
+    try {
+      return sessionStorage.getItem(CONSENT_KEY) !== "yes";
+    } catch {
+      return !consented;
+    }
+  }
+
+  let consented = false;
+  function consent() {
+    consented = true;
+    try {
+      sessionStorage.setItem(CONSENT_KEY, "yes");
+    } catch {
+      // storage may be off: asked again on the next page
+    }
+  }
+
+  /** "about 37 MB" from the manifest the static search read, else "tens of MB". */
+  function engineSize() {
+    const manifest = staticSearch.manifest();
+    const bytes = manifest && manifest.bytes && typeof manifest.bytes === "object" ? manifest.bytes : {};
+    let total = 0;
+    for (const role of ENGINE_ROLES) total += Number(bytes[role]) || 0;
+    return total > 0 ? `about ${Math.round(total / 1e6)} MB` : "tens of MB";
+  }
+
+  /** The note above the first search results while the engine is still to come. */
+  const LOADING_NOTE = "While the answer engine loads in your browser, these are the passages that best match your question.";
+
+  /**
+   * The note the first results of a static question carry: the same the
+   * engine's answer (or its failure) will settle, never "answers need the
+   * server" while the engine loads.
+   * @param {import("./browser.js").BrowserAnswers | null} answers
+   * @returns {string | undefined}
+   */
+  function engineNote(answers) {
+    if (!answers) return undefined;
+    const blocked = answers.unavailable();
+    if (blocked !== null) return blocked || undefined;
+    const failed = answers.why();
+    if (failed) return failed;
+    return answers.state() === "idle" && askFirst() ? saveDataNote() : LOADING_NOTE;
+  }
+
+  function saveDataNote() {
+    return (
+      `Your browser asks to save data, so the answer engine (${engineSize()}, downloaded once per visit) ` +
+      "was not downloaded and these are the passages that best match your question."
+    );
   }
 
   /**
@@ -279,15 +395,23 @@
       if (blocked) panel.renderStatic(result, blocked);
       return result;
     }
+    if (answers.state() === "idle" && askFirst()) {
+      panel.renderStatic(result, saveDataNote(), {
+        label: "Download it and answer",
+        run: () => {
+          consent();
+          ask(question, { fromForm: true }).catch(() => {});
+        },
+      });
+      return result;
+    }
     if (!answers.prepare()) {
       const why = answers.why();
       if (why) panel.renderStatic(result, why);
       return result;
     }
     panel.showMode(false, true);
-    if (answers.state() === "loading") {
-      panel.renderStatic(result, "While the answer engine loads in your browser, these are the passages that best match your question.");
-    }
+    if (answers.state() === "loading") panel.renderStatic(result, LOADING_NOTE);
     panel.setStatus(answers.state() === "ready" ? "Answering in your browser…" : "Loading the answer engine…");
     let answer;
     try {
@@ -316,7 +440,8 @@
    */
   async function staticHits(query) {
     const answers = await inBrowser();
-    if (answers && answers.unavailable() === null && answers.prepare()) {
+    // the first question starts the engine (unless the reader is asked first)
+    if (answers && answers.unavailable() === null && !(answers.state() === "idle" && askFirst()) && answers.prepare()) {
       try {
         return await answers.search(query, STATIC_RESULTS);
       } catch {
@@ -346,7 +471,7 @@
     const hits = await staticHits(query);
     /** @type {StaticResult} */
     const result = { mode: "static", question, hits };
-    panel.renderStatic(result, why);
+    panel.renderStatic(result, why || engineNote(await inBrowser()));
     last = { kind: "static", question, selection: selected, data: result, why };
     remember();
     return answerLocally(question, result, controller, selected);
@@ -381,13 +506,19 @@
     const max = lib.panel.MAX_QUESTION;
     try {
       if (!text) throw new WidgetError("Type a question first.", "invalid");
-      if (text.length > max) {
-        throw new WidgetError(`The question has ${text.length} characters; the limit is ${max}.`, "invalid");
+      // counted in code points, as the server counts (an emoji is one)
+      const length = lib.panel.codePoints(text);
+      if (length > max) {
+        throw new WidgetError(`The question has ${length} characters; the limit is ${max}.`, "invalid");
       }
+      // the server's refusal (schemas._valid_text), here before any search:
+      // the browser's engine and its static search would take the text
+      if (LONE_SURROGATE.test(text)) throw new WidgetError(`question: ${NOT_UNICODE}`, "invalid");
+      if (selected && LONE_SURROGATE.test(selected)) throw new WidgetError(`selection: ${NOT_UNICODE}`, "invalid");
       panel.setBusy(true);
       panel.setStatus("Searching the book…");
       const up = await server.available();
-      panel.showMode(up);
+      showMode(up);
       const version = showVersions(up);
       if (controller.signal.aborted) throw new WidgetError("Replaced by a newer question.", "aborted");
       if (!up) return await askStatic(text, selected, controller);
@@ -424,15 +555,19 @@
             if (inflight !== controller) throw new WidgetError("Replaced by a newer question.", "aborted");
             continue;
           }
-          if (error instanceof WidgetError) throw error;
-          // the server went away after the health check: search instead
+          // the server's own refusals are shown (a question it cannot take,
+          // busy, too many); a failure or no response: answer in the browser
+          const failed = error instanceof WidgetError && error.kind === "server";
+          if (error instanceof WidgetError && !failed) throw error;
           server.forget();
-          panel.showMode(false);
+          showMode(false);
           return await askStatic(
             text,
             selected,
             controller,
-            "The answer server stopped responding, so these are the passages that best match your question.",
+            failed
+              ? "The answer server failed on this question, so these are the passages that best match your question."
+              : "The answer server stopped responding, so these are the passages that best match your question.",
           );
         }
       }

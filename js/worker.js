@@ -19,12 +19,16 @@
  * - `{type: "cancel"}`: stop loading (the page also terminates the worker).
  *
  * Messages to the page: `{type: "progress", loaded, total, files}` (bytes,
- * per file by role), `{type: "ready", seconds, bytes}`, `{type: "answer",
+ * per file by role), `{type: "phase", phase: "starting"}` (every file is in;
+ * the runtime compiles and the model's session starts: seconds with a full
+ * progress bar), `{type: "ready", seconds, bytes, timings}` (`timings`: ms
+ * per step, for benchmarks/engine_start.py), `{type: "answer",
  * id, answer}`, `{type: "hits", id, hits}`, `{type: "error", id?, kind, message}`
  * where `kind` says why:
  * "off" (the site ships no engine), "wasm" (no WebAssembly), "csp" (the
  * Content-Security-Policy forbids compiling it), "memory", "integrity" (a
- * file does not match its checksum), "missing", "network", "engine",
+ * file does not match its checksum), "missing", "network", "engine", "start" (a load that failed for no known reason),
+ * "invalid" (a question the engine refuses, as the server's 400 would),
  * "aborted".
  *
  * Nothing here touches the DOM or sends the question anywhere: the only
@@ -111,7 +115,12 @@
   function kindOf(error) {
     if (error && typeof error.kind === "string") return error.kind;
     const text = String((error && error.message) || error);
-    if (error instanceof RangeError || /out of memory|\bOOM\b|could not allocate|allocation failed|Cannot enlarge memory/i.test(text)) {
+    // not every RangeError: a bad value in the index is one too (found by
+    // benchmarks/fuzz_engine.js), and "out of memory" would send the reader
+    // the wrong way
+    const memory = /out of memory|\bOOM\b|could not allocate|allocation failed|Cannot enlarge memory/i;
+    const huge = /Invalid string length|Array buffer allocation/i;
+    if (memory.test(text) || (error instanceof RangeError && huge.test(text))) {
       return "memory";
     }
     return "engine";
@@ -138,6 +147,17 @@
    */
   function createWorkerHost(env) {
     const now = env.now || (() => Date.now());
+    /**
+     * A script beside this one, with this one's `?v=<digest>`: the engine's
+     * code is the build's that wrote the index, never an old cached copy.
+     * @param {string} name
+     */
+    const own = (name) => {
+      const base = new URL(env.base);
+      const url = new URL(name, base);
+      url.search = base.search;
+      return url.href;
+    };
     /** @type {AbortController | null} */
     let loading = null;
     /** @type {Promise<{engine: any, encoder: any}> | null} */
@@ -168,12 +188,15 @@
         throw new HostError("The book's index is on another site.", "off");
       }
       // the store first: it is what tells whether the site ships an engine
-      if (!env.lib.store) env.importScripts(new URL("store.js", env.base).href);
+      if (!env.lib.store) env.importScripts(own("store.js"));
       /** @type {Record<string, {loaded: number, total: number}>} */
       const files = {};
       let last = 0;
       let total = 0;
+      /** Once every byte is in, the panel says the engine starts: no more figures. */
+      let starting = false;
       const report = (/** @type {boolean} */ force) => {
+        if (starting) return;
         const t = now();
         if (!force && t - last < PROGRESS_EVERY_MS) return;
         last = t;
@@ -204,7 +227,7 @@
       for (const name of CORE_SCRIPTS) {
         if (name === "store.js") continue; // loaded above
         try {
-          env.importScripts(new URL(name, env.base).href);
+          env.importScripts(own(name));
         } catch {
           missing.push(name);
         }
@@ -215,7 +238,7 @@
       }
       const language = snowball(manifest.tokenizer);
       if (language && !(env.lib.snowball && env.lib.snowball[language])) {
-        env.importScripts(new URL(`snowball/${language}.js`, env.base).href);
+        env.importScripts(own(`snowball/${language}.js`));
       }
       const opened = store.staticIndex().then((/** @type {any} */ index) => env.lib.createStaticSearch(index));
       opened.catch(() => {});
@@ -223,14 +246,24 @@
 
       // the runtime: its script by URL, its WebAssembly as checked bytes
       // read once and handed over: the store keeps no copy of these
+      const fetching = now();
       let [wasm, model, tokenizerJson] = await Promise.all([
         store.bytes("ort_wasm", false),
         store.bytes("model", false),
         store.json("tokenizer"),
         store.core(),
       ]);
+      /** Where the time went (ms), for the benchmark: `ready`'s `timings`. */
+      const timings = { files: now() - fetching, checksums: store.checkedMs(), session: 0, probe: 0, engine: 0, total: 0 };
+      // every byte is in: what remains is compiling and starting (seconds
+      // with a full progress bar, so the panel says so)
+      // the runtime's scripts come next, by URL (the HTTP cache has them)
+      if (files.ort_js) files.ort_js.loaded = files.ort_js.total;
+      if (files.ort_mjs) files.ort_mjs.loaded = files.ort_mjs.total;
+      report(true);
+      starting = true;
+      env.post({ type: "phase", phase: "starting" });
       env.importScripts(await store.url("ort_js"));
-      files.ort_js = files.ort_js && { loaded: files.ort_js.total, total: files.ort_js.total };
       const ort = env.ort();
       if (!ort || !ort.env || !ort.env.wasm) throw new HostError("The onnxruntime-web script did not load.", "missing");
       ort.env.wasm.numThreads = 1; // threads need cross-origin isolation, which static hosts do not give
@@ -238,22 +271,27 @@
       ort.env.wasm.wasmBinary = wasm;
       if ("ort_mjs" in manifest.files) {
         ort.env.wasm.wasmPaths = { mjs: await store.url("ort_mjs") };
-        if (files.ort_mjs) files.ort_mjs.loaded = files.ort_mjs.total; // imported by the runtime
       }
-      report(true);
       const tokenizer = env.lib.wordpiece.WordPiece.fromJSON(tokenizerJson);
       tokenizerJson = null;
+      // the runtime compiles its WebAssembly (wasmBinary) and opens the session
       const encoder = await env.lib.encode.createEncoder({
         ort,
         model,
         tokenizer,
         maxTokens: Number(manifest.embedding.max_tokens) || 256,
+        dim: Number(manifest.embedding.dim) || 0,
       });
+      Object.assign(timings, encoder.timings || {});
       // the runtime holds what it needs now: tens of MB the worker need not
       model = wasm = null;
       ort.env.wasm.wasmBinary = undefined;
+      const opening = now();
       const engine = await env.lib.engine.createEngine(store);
-      return { engine, encoder, store, seconds: (now() - started) / 1000, bytes: store.fetched() };
+      timings.engine = now() - opening;
+      timings.total = now() - started;
+      for (const [key, ms] of Object.entries(timings)) timings[/** @type {keyof typeof timings} */ (key)] = round(ms);
+      return { engine, encoder, store, seconds: (now() - started) / 1000, bytes: store.fetched(), timings };
     }
 
     /** @param {any} message */
@@ -268,13 +306,16 @@
         ready = started;
         try {
           const done = await started;
-          env.post({ type: "ready", seconds: done.seconds, bytes: done.bytes });
+          env.post({ type: "ready", seconds: done.seconds, bytes: done.bytes, timings: done.timings });
         } catch (error) {
           ready = null;
           const failed = Promise.reject(error);
           failed.catch(() => {});
           searcherIs(failed);
-          const kind = signal.aborted ? "aborted" : kindOf(error);
+          // an error of no known kind while loading: the engine could not
+          // start on this index (no question failed yet)
+          const known = signal.aborted ? "aborted" : kindOf(error);
+          const kind = known === "engine" ? "start" : known;
           env.post({ type: "error", kind, message: messageOf(error) });
         }
       } else if (data.type === "search") {

@@ -246,3 +246,33 @@ def test_widget_code_builds_dom_without_html_strings(name: str) -> None:
         if not line.lstrip().startswith(("*", "//"))
     )
     assert not FORBIDDEN.findall(code)
+
+
+def test_new_widget_code_rewrites_every_page_on_an_incremental_build(
+    make_app, srcdir, monkeypatch
+) -> None:
+    """Each page names the digest of the scripts its build shipped
+    (``data-ragcite-assets``): a build with other scripts (an upgrade of
+    sphinx-ragcite) rewrites every page, so none names an old digest."""
+    app = build(make_app, "html", srcdir, confoverrides=FAST)
+    pages = sorted(app.outdir.glob("*.html"))
+    digest = re.search(
+        r'data-ragcite-assets="([0-9a-f]{16})"', pages[0].read_text("utf-8")
+    )
+    assert digest, "no digest on the page"
+    files = app.outdir / "_static" / "ragcite"
+    assert digest.group(1) == assets.assets_digest(
+        files,
+        [p.relative_to(files).as_posix() for p in files.rglob("*") if p.is_file()],
+    )
+    # Sphinx writes its own pages (genindex, search) on every build
+    docs = [p for p in pages if p.stem not in ("genindex", "search", "py-modindex")]
+    written = {p: p.stat().st_mtime_ns for p in docs}
+    build(make_app, "html", srcdir, confoverrides=FAST)
+    assert {p: p.stat().st_mtime_ns for p in docs} == written  # nothing changed
+    monkeypatch.setattr(
+        assets, "assets_digest", lambda folder, names: "0123456789abcdef"
+    )
+    build(make_app, "html", srcdir, confoverrides=FAST)
+    for page in pages:
+        assert 'data-ragcite-assets="0123456789abcdef"' in page.read_text("utf-8"), page

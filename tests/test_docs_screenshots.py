@@ -14,7 +14,9 @@ from conftest import REPO
 
 DOCS = REPO / "docs"
 RECORD = DOCS / "_static" / "screenshots" / "shots.json"
-FIGURE = re.compile(r"```\{figure\} [./]*_static/screenshots/([\w.-]+\.png)\n((?::[^\n]*\n)*)")
+FIGURE = re.compile(
+    r"```\{figure\} [./]*_static/screenshots/([\w.-]+\.png)\n((?::[^\n]*\n)*)"
+)
 
 
 def figures() -> list[tuple[Path, str, str]]:

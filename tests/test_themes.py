@@ -141,8 +141,9 @@ THEME_QUESTION = "How do I heat the water to a given temperature?"
 def test_theme_screenshot(themed: Built, page, request) -> None:
     """The docs' picture of the widget under each theme, answering from the
     autodoc page with the answer server (tools/docs_screenshots.py)."""
-    from conftest import answer_server
     from test_widget import ask, shot
+
+    from conftest import answer_server
 
     theme = request.node.callspec.params["themed"]
     if theme == "alabaster":

@@ -157,7 +157,7 @@ def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:
     assert source.locator("a").get_attribute("href") == f"{server}/{first['url']}"
     level = answer["confidence_level"]
     assert page.locator(f".ragcite-badge-{level}").is_visible()
-    page.screenshot(path=str(SHOTS / "answer.png"))
+    shot(page, "answer.png", docs=True)
 
 
 def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:
@@ -172,7 +172,7 @@ def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:
     assert page.get_attribute('a[data-ragcite-n="1"]', "aria-describedby") == (
         "ragcite-preview"
     )
-    page.screenshot(path=str(SHOTS / "preview.png"))
+    shot(page, "preview.png", docs=True)
     page.mouse.move(5, 5)
     preview.wait_for(state="hidden")
     page.focus('a[data-ragcite-n="1"]')
@@ -205,7 +205,7 @@ def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -
     wait_highlighted(page, target["passage_id"])
     assert page.evaluate("window.__samePage") is True
     page.wait_for_timeout(300)  # let the smooth scroll settle for the picture
-    page.screenshot(path=str(SHOTS / "highlight.png"))
+    shot(page, "highlight.png", docs=True)
     page.wait_for_function(
         "(id) => !document.getElementById(id).classList.contains('ragcite-highlight')",
         arg=target["passage_id"],
@@ -420,7 +420,7 @@ def test_old_link_follows_text_moved_down_the_page(page, edited_site) -> None:
     assert shown_text(page, "ch1-sec1-p2") == " ".join(before[old].split())
     note = page.locator(".ragcite-moved")
     assert note.is_visible()
-    page.screenshot(path=str(SHOTS / "moved-link.png"))
+    shot(page, "moved-link.png", docs=True)
     # the link may have been made after the edit: one click shows the anchor now
     note.locator("a").click()
     assert shown_text(page, "ch1-sec1-p1").startswith("Before any numbers")
@@ -585,7 +585,7 @@ def test_selection_mode_cites_the_user_selection(page, server: str) -> None:
     for i in range(markers.count()):  # the selection has no link to follow
         assert markers.nth(i).get_attribute("href") is None
     assert page.locator(".ragcite-badge-mode").is_visible()
-    page.screenshot(path=str(SHOTS / "selection.png"))
+    shot(page, "selection.png", docs=True)
 
 
 def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None:
@@ -707,7 +707,7 @@ def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> N
 def test_static_mode_without_a_server_lists_passages(page, plain_server: str) -> None:
     # keyword search alone, as on a site built with ragcite_browser_answers =
     # False (answers in the browser: test_browser_answers.py)
-    page.route("**/_static/ragcite/browser.js", lambda route: route.abort())
+    page.route("**/_static/ragcite/browser.js*", lambda route: route.abort())
     page.goto(f"{plain_server}/index.html")
     result = ask(page, QUESTION)
     assert result["mode"] == "static"
@@ -720,7 +720,7 @@ def test_static_mode_without_a_server_lists_passages(page, plain_server: str) ->
     assert "need the answer server" in note
     assert page.locator(".ragcite-mode-note").is_visible()
     assert page.locator("a[data-ragcite-n]").count() == 0
-    page.screenshot(path=str(SHOTS / "static.png"))
+    shot(page, "static.png", docs=True)
     links.first.click()
     page.wait_for_url(f"{plain_server}/{first['url']}")
     wait_highlighted(page, first["passage_id"])
@@ -790,10 +790,34 @@ NOT_FOUND = ".ragcite-notfound"
 OTHER_THEME = "furo"
 
 
-def shot(page, name: str, docs: bool = False) -> None:
-    """A screenshot for people to look at; *docs*: one the docs show."""
+#: What the panel pictures: the last question and its result, as the widget
+#: keeps them for the next page (``ragcite:last``).
+PICTURED = """() => {
+  let last = null;
+  try { last = JSON.parse(sessionStorage.getItem('ragcite:last') || 'null'); } catch {}
+  if (!last || !last.data) return null;
+  const a = last.data;
+  return {
+    question: last.question, selection: last.selection || null, kind: last.kind,
+    outcome: a.outcome || null,
+    confidence: typeof a.confidence === 'number' ? Math.round(a.confidence * 100) : null,
+    generator: (a.metadata && a.metadata.generator) || null,
+    engine: (a.metadata && a.metadata.engine) || 'server',
+    cited: (a.citations || []).map((c) => c.passage_id).filter(Boolean),
+  };
+}"""
+
+
+def shot(page, name: str, docs: bool = False, book: str = "example_book") -> None:
+    """A screenshot for people to look at; *docs*: one the docs show, copied
+    there with ``RAGCITE_UPDATE_SCREENSHOTS=1`` (tools/docs_screenshots.py),
+    beside a record of what it pictures (``<name>.json`` in SHOTS), which
+    tests/test_docs_screenshots.py holds against this build's answers."""
     path = SHOTS / name
     page.screenshot(path=str(path))
+    if docs:
+        record = {"name": name, "book": book, "pictured": page.evaluate(PICTURED)}
+        path.with_suffix(".json").write_text(json.dumps(record, indent=1), "utf-8")
     if docs and UPDATE_SHOTS:
         shutil.copyfile(path, DOC_SHOTS / name)
 
@@ -1331,7 +1355,7 @@ def test_dark_mode(browser, server: str) -> None:
         )
         red, green, blue = (int(x) for x in background[4:-1].split(",")[:3])
         assert red + green + blue < 200, background
-        page.screenshot(path=str(SHOTS / "dark.png"))
+        shot(page, "dark.png", docs=True)
     finally:
         context.close()
 
@@ -1353,6 +1377,6 @@ def test_small_screen_panel_fits(browser, server: str) -> None:
         marker.tap()
         page.locator("#ragcite-preview").wait_for(state="visible")
         assert "index.html" in page.url
-        page.screenshot(path=str(SHOTS / "mobile.png"))
+        shot(page, "mobile.png", docs=True)
     finally:
         context.close()

@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print("docs_screenshots: not made by any test or tool:", *missing, sep="\n  ")
         status = status or 1
-    print(f"docs_screenshots: {len(record['shots'])} screenshots in {RECORD.relative_to(REPO)}")
+    where = RECORD.relative_to(REPO)
+    print(f"docs_screenshots: {len(record['shots'])} screenshots in {where}")
     return status
 
 

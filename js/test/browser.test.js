@@ -321,7 +321,11 @@ test("progress passes through; a question waits for the engine, then gets its an
   const asking = answers.ask("How long?");
   const [worker] = StandInWorker.made;
   worker.reply({ type: "progress", loaded: 5e6, total: 25e6, files: { model: { loaded: 5e6, total: 23e6 } } });
-  assert.deepEqual(seen, [{ loaded: 5e6, total: 25e6, files: { model: { loaded: 5e6, total: 23e6 } } }]);
+  const files = { model: { loaded: 5e6, total: 23e6 } };
+  assert.deepEqual(seen, [{ loaded: 5e6, total: 25e6, files, phase: "download" }]);
+  // every file in: the engine starts, which the panel says (issue 42)
+  worker.reply({ type: "phase", phase: "starting" });
+  assert.deepEqual(seen[1], { loaded: 25e6, total: 25e6, files, phase: "starting" });
   await tick();
   assert.equal(worker.sent.length, 1, "asked only once ready");
   worker.reply({ type: "ready", seconds: 3, bytes: 25e6 });
@@ -427,4 +431,23 @@ test("a question about a selection reaches the engine with the selection and the
   assert.deepEqual(seen, [{ question: "What does this mean?", qlen: 20, selection: "Beta.", embedded: [2, 4] }]);
   await h.onMessage({ data: { type: "ask", id: 2, question: "Plain?" } });
   assert.deepEqual(seen[1], { question: "Plain?", qlen: 6, selection: undefined, embedded: [] });
+});
+
+test("a worker the page's CSP refused (worker-src) gets the CSP sentence, not 'missing'", async () => {
+  StandInWorker.made = [];
+  let refused = false;
+  const answers = createBrowserAnswers(WHERE, { ...HTTP, refused: () => refused });
+  const asking = answers.ask("q");
+  StandInWorker.made[0].dispatchEvent(Object.assign(new Event("error", { cancelable: true }), { message: "" }));
+  refused = true; // the violation report comes in a task after the error
+  await assert.rejects(asking, (/** @type {any} */ e) => e.why === WHY.csp);
+});
+
+test("an index of another format is named as such, not as a failed question", async () => {
+  StandInWorker.made = [];
+  const answers = createBrowserAnswers(WHERE, HTTP);
+  const asking = answers.ask("q");
+  StandInWorker.made[0].reply({ type: "error", kind: "format", message: "The book's index has a format this widget does not read." });
+  await assert.rejects(asking, (/** @type {any} */ e) => e.why === WHY.format && /another version/.test(e.why));
+  assert.match(String(answers.why()), /Reload the page/);
 });

@@ -5,17 +5,18 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 
 const {
-  apiBaseOf,
   asFolder,
   isMacPlatform,
   matchesShortcut,
   parseShortcut,
   readSettings,
   scopeOf,
+  serversOf,
   siteOf,
   siteRoot,
   toUrl,
 } = require("../settings.js");
+const { assetUrl } = require("../settings.js");
 
 test("toUrl resolves or gives null", () => {
   assert.equal(toUrl("a/b.html", "https://x.org/book/")?.href, "https://x.org/book/a/b.html");
@@ -103,15 +104,22 @@ test("siteRoot: explicit, then the copied script's folder, then data-content_roo
   assert.equal(siteRoot({ explicit: "", content: null, src: "", page }), "https://x.org/book/brewing/");
 });
 
-test("apiBaseOf: own origin, a configured server, or none", () => {
+test("serversOf: beside the site (its root, then its parent), a configured server, or none", () => {
   const page = "https://x.org/book/a.html";
-  assert.equal(apiBaseOf("", page)?.href, "https://x.org/");
-  assert.equal(apiBaseOf(" https://answers.example/book ", page)?.href, "https://answers.example/book/");
-  assert.equal(apiBaseOf("/ask-server", page)?.href, "https://x.org/ask-server/");
-  assert.equal(apiBaseOf("none", page), null);
-  assert.equal(apiBaseOf("NONE", page), null);
-  assert.equal(apiBaseOf("javascript:alert(1)", page), null);
-  assert.equal(apiBaseOf("", "file:///home/me/book/index.html"), null, "no server from disk");
+  /** @param {URL[]} urls */
+  const hrefs = (urls) => urls.map((u) => u.href);
+  const root = "https://x.org/book/";
+  // never the origin's root for a site deeper down: another app may answer there
+  assert.deepEqual(hrefs(serversOf("", root, page)), ["https://x.org/book/", "https://x.org/"]);
+  assert.deepEqual(hrefs(serversOf("", "https://x.org/a/b/docs/", page)), ["https://x.org/a/b/docs/", "https://x.org/a/b/"]);
+  assert.deepEqual(hrefs(serversOf("", "https://x.org/", "https://x.org/a.html")), ["https://x.org/"]);
+  assert.deepEqual(hrefs(serversOf(" https://answers.example/book ", root, page)), ["https://answers.example/book/"]);
+  assert.deepEqual(hrefs(serversOf("/ask-server", root, page)), ["https://x.org/ask-server/"]);
+  assert.deepEqual(serversOf("none", root, page), []);
+  assert.deepEqual(serversOf("NONE", root, page), []);
+  assert.deepEqual(serversOf("javascript:alert(1)", root, page), []);
+  const disk = "file:///home/me/book/index.html";
+  assert.deepEqual(serversOf("", "file:///home/me/book/", disk), [], "no server from disk");
 });
 
 /** @param {Record<string, string>} attrs @param {string} src */
@@ -139,6 +147,8 @@ test("readSettings reads the tag the build writes", () => {
   assert.equal(s.root, "https://x.org/book/");
   assert.equal(s.indexUrl?.href, "https://x.org/book/_ragcite/manifest.json");
   assert.equal(s.assetBase.href, "https://x.org/book/_static/ragcite/");
+  assert.deepEqual(s.servers.map((u) => u.href), ["https://x.org/book/", "https://x.org/"]);
+  assert.equal(s.serverNamed, false);
   assert.equal(s.apiBase?.href, "https://x.org/");
   assert.equal(s.shortcut?.label, "Alt+A");
   assert.equal(s.version, "0.1.0");
@@ -149,6 +159,7 @@ test("readSettings without attributes: defaults, and an empty shortcut turns it 
   assert.equal(bare.shortcut?.label, "⌘/");
   assert.equal(bare.version, "unknown");
   assert.equal(bare.apiBase, null);
+  assert.deepEqual(bare.servers, []);
   assert.equal(bare.indexUrl?.href, "file:///b/_ragcite/manifest.json");
   const off = readSettings(tag({ "data-ragcite-shortcut": " " }, ""), { page: "https://x.org/", contentRoot: null, mac: false });
   assert.equal(off.shortcut, null);
@@ -183,4 +194,26 @@ test("readSettings: site and scope from the tag, the page's meta tag first", () 
   assert.equal(portal.scope, "all");
   assert.equal(scopeOf("site"), "site");
   assert.equal(scopeOf(""), null);
+});
+
+test("every script the widget loads by itself carries the build's digest as ?v=", () => {
+  const s = readSettings(
+    tag({ "data-ragcite-assets": "0123456789abcdef" }, "https://x.org/book/_static/ragcite/widget.js?v=sphinx1"),
+    { page: "https://x.org/book/index.html", contentRoot: "./", mac: false },
+  );
+  assert.equal(assetUrl("worker.js", s.assetBase).href, "https://x.org/book/_static/ragcite/worker.js?v=0123456789abcdef");
+  assert.equal(
+    assetUrl("snowball/german.js", s.assetBase).href,
+    "https://x.org/book/_static/ragcite/snowball/german.js?v=0123456789abcdef",
+  );
+  // the worker resolves its neighbours against its own versioned URL
+  const worker = assetUrl("worker.js", s.assetBase);
+  assert.equal(assetUrl("store.js", worker).href, "https://x.org/book/_static/ragcite/store.js?v=0123456789abcdef");
+  // a page of an older build (no digest), or a digest that is not one: bare names
+  for (const value of [null, "<script>", "12"]) {
+    /** @type {Record<string, string>} */
+    const attrs = value === null ? {} : { "data-ragcite-assets": value };
+    const old = readSettings(tag(attrs, "https://x.org/_static/ragcite/widget.js"), { page: "https://x.org/", contentRoot: "", mac: false });
+    assert.equal(assetUrl("worker.js", old.assetBase).href, "https://x.org/_static/ragcite/worker.js");
+  }
 });

@@ -215,6 +215,8 @@ def _quiet_segmenter(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> ExtensionMetadata:
     config.register(app)
+    app.add_config_value(assets.DIGEST_CONFIG, "", "html", types=frozenset({str}))
+    app.connect("config-inited", assets.stamp_digest)
     app.add_domain(RagciteDomain)
     app.add_env_collector(PassageCollector)
     app.connect("builder-inited", stages.mark("inited"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,25 +86,19 @@ def widget_dir() -> Path:
 
 def copy_widget(
     outdir: Path, language: str | None = None, browser_answers: bool = False
-) -> None:
+) -> str:
     """Copy the widget into ``outdir/_static/ragcite/``; unchanged files stay.
 
     A book in a Snowball language besides English gets that stemmer too
     (``snowball/<name>.js`` and the Snowball licence), for static search;
     with *browser_answers*, the scripts of the engine in the browser.
+    Returns the files' digest (`assets_digest`).
     """
     source = widget_dir()
     target = outdir / "_static" / STATIC_FOLDER
-    names = list(WIDGET_FILES)
-    if browser_answers:
-        names += [
-            n for n in (*BROWSER_SCRIPTS, *ENGINE_SCRIPTS) if (source / n).is_file()
-        ]
-    stemmer = spec_for(language).get("stemmer") or ""
-    if stemmer.startswith("snowball-") and stemmer != "snowball-english":
+    names = widget_names(source, language, browser_answers)
+    if any(n.startswith(f"{SNOWBALL_FOLDER}/") for n in names):
         (target / SNOWBALL_FOLDER).mkdir(parents=True, exist_ok=True)
-        name = stemmer.removeprefix("snowball-")
-        names += [f"{SNOWBALL_FOLDER}/{name}.js", f"{SNOWBALL_FOLDER}/COPYING"]
     target.mkdir(parents=True, exist_ok=True)
     for name in names:
         data = (source / name).read_bytes()
@@ -114,6 +109,57 @@ def copy_widget(
         with (source / name).open("rb") as src, tmp.open("wb") as out:
             shutil.copyfileobj(src, out)
         tmp.replace(dest)
+    return assets_digest(source, names)
+
+
+def widget_names(
+    source: Path, language: str | None, browser_answers: bool
+) -> list[str]:
+    """The files a site gets (`copy_widget`), relative to *source*."""
+    names = list(WIDGET_FILES)
+    if browser_answers:
+        names += [
+            n for n in (*BROWSER_SCRIPTS, *ENGINE_SCRIPTS) if (source / n).is_file()
+        ]
+    stemmer = spec_for(language).get("stemmer") or ""
+    if stemmer.startswith("snowball-") and stemmer != "snowball-english":
+        name = stemmer.removeprefix("snowball-")
+        names += [f"{SNOWBALL_FOLDER}/{name}.js", f"{SNOWBALL_FOLDER}/COPYING"]
+    return names
+
+
+#: The config value (set at config-inited, never by an author) that carries
+#: the digest into Sphinx's build info: a new widget or engine then rewrites
+#: every page, whose tags name it, on an incremental build too.
+DIGEST_CONFIG = "_ragcite_assets"
+
+
+def stamp_digest(app: Sphinx, config: Any) -> None:
+    """config-inited: the digest of the scripts this build will ship."""
+    from sphinx_ragcite.extension.browser_index import shipped
+
+    try:
+        engine = shipped(config.ragcite_browser_answers, config.ragcite_embeddings)
+        source = widget_dir()
+        digest = assets_digest(source, widget_names(source, config.language, engine))
+    except (ExtensionError, OSError):
+        digest = ""  # add_widget says what is missing
+    setattr(config, DIGEST_CONFIG, digest)
+
+
+def assets_digest(folder: Path, names: list[str] | tuple[str, ...]) -> str:
+    """The first 16 hex digits of a SHA-256 over the files' names and bytes.
+
+    The widget and the engine's worker load their other scripts by
+    themselves, past Sphinx's per-file ``?v=``: they add this digest
+    (``data-ragcite-assets``) as ``?v=``, so a host's long ``_static/``
+    max-age never serves one build's engine to another build's index.
+    """
+    digest = hashlib.sha256()
+    for name in sorted(names):
+        digest.update(name.encode() + b"\0")
+        digest.update(hashlib.sha256((folder / name).read_bytes()).digest())
+    return digest.hexdigest()[:16]
 
 
 def add_widget(app: Sphinx) -> None:
@@ -127,7 +173,7 @@ def add_widget(app: Sphinx) -> None:
     from sphinx_ragcite.extension.browser_index import shipped
 
     engine = shipped(config.ragcite_browser_answers, config.ragcite_embeddings)
-    copy_widget(Path(app.outdir), config.language, engine)
+    assets = copy_widget(Path(app.outdir), config.language, engine)
     app.add_css_file(f"{STATIC_FOLDER}/widget.css")
     *parts, entry = WIDGET_SCRIPTS
     for name in parts:
@@ -140,6 +186,7 @@ def add_widget(app: Sphinx) -> None:
             "data-ragcite-index": MANIFEST_PATH,
             "data-ragcite-shortcut": config.ragcite_shortcut,
             "data-ragcite-version": __version__,
+            "data-ragcite-assets": assets,
             "data-ragcite-site": config.ragcite_site_name,
             "data-ragcite-scope": config.ragcite_widget_scope,
             # off: the build ships no engine, so never start its worker
