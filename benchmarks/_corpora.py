@@ -53,7 +53,7 @@ CORPUS_DEPS: dict[str, tuple[str, ...]] = {
         "sphinx_github_changelog",
     ),
 }
-#: Corpora that only a dev set of ``answer_quality.py`` builds: the corpus
+#: Corpora that only a dev set of ``devsets.py`` builds: the corpus
 #: tests and benchmarks that loop over :data:`CORPORA` leave them out.
 DEV_SET_ONLY = ("xuance-docs-zh",)
 CORPORA = tuple(n for n in CORPUS_DEPS if n not in DEV_SET_ONLY)

@@ -35,11 +35,12 @@ sphinx_ragcite.server.app:app_from_env`` with *settings* on 127.0.0.1 and a
 Results: ``envelope(name, **more)`` is the head of every result file (what
 ran, on which machine, the load average when the benchmark started and now);
 ``write_result(path, payload)`` writes it as JSON and prints the load and the
-path.
+path; ``git_commit()`` and ``git_dirty()`` say what code was measured.
 
 Figures: ``percentile(values, q)`` (q from 0 to 100, interpolated like
 numpy's default), ``latency_ms(seconds)`` (p50/p99 in ms, as benchmarks
-report latencies) and ``table(head, body)`` (the plain-text tables printed).
+report latencies), ``table(head, body)`` (the plain-text tables printed),
+``share(part, whole)`` and ``fmt(value, key)`` (a figure in such a table).
 
 Plots: ``svg_plot(path, title, xlabel, ylabel, series)`` writes a line and
 point plot of ``Series`` (points, colour, dashes, markers, a note beside each
@@ -90,9 +91,10 @@ CORPUS_CONF_VAR = "RAGCITE_CORPUS_CONF"
 EXAMPLE_BOOK = _corpora.EXAMPLE_BOOK
 EXAMPLE_QA = EXAMPLE_BOOK / "qa.jsonl"
 #: Parts of the package that only run at query time: editing them needs no
-#: rebuild (``retrieval/`` stays in: the build embeds with ``retrieval/embed``).
+#: rebuild (the build embeds with ``encoder.py``, which stays in).
 QUERY_ONLY = (
-    "answer", "server", "cite", "cli", "questions", "evaluate.py", "__main__.py"
+    "retrieval", "answer", "server", "cite", "cli", "questions", "evaluate.py",
+    "__main__.py",
 )  # fmt: skip
 _MANIFEST = Path("_ragcite", "manifest.json")
 #: The answer ranker a build ships into ``_ragcite/`` (unless $RAGCITE_RANKER).
@@ -484,6 +486,31 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+def git_commit() -> str | None:
+    """The checkout's commit, for a result file (None outside git)."""
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
+        )
+    except OSError:
+        return None
+    return proc.stdout.strip() or None
+
+
+def git_dirty() -> list[str] | None:
+    """Package files that differ from the commit: the figures measured them too."""
+    try:
+        proc = subprocess.run(
+            ["git", "status", "--short", "--", "sphinx_ragcite"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return None
+    return proc.stdout.split("\n")[:-1] if proc.returncode == 0 else None
+
+
 # -- figures ---------------------------------------------------------------------
 
 
@@ -528,6 +555,18 @@ def table(head: list[str], body: list[list[str]]) -> str:
         )
 
     return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
+
+
+def share(part: float, whole: int) -> float | None:
+    """*part* of *whole*, to four places (None of nothing)."""
+    return round(part / whole, 4) if whole else None
+
+
+def fmt(value: float | None, key: str) -> str:
+    """A figure in a table: milliseconds (``*_ms``) whole, others to 3 places."""
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if key.endswith("_ms") else f"{value:.3f}"
 
 
 # -- plots -----------------------------------------------------------------------

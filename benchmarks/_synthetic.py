@@ -74,6 +74,7 @@ def _write(source: Path, directory: Path, passages: int) -> float:
     """Write a ``_ragcite/`` of *passages* records under *directory*; seconds."""
     from sphinx_ragcite import __version__
     from sphinx_ragcite.contracts import make_snippet
+    from sphinx_ragcite.encoder import DEFAULT_MAX_TOKENS, DEFAULT_MODEL_ID
     from sphinx_ragcite.extension.passages.ids import passage_id
     from sphinx_ragcite.extension.passages.records import content_hash
     from sphinx_ragcite.extension.writer import IndexWriter
@@ -82,7 +83,6 @@ def _write(source: Path, directory: Path, passages: int) -> float:
     from sphinx_ragcite.formats.records import passages_jsonl
     from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
     from sphinx_ragcite.formats.static import static_file, static_index
-    from sphinx_ragcite.retrieval.embed import DEFAULT_MAX_TOKENS, DEFAULT_MODEL_ID
     from sphinx_ragcite.text import SPEC
 
     started = time.perf_counter()

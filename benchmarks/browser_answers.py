@@ -494,10 +494,10 @@ def main(argv: list[str] | None = None) -> int:
         ),
     }
     if args.sets:
-        import answer_quality
+        from benchmarks.devsets import LOADERS
 
         for name in args.sets:
-            devset = answer_quality.LOADERS[name](args.rebuild)
+            devset = LOADERS[name](args.rebuild)
             books[name] = (devset.site, [item.question for item in devset.items])
     results: dict[str, Any] = {}
     for name, (site, questions) in books.items():

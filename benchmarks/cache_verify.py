@@ -108,10 +108,10 @@ def agreement(site: Path, cache: Path, *, other_kernels: bool) -> dict[str, Any]
     """Every cached text encoded again, as the check does, against its entry;
     without *other_kernels*, also what loading the encoder and one check of
     16 texts cost, in this process."""
+    from sphinx_ragcite.encoder import Embedder, cache_key, model_files
     from sphinx_ragcite.extension.cache import EmbeddingCache
     from sphinx_ragcite.extension.config import RagciteConfig
     from sphinx_ragcite.extension.embedding import AGREEMENT, Work, _encode_again
-    from sphinx_ragcite.retrieval.embed import Embedder, cache_key, model_files
 
     config = RagciteConfig()
     work = Work.of(config, read_passages(site))  # type: ignore[arg-type]

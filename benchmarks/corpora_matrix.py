@@ -146,7 +146,7 @@ def encoder_work(out: Path, manifest: dict[str, Any]) -> dict[str, list[str]]:
 
 @functools.cache
 def _embedder(max_tokens: int):  # type: ignore[no-untyped-def]
-    from sphinx_ragcite.retrieval.embed import Embedder, model_files
+    from sphinx_ragcite.encoder import Embedder, model_files
 
     return Embedder(model_files(None), max_tokens=max_tokens)
 
@@ -160,7 +160,7 @@ def floor_seconds(
     import random
 
     from benchmarks.embedding_floor import bare, session
-    from sphinx_ragcite.retrieval.embed import default_model_files, default_threads
+    from sphinx_ragcite.encoder import default_model_files, default_threads
 
     embedder = _embedder(max_tokens)
     sess = session(

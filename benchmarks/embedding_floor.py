@@ -128,9 +128,9 @@ def build_path(embedder, texts: list[str], *, pooled: bool = False) -> float:
     import tempfile
     from types import SimpleNamespace
 
+    from sphinx_ragcite.encoder import default_model_files
     from sphinx_ragcite.extension.cache import EmbeddingCache, text_key
     from sphinx_ragcite.extension.embedding import Model, _run_encoder
-    from sphinx_ragcite.retrieval.embed import default_model_files
     from sphinx_ragcite.text import split_sentences
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -154,7 +154,7 @@ def build_path(embedder, texts: list[str], *, pooled: bool = False) -> float:
 
 def build_padding(embedder, texts: list[str]) -> int:
     """Padded tokens of the build's batching (token-sorted over all, batch 8)."""
-    from sphinx_ragcite.retrieval.embed import BATCH, length_batches
+    from sphinx_ragcite.encoder import BATCH, length_batches
 
     lens = [len(e.ids) for e in embedder.tokenizer.encode_batch(texts)]
     return sum(
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "embedding_floor.json")
     args = parser.parse_args(argv)
 
-    from sphinx_ragcite.retrieval.embed import (
+    from sphinx_ragcite.encoder import (
         Embedder,
         default_model_files,
         default_threads,

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import answer_quality as aq
-from benchmarks import near_topic
+from benchmarks import devsets, near_topic
 from benchmarks._harness import RESULTS, envelope, read_jsonl, table, write_result
 from benchmarks.answer_signals import (
     announces,
@@ -99,7 +99,7 @@ def classify(name: str, dump_dir: Path) -> dict[str, Any] | None:
     near = dump_dir / f"{name}.extractive.near.jsonl"
     if near.is_file():
         records += read_jsonl(near)
-    sites = {name: Site.load(aq.LOADERS[name](False).site)}
+    sites = {name: Site.load(devsets.LOADERS[name](False).site)}
     if near.is_file():
         sites.update(
             {fold.name: Site.load(fold.site) for fold in near_topic.load(name)}
@@ -148,7 +148,9 @@ def classify(name: str, dump_dir: Path) -> dict[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", nargs="+", choices=aq.SETS, default=list(aq.SETS))
+    parser.add_argument(
+        "--sets", nargs="+", choices=devsets.SETS, default=list(devsets.SETS)
+    )
     parser.add_argument("--dump-dir", type=Path, default=aq.CACHE / "answers")
     parser.add_argument("--out", type=Path, default=RESULTS / "error_patterns.json")
     args = parser.parse_args(argv)

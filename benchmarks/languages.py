@@ -95,6 +95,8 @@ from benchmarks._harness import (
     REPO,
     RESULTS,
     envelope,
+    git_commit,
+    git_dirty,
     read_manifest,
     sphinx_build,
     table,
@@ -202,7 +204,7 @@ def load_sets(names: list[str], rebuild: bool) -> tuple[dict[str, Any], dict[str
     devsets, missing = {}, {}
     for name in names:
         try:
-            devsets[name] = aq.LOADERS[name](rebuild)
+            devsets[name] = devsets.LOADERS[name](rebuild)
         except (FileNotFoundError, RuntimeError, subprocess.CalledProcessError) as e:
             print(f"{name}: cannot build: {e}", file=sys.stderr)
             missing[name] = str(e).splitlines()[0][:200]
@@ -768,8 +770,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntotal {total:.0f} s")
     payload = envelope(
         "languages",
-        git_commit=aq.git_commit(),
-        uncommitted=aq.git_dirty(),
+        git_commit=git_commit(),
+        uncommitted=git_dirty(),
         options={
             "sets": args.sets,
             "repeat": args.repeat,

@@ -7,7 +7,7 @@ as near-topic as it gets, in a build of its book that leaves out the pages
 holding its gold passages.
 
 How: the documents that hold gold passages of a set
-(``answer_quality.LOADERS``) are dealt into F folds (``assign_folds``:
+(``devsets.LOADERS``) are dealt into F folds (``assign_folds``:
 ordered by a stable hash of the docname, round-robin). The book is built F
 more times, each with one fold's documents excluded through the extension's
 ``ragcite_exclude`` (docname patterns, appended to the copied ``conf.py``:
@@ -18,7 +18,7 @@ and is reused (``_harness.cached_build``) while the full build's key and the
 fold are unchanged. A question becomes unanswerable in fold f when all its
 gold passages (mapped to docnames through the full build's passages) lie on
 fold f's documents; it is dropped, and counted, when one of its gold answer
-strings (``answer_quality.norm``) still occurs in a passage of that build.
+strings (``devsets.norm``) still occurs in a passage of that build.
 
 SQuAD (:data:`BY_SECTION`) is folded by section, not by page (issue 36): its
 pages are whole Wikipedia articles, and a book without the article has
@@ -64,14 +64,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks import _corpora
-from benchmarks import answer_quality as aq
+from benchmarks import _corpora, devsets
 from benchmarks._harness import (
     RESULTS,
     cached_build,
     digest,
     envelope,
+    fmt,
+    git_commit,
+    git_dirty,
     read_passages,
+    share,
     table,
     write_result,
 )
@@ -81,7 +84,7 @@ FOLDS = 3
 #: Sets built with fewer folds because their builds are slow (none so far).
 FOLDS_BY_SET: dict[str, int] = {}
 #: Options of a set's build beyond its sources' ``conf.py``, as
-#: ``answer_quality``'s loader passes them (a corpus set's come from
+#: ``devsets``' loader passes them (a corpus set's come from
 #: ``_corpora.BUILD_OPTIONS``: :func:`fold_options`).
 BUILD_OPTIONS: dict[str, tuple[str, ...]] = {
     "squad": ("-D", "extensions=sphinx_ragcite"),
@@ -103,7 +106,7 @@ _SQUAD_SECTION_LABEL = re.compile(r"^\.\. _a\d+-s\d+:\s*$")
 
 
 @dataclass
-class NearTopicSet(aq.DevSet):
+class NearTopicSet(devsets.DevSet):
     """One fold: the book without the fold's documents, and the set's
     answerable questions that it no longer answers (as unanswerable items)."""
 
@@ -135,7 +138,7 @@ def unit_of(passage: dict[str, Any], by_section: bool) -> str:
 
 
 def gold_documents(
-    devset: aq.DevSet, passages: list[dict[str, Any]], by_section: bool = False
+    devset: devsets.DevSet, passages: list[dict[str, Any]], by_section: bool = False
 ) -> dict[str, frozenset[str] | None]:
     """Answerable item id -> the units (docnames, or sections: :func:`unit_of`)
     of its gold passages (None when a gold ID is not in the build or it has
@@ -164,8 +167,8 @@ def fold_options(name: str) -> tuple[str, ...]:
     """The options set *name*'s full build was made with, for its folds: a
     corpus set's (``xuance_zh``'s ``-D language=zh_CN``) included, or its
     folds would be built, and their index cut, as another language."""
-    if name in aq.CORPUS_SETS:
-        return _corpora.BUILD_OPTIONS.get(aq.CORPUS_SETS[name][0], ())
+    if name in devsets.CORPUS_SETS:
+        return _corpora.BUILD_OPTIONS.get(devsets.CORPUS_SETS[name][0], ())
     return BUILD_OPTIONS.get(name, ())
 
 
@@ -206,7 +209,7 @@ def drop_sections(srcdir: Path, units: tuple[str, ...]) -> None:
 
 
 def build_fold(
-    devset: aq.DevSet,
+    devset: devsets.DevSet,
     fold: int,
     excluded: tuple[str, ...],
     *,
@@ -255,7 +258,7 @@ def build_fold(
 
 
 def near_topic_sets(
-    devset: aq.DevSet,
+    devset: devsets.DevSet,
     folds: int = FOLDS,
     *,
     rebuild: bool = False,
@@ -290,7 +293,7 @@ def near_topic_sets(
             raise RuntimeError(
                 f"{site}: excluded documents still have passages: {left}"
             )
-        texts = [(p["passage_id"], aq.norm(p["text"])) for p in built]
+        texts = [(p["passage_id"], devsets.norm(p["text"])) for p in built]
         ids = {pid for pid, _ in texts}
         items, dropped = [], {}
         for item_id, docs in gold_docs.items():
@@ -299,12 +302,12 @@ def near_topic_sets(
             item = by_id[item_id]
             if item.gold_ids & ids:
                 raise RuntimeError(f"{site}: gold of {item_id} still built")
-            golds = [g for g in map(aq.norm, item.answers) if g]
+            golds = [g for g in map(devsets.norm, item.answers) if g]
             still = [pid for pid, text in texts if any(g in text for g in golds)]
             if still:
                 dropped[item_id] = still
             else:
-                items.append(aq.Item(item.id, item.question, frozenset(), ()))
+                items.append(devsets.Item(item.id, item.question, frozenset(), ()))
         out.append(
             NearTopicSet(
                 name=f"{devset.name}~{suffix}{fold}",
@@ -330,7 +333,7 @@ def load(
     *rebuild* rebuilds the full book and the folds. Raises what the set's
     loader raises when it cannot be built.
     """
-    devset = aq.LOADERS[name](rebuild)
+    devset = devsets.LOADERS[name](rebuild)
     return near_topic_sets(
         devset, folds or FOLDS_BY_SET.get(name, FOLDS), rebuild=rebuild
     )
@@ -364,7 +367,9 @@ def answer_all(nts: NearTopicSet) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------
 
 
-def summary(name: str, devset: aq.DevSet, sets: list[NearTopicSet]) -> dict[str, Any]:
+def summary(
+    name: str, devset: devsets.DevSet, sets: list[NearTopicSet]
+) -> dict[str, Any]:
     passages = read_passages(devset.site)
     by_section = name in BY_SECTION
     gold_docs = gold_documents(devset, passages, by_section)
@@ -405,7 +410,9 @@ def summary(name: str, devset: aq.DevSet, sets: list[NearTopicSet]) -> dict[str,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", choices=aq.SETS, default=list(aq.SETS))
+    parser.add_argument(
+        "--sets", nargs="+", choices=devsets.SETS, default=list(devsets.SETS)
+    )
     parser.add_argument(
         "--folds", type=int, help=f"folds per set (default {FOLDS}, or per set)"
     )
@@ -423,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, before = [], []
     for name in args.sets:
         try:
-            devset = aq.LOADERS[name](args.rebuild)
+            devset = devsets.LOADERS[name](args.rebuild)
         except (FileNotFoundError, RuntimeError, subprocess.CalledProcessError) as e:
             print(f"{name}: cannot build: {e}", file=sys.stderr)
             return 2
@@ -472,14 +479,14 @@ def main(argv: list[str] | None = None) -> int:
                 "questions": n,
                 "cited": answered,
                 "grounded": grounded,
-                "cited_share": aq.share(answered, n),
+                "cited_share": share(answered, n),
             }
             before.append(
                 [
                     name,
                     str(n),
                     str(answered),
-                    aq.fmt(aq.share(answered, n), ""),
+                    fmt(share(answered, n), ""),
                     str(grounded),
                 ]
             )
@@ -495,8 +502,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntotal {total:.0f} s")
     payload = envelope(
         "near_topic",
-        git_commit=aq.git_commit(),
-        uncommitted=aq.git_dirty(),
+        git_commit=git_commit(),
+        uncommitted=git_dirty(),
         options={"sets": args.sets, "folds": args.folds, "answer": args.answer},
         total_seconds=round(total, 1),
         sets=results,

@@ -38,15 +38,24 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import answer_quality as aq
-from benchmarks import near_topic
-from benchmarks._harness import RESULTS, envelope, read_passages, table, write_result
+from benchmarks import devsets, near_topic
+from benchmarks._harness import (
+    RESULTS,
+    envelope,
+    fmt,
+    git_commit,
+    git_dirty,
+    read_passages,
+    share,
+    table,
+    write_result,
+)
 
 OUT = RESULTS / "near_topic_units.json"
 
 
 def measure(
-    devset: aq.DevSet, by_section: bool, folds: int, answer: bool
+    devset: devsets.DevSet, by_section: bool, folds: int, answer: bool
 ) -> dict[str, Any]:
     """The figures above for *devset* folded by page or by section."""
     from sphinx_ragcite.answer.engine import AnswerEngine
@@ -79,14 +88,14 @@ def measure(
         "questions": n,
         "dropped": sum(len(s.dropped) for s in sets),
         "top1_cosine": round(float(np.mean(cosines)), 4) if n else None,
-        "top1_same_page": aq.share(sum(same), n),
-        "answered": aq.share(sum(answered), n) if answer else None,
+        "top1_same_page": share(sum(same), n),
+        "answered": share(sum(answered), n) if answer else None,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", choices=aq.SETS, default=["squad"])
+    parser.add_argument("--sets", nargs="+", choices=devsets.SETS, default=["squad"])
     parser.add_argument("--folds", type=int, default=near_topic.FOLDS)
     parser.add_argument(
         "--no-answer", action="store_true", help="skip the extractive engine"
@@ -97,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     rows = []
     for name in args.sets:
-        devset = aq.LOADERS[name](False)
+        devset = devsets.LOADERS[name](False)
         results[name] = {}
         for by_section in (False, True):
             m = measure(devset, by_section, args.folds, not args.no_answer)
@@ -113,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                     str(m["questions"]),
                     str(m["dropped"]),
-                    aq.fmt(m["top1_cosine"], ""),
-                    aq.fmt(m["top1_same_page"], ""),
-                    aq.fmt(m["answered"], ""),
+                    fmt(m["top1_cosine"], ""),
+                    fmt(m["top1_same_page"], ""),
+                    fmt(m["answered"], ""),
                 ]
             )
     head = ["set", "folds by", "near-topic", "dropped", "top-1 cos"]
@@ -124,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     payload = envelope(
         "near_topic_units",
-        git_commit=aq.git_commit(),
-        uncommitted=aq.git_dirty(),
+        git_commit=git_commit(),
+        uncommitted=git_dirty(),
         options={"sets": args.sets, "folds": args.folds},
         total_seconds=round(time.perf_counter() - began, 1),
         sets=results,

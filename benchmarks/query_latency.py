@@ -211,7 +211,7 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
 
     # The same query embedding with one ONNX Runtime thread instead of the
     # default min(4, cpu_count): on two busy cores spinning threads contend.
-    from sphinx_ragcite.retrieval.embed import Embedder, default_threads, model_files
+    from sphinx_ragcite.encoder import Embedder, default_threads, model_files
 
     single = Embedder(
         model_files(site.model_dir), max_tokens=embedder.max_tokens, threads=1

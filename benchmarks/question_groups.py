@@ -40,6 +40,7 @@ import statistics
 import time
 
 from benchmarks._harness import BENCHMARKS, RESULTS, envelope, table, write_result
+from sphinx_ragcite.encoder import Embedder, model_files
 from sphinx_ragcite.questions.groups import (
     DEFAULT_METHOD,
     DEFAULT_THRESHOLD,
@@ -47,7 +48,6 @@ from sphinx_ragcite.questions.groups import (
     cluster,
     purity,
 )
-from sphinx_ragcite.retrieval.embed import Embedder, model_files
 
 LABELLED = BENCHMARKS / "qa" / "question_topics.jsonl"
 ORDERS = 5

@@ -106,7 +106,7 @@
       return new WidgetError(message || "Too many questions at once.", "rate", wait || 5);
     }
     // `ragcite serve` refuses a site it does not serve with 400
-    // `invalid_request`, field `site` (see `retrieval/sites.py`'s ScopeError)
+    // `invalid_request`, field `site` (see `server/sites.py`'s ScopeError)
     if (response.status === 400 && field === "site" && message) {
       return new WidgetError(message, "unserved");
     }

@@ -6,7 +6,7 @@
  * onnxruntime-web's WASM backend runs the model on one thread (threads need
  * cross-origin isolation, which the big free static hosts do not let an
  * author turn on); the vector is pooled as Python's encoder pools it
- * (`sphinx_ragcite/retrieval/embed.py`): the mean of the last hidden states
+ * (`sphinx_ragcite/encoder.py`): the mean of the last hidden states
  * over the attention mask, scaled to length 1. `js/test/encode.test.js`
  * holds it to Python's vectors (cosine >= 0.9999) on
  * `tests/golden/question_vectors.json`.

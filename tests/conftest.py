@@ -222,7 +222,7 @@ def xdist_group(item: pytest.Item) -> str:
         if "corpus" in params:
             return f"corpus:{params['corpus']}"
         if "name" in params:
-            sets = benchmark("answer_quality").CORPUS_SETS
+            sets = benchmark("devsets").CORPUS_SETS
             return f"corpus:{sets.get(params['name'], (params['name'],))[0]}"
     return item.nodeid.split("::")[0]
 

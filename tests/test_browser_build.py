@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sphinx_ragcite.encoder import default_model_files
 from sphinx_ragcite.extension import assets, browser_index
 from sphinx_ragcite.extension.browser_assets import ort_runtime_files
 from sphinx_ragcite.extension.writer import IndexWriter, file_digest
 from sphinx_ragcite.formats import shards
 from sphinx_ragcite.formats.static import read_static, static_passage
-from sphinx_ragcite.retrieval.embed import default_model_files
 
 from conftest import (
     REPO,

@@ -257,7 +257,7 @@ def test_ort_runtime_files_where_and_when(
 
 
 def test_question_model_files_are_the_build_encoders() -> None:
-    from sphinx_ragcite.retrieval.embed import default_model_files
+    from sphinx_ragcite.encoder import default_model_files
 
     model, tokenizer = question_model_files()
     assert (model, tokenizer) == (

@@ -461,9 +461,9 @@ def _corpora_available() -> bool:
     return corpora is not None
 
 
-#: Every dev set of answer_quality.py besides the example book: a set added
+#: Every dev set (benchmarks/devsets.py) besides the example book: a set added
 #: there is compared here too.
-DEV_SETS = [name for name in benchmark("answer_quality").SETS if name != "example_book"]
+DEV_SETS = [name for name in benchmark("devsets").SETS if name != "example_book"]
 
 
 @pytest.mark.corpora

@@ -9,7 +9,6 @@ import pytest
 
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.embeddings import dequantize, quantize
-from sphinx_ragcite.formats.records import read_passages
 from sphinx_ragcite.retrieval.dense import DenseVectors
 from sphinx_ragcite.retrieval.int8_product import QUERY_LIMIT, Int8Product
 from sphinx_ragcite.retrieval.passage_store import BLOCK, PassageStore, RowIndex
@@ -190,17 +189,17 @@ def passage_line(n: int, text: str) -> bytes:
 def test_records_with_unicode_line_separators_load() -> None:
     """The writer leaves U+2028 and NEL raw (JSON allows it); only \\n ends a line."""
     lines = [passage_line(1, "a\u2028b"), passage_line(2, "c\x85d")]
-    store = read_passages(b"\n".join(lines) + b"\n", "site/passages")
+    store = PassageStore.read(b"\n".join(lines) + b"\n", "site/passages")
     assert [r["text"] for r in store] == ["a\u2028b", "c\x85d"]
     assert store.rows["ch1-sec1-p2"] == 1
 
 
 def test_bad_bytes_and_bad_lines_are_refused() -> None:
     with pytest.raises(SiteIndexError, match="cannot be read"):
-        read_passages(passage_line(1, "x") + b"\xff\n", "site/passages")
+        PassageStore.read(passage_line(1, "x") + b"\xff\n", "site/passages")
     with pytest.raises(SiteIndexError, match="line 2: not a passage record"):
-        read_passages(passage_line(1, "x") + b"\n[1]\n", "site/passages")
+        PassageStore.read(passage_line(1, "x") + b"\n[1]\n", "site/passages")
     with pytest.raises(
         SiteIndexError, match="line 2: passage_id 'ch1-sec1-p1' repeats"
     ):
-        read_passages(passage_line(1, "x") + b"\n" + passage_line(1, "y"), "site/p")
+        PassageStore.read(passage_line(1, "x") + b"\n" + passage_line(1, "y"), "site/p")

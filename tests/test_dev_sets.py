@@ -1,4 +1,4 @@
-"""The dev sets of benchmarks/answer_quality.py are well formed and match their builds.
+"""The dev sets of benchmarks/devsets.py are well formed and match their builds.
 
 Gold passage IDs depend on the build (chunking, ``ragcite_passage_words``): the
 cheap checks run everywhere; the ``corpora`` ones build the packaging guide and
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import _corpora
+from benchmarks import _corpora, devsets
 from benchmarks import _harness as harness
 from benchmarks import answer_quality as aq
 from sphinx_ragcite.evaluate import load_qa
@@ -92,7 +92,7 @@ def test_other_sets_load():
 
 def test_squad_sample_ids_exist_in_the_data():
     try:
-        data, _ = aq.squad_inputs()
+        data, _ = devsets.squad_inputs()
     except FileNotFoundError:
         pytest.skip("shared/datasets not found")
     squad = json.loads(data.read_text("utf-8"))
@@ -107,8 +107,8 @@ def test_squad_sample_ids_exist_in_the_data():
 
 
 def test_limited_keeps_both_kinds():
-    items = [aq.Item(str(i), f"q{i}", frozenset(), ("a",)) for i in range(10)]
-    items += [aq.Item(f"u{i}", f"u{i}", frozenset(), ()) for i in range(10)]
+    items = [devsets.Item(str(i), f"q{i}", frozenset(), ("a",)) for i in range(10)]
+    items += [devsets.Item(f"u{i}", f"u{i}", frozenset(), ()) for i in range(10)]
     chosen = aq.limited(items, 4)
     assert [i.id for i in chosen] == ["0", "1", "2", "3", "u0"]
     assert aq.limited(items, None) == items
@@ -131,7 +131,7 @@ class _Answer:
 
 
 def test_judge_failure_kinds():
-    item = aq.Item("x", "How?", frozenset({"g"}), ("count=True",))
+    item = devsets.Item("x", "How?", frozenset({"g"}), ("count=True",))
     texts = {"g": "Use count=True here.", "o": "Other text."}
     right = aq.judge(item, _Answer("Use count=True [1]", [(1, "g")], ["g"]), texts)
     assert right["failure"] is None
@@ -148,10 +148,10 @@ def test_judge_failure_kinds():
     assert not invalid["valid"]
     assert invalid["unknown_markers"] == [2]
     assert invalid["unretrieved"] == ["g"]
-    unanswerable = aq.Item("u", "Who?", frozenset(), ())
+    unanswerable = devsets.Item("u", "Who?", frozenset(), ())
     answered = aq.judge(unanswerable, _Answer("Other [1]", [(1, "o")], ["o"]), texts)
     assert answered["failure"] == "answered_unanswerable"
-    paraphrase = aq.Item("p", "How?", frozenset({"o"}), ("count=True",))
+    paraphrase = devsets.Item("p", "How?", frozenset({"o"}), ("count=True",))
     assert aq.judge(paraphrase, _Answer("Other [1]", [(1, "o")], ["o"]), texts)[
         "failure"
     ] == ("gold_not_in_answer")
@@ -173,7 +173,7 @@ def built(name: str):
     corpus tests use too: built once per run), and its passages by ID (the
     test skips when a corpus or tool is missing)."""
     try:
-        devset = aq.LOADERS[name](False)
+        devset = devsets.LOADERS[name](False)
     except FileNotFoundError as error:
         pytest.skip(str(error))
     return devset, {p["passage_id"]: p for p in harness.read_passages(devset.site)}
@@ -190,7 +190,7 @@ def test_packaging_guide_gold_in_build():
         answers = [q["answer"], *q.get("alt_answers", ())] if q["answer"] else []
         for answer in answers[1:]:
             texts = [passages.get(pid, {}).get("text", "") for pid in q["passage_ids"]]
-            if not any(aq.norm(answer) in aq.norm(t) for t in texts):
+            if not any(devsets.norm(answer) in devsets.norm(t) for t in texts):
                 problems.append(f"{q['id']}: no gold passage holds {answer!r}")
         for pid in q["passage_ids"]:
             passage = passages.get(pid)
@@ -200,7 +200,7 @@ def test_packaging_guide_gold_in_build():
                 continue  # another page's passage that answers in other words
             elif passage["docname"] != q["docname"]:
                 problems.append(f"{q['id']}: {pid} is on {passage['docname']}")
-            elif aq.norm(q["answer"]) not in aq.norm(passage["text"]):
+            elif devsets.norm(q["answer"]) not in devsets.norm(passage["text"]):
                 problems.append(f"{q['id']}: {pid} lacks {q['answer']!r}")
     assert not problems, "\n".join(problems)
 
@@ -214,8 +214,8 @@ def test_squad_gold_in_build():
     answerable = [i for i in devset.items if i.answerable]
     assert len(answerable) == 300
     for item in answerable:
-        texts = [aq.norm(passages[pid]["text"]) for pid in item.gold_ids]
-        assert any(aq.norm(a) in t for a in item.answers for t in texts), item.id
+        texts = [devsets.norm(passages[pid]["text"]) for pid in item.gold_ids]
+        assert any(devsets.norm(a) in t for a in item.answers for t in texts), item.id
 
 
 @pytest.mark.corpora
@@ -232,9 +232,9 @@ def test_sdist_set_gold_in_build(name: str):
             if pid not in passages:
                 problems.append(f"{q['id']}: {pid} not in the build")
             else:
-                texts.append(aq.norm(passages[pid]["text"]))
+                texts.append(devsets.norm(passages[pid]["text"]))
         for answer in [q["answer"], *q.get("alt_answers", ())] if q["answer"] else []:
-            if not any(aq.norm(answer) in t for t in texts):
+            if not any(devsets.norm(answer) in t for t in texts):
                 problems.append(f"{q['id']}: no gold passage holds {answer!r}")
     assert not problems, "\n".join(problems)
 
@@ -244,8 +244,8 @@ def test_xuance_zh_is_held_out():
     ``HELD_OUT`` names it (read as text: the tool needs the training deps)."""
     text = (REPO / "tools" / "train_answer_ranker.py").read_text("utf-8")
     assert 'HELD_OUT = ("jinja", "xuance_zh")' in text
-    assert "xuance_zh" in aq.LOADERS
-    assert aq.CORPUS_SETS["xuance_zh"][0] == "xuance-docs-zh"
+    assert "xuance_zh" in devsets.LOADERS
+    assert devsets.CORPUS_SETS["xuance_zh"][0] == "xuance-docs-zh"
 
 
 def _xuance_available() -> bool:
@@ -275,12 +275,12 @@ def test_xuance_zh_gold_in_build():
                 problems.append(f"{q['id']}: {pid} not in the build")
             elif pid not in alternates and passage["docname"] != q["docname"]:
                 problems.append(f"{q['id']}: {pid} is on {passage['docname']}")
-            elif aq.norm(q["answer"]) not in aq.norm(passage["text"]):
+            elif devsets.norm(q["answer"]) not in devsets.norm(passage["text"]):
                 problems.append(f"{q['id']}: {pid} lacks {q['answer']!r}")
         elsewhere = [
             pid
             for pid, p in passages.items()
-            if pid not in gold and aq.norm(q["answer"]) in aq.norm(p["text"])
+            if pid not in gold and devsets.norm(q["answer"]) in devsets.norm(p["text"])
         ]
         if elsewhere:
             problems.append(f"{q['id']}: {q['answer']!r} also in {elsewhere[:3]}")
@@ -291,7 +291,7 @@ def test_emcee_is_a_notebook_training_set():
     """The notebook set (issue 36) is trained on: not held out, and at least
     30 of its answerable questions ask about its notebook tutorials."""
     text = (REPO / "tools" / "train_answer_ranker.py").read_text("utf-8")
-    assert "emcee" in aq.LOADERS
+    assert "emcee" in devsets.LOADERS
     assert 'HELD_OUT = ("jinja", "xuance_zh")' in text
     answerable = [q for q in records(QA / "emcee.jsonl") if q["answer"]]
     assert sum(q["docname"].startswith("tutorials/") for q in answerable) >= 30
@@ -304,7 +304,7 @@ def test_emcee_notebooks_built_unexecuted():
     included (myst-nb, ``nb_execution_mode = "off"`` in its own conf.py): a
     printed result of a stored output is in the passages."""
     _, passages = built("emcee")
-    tree = aq.sdist_tree(*aq.SDIST_CORPORA["emcee"][:2])
+    tree = devsets.sdist_tree(*devsets.SDIST_CORPORA["emcee"][:2])
     notebooks = sorted(p.stem for p in (tree / "docs" / "tutorials").glob("*.ipynb"))
     assert len(notebooks) == 6
     docnames = {p["docname"] for p in passages.values()}
@@ -322,7 +322,7 @@ def test_rqalpha_zh_is_a_chinese_training_set():
     its questions are Chinese."""
     text = (REPO / "tools" / "train_answer_ranker.py").read_text("utf-8")
     assert 'HELD_OUT = ("jinja", "xuance_zh")' in text
-    assert "rqalpha_zh" in aq.LOADERS
+    assert "rqalpha_zh" in devsets.LOADERS
     items = records(QA / "rqalpha_zh.jsonl")
     assert all(re.search("[\u4e00-\u9fff]", q["question"]) for q in items)
 
@@ -417,7 +417,7 @@ def test_squad_near_topic_folds_keep_the_article():
     from benchmarks import near_topic
 
     try:
-        devset = aq.LOADERS["squad"](False)
+        devset = devsets.LOADERS["squad"](False)
     except FileNotFoundError as error:
         pytest.skip(str(error))
     folds = near_topic.near_topic_sets(devset)

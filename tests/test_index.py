@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 from sphinx_ragcite.answer.engine import AnswerEngine
-from sphinx_ragcite.errors import ModelNotFoundError
-from sphinx_ragcite.extension.writer import IndexWriter
-from sphinx_ragcite.formats.embeddings import dequantize, quantize
-from sphinx_ragcite.retrieval.embed import (
+from sphinx_ragcite.encoder import (
     DEFAULT_MODEL_ID,
     Embedder,
     default_model_files,
     model_files,
 )
+from sphinx_ragcite.errors import ModelNotFoundError
+from sphinx_ragcite.extension.writer import IndexWriter
+from sphinx_ragcite.formats.embeddings import dequantize, quantize
 from sphinx_ragcite.retrieval.site import Site
 
 from conftest import (

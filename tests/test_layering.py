@@ -1,10 +1,14 @@
-"""Build time and query time meet only through ``_ragcite/`` files.
+"""Build time and query time meet only through ``_ragcite/`` files, and the
+package's layers stand in one order.
 
-Two checks keep it so: a walk over every module's imports (including those
-inside functions and ``TYPE_CHECKING`` blocks) that fails on any import from
-the query side to the build side or to Sphinx/docutils, and a fresh
-interpreter in which Sphinx and docutils cannot be imported at all that
-still searches, answers, cites and serves a built site.
+A walk over every module's imports (including those inside functions and
+``TYPE_CHECKING`` blocks) fails on any import from the query side to the
+build side or to Sphinx/docutils, on any import that points up
+:data:`LAYERS` or closes a circle between packages, and on a build side that
+reads more than the files' formats, the encoder and the ranker it ships. A
+fresh interpreter in which Sphinx and docutils cannot be imported at all
+still searches, answers, cites and serves a built site; another, without the
+optional extras, imports the build side.
 """
 
 from __future__ import annotations
@@ -151,6 +155,182 @@ def test_query_side_runs_where_sphinx_cannot_be_imported(example_site: Path) -> 
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
+
+
+# -- one order of layers ---------------------------------------------------------
+
+#: The package's layers, lowest first: a module imports from its own layer
+#: and those before it, never from one after it. The root (``__init__``)
+#: holds ``__version__``, which the doors print.
+LAYERS: list[tuple[str, ...]] = [
+    ("__init__", "errors", "stopwords"),
+    ("text",),  # the text contract both sides keep: tokenizer, sentences
+    ("contracts",),  # typed records both sides share
+    ("formats",),  # the _ragcite/ files, each reader beside its writer
+    ("encoder",),  # text -> vectors: the build's passages, the query's questions
+    ("retrieval",),  # _ragcite/ (or Qdrant) -> ranked passages
+    ("answer",),  # hits -> a grounded answer
+    # what the doors use, and the build (it ships the answer ranker, which
+    # answer.ranker checks; it never needs the server to import)
+    ("cite", "questions", "evaluate", "extension"),
+    ("server",),  # HTTP and MCP
+    ("cli",),
+    ("__main__",),
+]
+#: The one import up the list: Sphinx calls the root's ``setup()``, which
+#: hands over to the build side (lazily, so a query command never loads it).
+ENTRY = ("sphinx_ragcite", "sphinx_ragcite.extension")
+#: All the build side imports of the package: what its files are made of,
+#: the encoder, and the answer ranker it ships. Never a reader of its own
+#: output (``retrieval``): build and query time meet only through the files.
+BUILD_IMPORTS = frozenset({*LAYERS[0], "text", "contracts", "formats", "encoder"})
+BUILD_IMPORTS_TOO = frozenset({"sphinx_ragcite.answer.ranker"})
+
+RANK = {name: at for at, layer in enumerate(LAYERS) for name in layer}
+KNOWN = {module_name(p) for p in MODULES}
+
+
+def resolve(name: str) -> str:
+    """The module an imported *name* is found in (``sphinx_ragcite.__version__``
+    -> ``sphinx_ragcite``)."""
+    while name not in KNOWN and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def package_of(module: str) -> str | None:
+    """The layer unit of a package module: ``sphinx_ragcite.retrieval.site``
+    -> ``retrieval``; the root -> ``__init__``; None outside the package."""
+    parts = module.split(".")
+    if parts[0] != "sphinx_ragcite":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def package_edges() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) packages -> the imports that make the edge, as
+    ``module -> module``; the root's hand-over to the build side left out."""
+    edges: dict[tuple[str, str], set[str]] = {}
+    for path in MODULES:
+        here = module_name(path)
+        source = package_of(here)
+        assert source is not None
+        for name in map(resolve, imports(path)):
+            target = package_of(name)
+            if target is not None and target != source and (here, name) != ENTRY:
+                edges.setdefault((source, target), set()).add(f"{here} -> {name}")
+    return {edge: sorted(lines) for edge, lines in edges.items()}
+
+
+def test_every_package_has_a_layer() -> None:
+    """A new package or top-level module is placed in :data:`LAYERS`."""
+    found = {package_of(m) for m in KNOWN}
+    assert found == set(RANK), (found - set(RANK), set(RANK) - found)
+    assert ENTRY[1] in imports(PACKAGE / "__init__.py")  # the exception is real
+
+
+def test_no_import_points_up_the_layers() -> None:
+    upward = [
+        line
+        for (source, target), lines in sorted(package_edges().items())
+        if RANK[target] > RANK[source]
+        for line in lines
+    ]
+    assert upward == []
+
+
+def circles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """The strongly connected parts of more than one node (Tarjan's)."""
+    graph: dict[str, list[str]] = {}
+    for a, b in sorted(edges):
+        graph.setdefault(a, []).append(b)
+        graph.setdefault(b, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_circle_between_packages() -> None:
+    """Within a layer packages may import one another, but never both ways
+    round (across layers the order already forbids it)."""
+    assert circles(set(package_edges())) == []
+    assert circles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [
+        ["a", "b", "c"]
+    ]
+
+
+def test_the_build_side_reads_only_what_it_writes_from() -> None:
+    wrong = sorted(
+        line
+        for (source, target), lines in package_edges().items()
+        if source == "extension" and target not in BUILD_IMPORTS
+        for line in lines
+        if line.split(" -> ")[1] not in BUILD_IMPORTS_TOO
+    )
+    assert wrong == []
+
+
+#: The optional extras' packages (serve, qdrant, llm, cite): the build runs
+#: without every one of them.
+EXTRAS = (
+    "fastapi", "starlette", "uvicorn", "httpx", "mcp", "qdrant_client",
+    "llama_cpp", "citeproc", "bibtexparser", "rispy",
+)  # fmt: skip
+WITHOUT_EXTRAS = """
+import importlib, json, sys
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in json.loads(sys.argv[1]):
+            raise ImportError(f"the build side imported {name}")
+        return None
+
+sys.meta_path.insert(0, Block())
+for module in json.loads(sys.argv[2]):
+    importlib.import_module(module)
+print("ok")
+"""
+
+
+def test_the_build_side_imports_without_the_extras() -> None:
+    """``pip install sphinx-ragcite`` builds a site: no server, no Qdrant."""
+    import json
+
+    build = sorted(m for m in KNOWN if side(m) == "build")
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_EXTRAS, json.dumps(EXTRAS), json.dumps(build)],
+        capture_output=True,
+        text=True,
+        timeout=120,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -159,7 +159,7 @@ def test_the_wheel_works_in_a_fresh_venv(dist: dict[str, Path], tmp_path: Path) 
     where = run(
         python, "-I", "-c",
         "import json, sphinx_ragcite as p, sphinx_ragcite.extension.assets as a, "
-        "sphinx_ragcite.retrieval.embed as e, "
+        "sphinx_ragcite.encoder as e, "
         "sphinx_ragcite.extension.browser_assets as b; "
         "print(json.dumps([p.__file__, str(a.widget_dir()), "
         "str(e.default_model_files().tokenizer), "

@@ -85,7 +85,7 @@ def ids(hits: list[Any]) -> list[str]:
 
 
 def stored_ids(client: Any, collection: str, site: str, version: str) -> list[str]:
-    from sphinx_ragcite.retrieval.qdrant import _site_filter
+    from sphinx_ragcite.retrieval.qdrant.connection import _site_filter
 
     points, _ = client.scroll(
         collection,

@@ -20,14 +20,14 @@ from sphinx_ragcite.cli.commands import main
 from sphinx_ragcite.contracts import Answer
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.retrieval.site import Site
-from sphinx_ragcite.retrieval.sites import (
+from sphinx_ragcite.server.app import create_app
+from sphinx_ragcite.server.settings import ServerSettings
+from sphinx_ragcite.server.sites import (
     ScopeError,
     ServedSite,
     Sites,
     parse_site_spec,
 )
-from sphinx_ragcite.server.app import create_app
-from sphinx_ragcite.server.settings import ServerSettings
 
 from conftest import (
     BLOOM_V1,

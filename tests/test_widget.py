@@ -800,7 +800,8 @@ PICTURED = """() => {
   return {
     question: last.question, selection: last.selection || null, kind: last.kind,
     outcome: a.outcome || null,
-    confidence: typeof a.confidence === 'number' ? Math.round(a.confidence * 100) : null,
+    confidence: typeof a.confidence === 'number'
+      ? Math.round(a.confidence * 100) : null,
     generator: (a.metadata && a.metadata.generator) || null,
     engine: (a.metadata && a.metadata.engine) || 'server',
     cited: (a.citations || []).map((c) => c.passage_id).filter(Boolean),

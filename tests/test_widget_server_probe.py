@@ -2,10 +2,10 @@
 and 15), in Chromium: a site under ``/docs/`` on an origin whose own app
 answers ``/api/health`` with ``{"status": "ok"}`` never sends it the
 reader's question and answers in the browser; a static host is asked for a
-server once per visit, and never where ``ragcite_server_url = "none"``; a server that fails on a question
-gives way to the browser. A real ``ragcite serve``, one site or several, is
-still found: the widget tests against it (test_widget.py,
-test_widget_versions.py) cover that.
+server once per visit, and never where ``ragcite_server_url = "none"``; a
+server that fails on a question gives way to the browser. A real ``ragcite
+serve``, one site or several, is still found: the widget tests against it
+(test_widget.py, test_widget_versions.py) cover that.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Train the answer ranker (``sphinx_ragcite/answer/ranker.json``) on the dev sets.
 
-For every question of every dev set (``benchmarks/answer_quality.py``'s: the
+For every question of every dev set (``benchmarks/devsets.py``'s: the
 example book,
 click, requests, the Python Packaging User Guide, Flask, attrs, emcee,
 RQAlpha in Chinese and a SQuAD dev sample; Jinja and XuanCe never) the
@@ -38,7 +38,7 @@ import numpy as np
 
 # The dev sets and the harness are the benchmarks': import them from there.
 from benchmarks import answer_quality as aq
-from benchmarks import answer_signals, near_topic
+from benchmarks import answer_signals, devsets, near_topic
 from benchmarks._harness import RESULTS, envelope, table, write_result
 from sphinx_ragcite.answer.evidence import build_evidence
 from sphinx_ragcite.answer.ranker import unit_rows
@@ -80,7 +80,7 @@ class Question:
     candidates: np.ndarray | None = None
 
 
-def collect(devset: aq.DevSet) -> list[Question]:
+def collect(devset: devsets.DevSet) -> list[Question]:
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.retrieval.site import Site
 
@@ -96,12 +96,12 @@ def collect(devset: aq.DevSet) -> list[Question]:
         units, rows = unit_rows(
             item.question, vector, evidence, [h.bm25 or 0.0 for h in hits], site.idf
         )
-        golds = [aq.norm(a) for a in item.answers]
+        golds = [devsets.norm(a) for a in item.answers]
         good_passage = [
-            e.key in item.gold_ids or any(g in aq.norm(e.text) for g in golds)
+            e.key in item.gold_ids or any(g in devsets.norm(e.text) for g in golds)
             for e in evidence
         ]
-        has = np.array([any(g in aq.norm(u.text) for g in golds) for u in units])
+        has = np.array([any(g in devsets.norm(u.text) for g in golds) for u in units])
         good = np.array([good_passage[u.evidence] for u in units], dtype=bool)
         labels = np.where(has, 1.0, np.where(good, 0.3, 0.0))
         extra = answer_signals.columns(item.question, units, evidence, site.idf)
@@ -116,7 +116,7 @@ def load_all(rebuild: bool, refresh: bool) -> dict[str, list[Question]]:
     (so a held-out set's near-topic questions are held out with it)."""
     CACHE.mkdir(parents=True, exist_ok=True)
     sets: dict[str, list[Question]] = {}
-    for name, loader in aq.LOADERS.items():
+    for name, loader in devsets.LOADERS.items():
         if name in HELD_OUT:
             continue
         sets[name] = questions_of(loader(rebuild), refresh)
@@ -128,7 +128,7 @@ def load_all(rebuild: bool, refresh: bool) -> dict[str, list[Question]]:
     return sets
 
 
-def questions_of(devset: aq.DevSet, refresh: bool) -> list[Question]:
+def questions_of(devset: devsets.DevSet, refresh: bool) -> list[Question]:
     """One set's questions with their units' signals (cached per build)."""
     name = devset.name
     path = CACHE / f"{name}.pickle"

@@ -13,12 +13,12 @@ and compares (``tests/test_browser_parity.py`` runs both).
     # one site and one QA file (ragcite eval format)
     python tools/write_parity_cases.py --site BUILD_DIR --qa QA.jsonl \\
         --set NAME --out CASES.json
-    # dev sets of benchmarks/answer_quality.py, built (or reused) as it builds them
+    # dev sets of benchmarks/devsets.py, built (or reused) as it builds them
     python tools/write_parity_cases.py --sets example_book click xuance_zh \\
         --out-dir DIR
 
-``--sets`` names answer_quality.py's dev sets (the example book, the corpora
-of ../shared/corpora, the SQuAD sample, the sdists); a set whose inputs are
+``--sets`` names dev sets of ``benchmarks/devsets.py`` (the example book, the
+corpora of ../shared/corpora, the SQuAD sample, the sdists); a set whose inputs are
 missing is reported and skipped (exit code 2 if none was written).
 """
 
@@ -195,10 +195,10 @@ def qa_questions(path: Path) -> list[tuple[str, str]]:
 
 
 def dev_set(name: str, rebuild: bool = False) -> tuple[Path, list[tuple[str, str]]]:
-    """A dev set of answer_quality.py: its built site and its questions."""
-    from benchmarks import answer_quality as aq
+    """A dev set (``benchmarks/devsets.py``): its built site and its questions."""
+    from benchmarks.devsets import LOADERS
 
-    devset = aq.LOADERS[name](rebuild)
+    devset = LOADERS[name](rebuild)
     return devset.site, [(item.id, item.question) for item in devset.items]
 
 

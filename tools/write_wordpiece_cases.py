@@ -1,7 +1,7 @@
 """Write the browser question encoder's golden files from the Python encoder.
 
 Why: ``js/wordpiece.js`` and ``js/encode.js`` must give a question the ids
-and the vector ``sphinx_ragcite.retrieval.embed.Embedder`` gives it (the
+and the vector ``sphinx_ragcite.encoder.Embedder`` gives it (the
 encoder ``ragcite serve`` embeds questions with), or the browser retrieves
 other passages than the server. These files hold the Python side:
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import tokenizers
 from tokenizers import normalizers, pre_tokenizers
 
-from sphinx_ragcite.retrieval.embed import DEFAULT_MAX_TOKENS, Embedder, model_files
+from sphinx_ragcite.encoder import DEFAULT_MAX_TOKENS, Embedder, model_files
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -197,7 +197,7 @@ def wordpiece_cases(encoder: Embedder) -> dict[str, Any]:
     return {
         "about": (
             "Token ids of the question encoder's tokenizer "
-            "(sphinx_ragcite.retrieval.embed.Embedder: the tokenizer.json below, "
+            "(sphinx_ragcite.encoder.Embedder: the tokenizer.json below, "
             "truncated to max_tokens, no padding); js/wordpiece.js must give the "
             "same. Written by tools/write_wordpiece_cases.py; regenerate only on "
             "purpose."
@@ -246,7 +246,7 @@ def question_vectors(encoder: Embedder) -> dict[str, Any]:
     vectors = encoder.embed(texts, batch_size=1)
     return {
         "about": (
-            "Question vectors of sphinx_ragcite.retrieval.embed.Embedder (mean "
+            "Question vectors of sphinx_ragcite.encoder.Embedder (mean "
             "pooled over the attention mask, L2-normalised), rounded to 6 decimals; "
             "js/encode.js must give each with cosine >= 0.9999. Written by "
             "tools/write_wordpiece_cases.py; regenerate only on purpose."

@@ -24,7 +24,7 @@ from sphinx_ragcite.answer.sentences import (
 
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence
-    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.encoder import Embedder
     from sphinx_ragcite.text import Sentence
 
 #: Weights of sentence similarity and content-word coverage in support: set

@@ -25,7 +25,7 @@ from sphinx_ragcite.answer.units import looks_like_code
 
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence
-    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.encoder import Embedder
     from sphinx_ragcite.retrieval.searchable import SearchableSite
 
 #: Characters of a selection the sentences are ranked against, with the

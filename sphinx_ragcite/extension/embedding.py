@@ -28,13 +28,7 @@ import numpy as np
 from sphinx.util import logging
 from sphinx.util.display import status_iterator
 
-from sphinx_ragcite.extension import stages
-from sphinx_ragcite.extension.cache import EmbeddingCache, resolve_dir, text_key
-from sphinx_ragcite.extension.config import RagciteConfig
-from sphinx_ragcite.formats.bm25 import indexed_text
-from sphinx_ragcite.formats.embeddings import npy_bytes
-from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
-from sphinx_ragcite.retrieval.embed import (
+from sphinx_ragcite.encoder import (
     BATCH,
     DEFAULT_MODEL_ID,
     Embedder,
@@ -42,6 +36,12 @@ from sphinx_ragcite.retrieval.embed import (
     cache_key,
     model_files,
 )
+from sphinx_ragcite.extension import stages
+from sphinx_ragcite.extension.cache import EmbeddingCache, resolve_dir, text_key
+from sphinx_ragcite.extension.config import RagciteConfig
+from sphinx_ragcite.formats.bm25 import indexed_text
+from sphinx_ragcite.formats.embeddings import npy_bytes
+from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
 from sphinx_ragcite.text import (
     CJK_LANGUAGES,
     Sentence,

@@ -8,7 +8,6 @@ import numpy as np
 
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.files import REBUILD
-from sphinx_ragcite.retrieval.dense import DenseVectors
 
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,12 +78,14 @@ def read_npy(
 
 def read_vectors(
     codes: bytes, scales: bytes, rows: int, dim: int, where: str
-) -> DenseVectors:
-    """The passage vectors, kept as their int8 codes (see ``index/dense.py``)."""
-    vectors = DenseVectors(
+) -> tuple[np.ndarray, np.ndarray]:
+    """The passage vectors' int8 codes and float32 scales, shapes checked.
+
+    Their values are checked by the store that holds them
+    (:class:`~sphinx_ragcite.retrieval.dense.DenseVectors`), in the one pass
+    over every row it makes anyway.
+    """
+    return (
         read_npy(codes, (rows, dim), "int8", f"{where}/embeddings"),
         read_npy(scales, (rows,), "float32", f"{where}/embedding_scales"),
     )
-    if not vectors.finite:
-        raise SiteIndexError(f"{where}: the embeddings hold non-numbers. {REBUILD}")
-    return vectors

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from sphinx_ragcite.contracts import PASSAGE_FIELDS, PASSAGE_ID, parse_passage_id
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.files import REBUILD, dumps
-from sphinx_ragcite.retrieval.passage_store import PassageStore, RowIndex
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -20,7 +19,18 @@ def passages_jsonl(records: Sequence[PassageRecord]) -> bytes:
     return "".join(dumps(r) + "\n" for r in records).encode("utf-8")
 
 
-def read_passages(data: bytes, where: str) -> PassageStore:
+class CheckedPassages(NamedTuple):
+    """``passages.jsonl``'s lines, each a checked record, and what searching
+    needs of every row: kept apart so that the store need not parse them."""
+
+    lines: list[bytes]
+    ids: list[str]
+    docnames: list[str]
+    #: each row's chapter number (from its ID; -1 when too large to store)
+    chapters: list[int]
+
+
+def read_passages(data: bytes, where: str) -> CheckedPassages:
     """The records, each checked against the contract (a bad line names itself).
 
     Every line is parsed and checked here, once; the store then keeps the
@@ -53,9 +63,7 @@ def read_passages(data: bytes, where: str) -> PassageStore:
         chapter = (parse_passage_id(record["passage_id"]) or (-1,))[0]
         chapters.append(chapter if chapter < 2**62 else -1)  # fits the array
     del seen
-    store = PassageStore(lines, docnames, chapters)
-    store.rows = RowIndex(ids, store)
-    return store
+    return CheckedPassages(lines, ids, docnames, chapters)
 
 
 def _problem(record: object) -> str | None:

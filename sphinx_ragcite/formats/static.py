@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sphinx_ragcite.formats.bm25 import PARAMS
 from sphinx_ragcite.formats.files import dumps
 from sphinx_ragcite.text import SPEC
 
@@ -51,7 +52,8 @@ FORMAT_VERSION = 2
 FILE_NAME = "search.js"
 PREFIX = b"globalThis.ragcite_static_index="
 SUFFIX = b";\n"
-#: The BM25 variant the weights follow (bm25s's ``lucene`` method).
+#: The BM25 variant :func:`weights` follows (bm25s's ``lucene`` method): what
+#: this module computes, so it is checked against the index's, not taken from it.
 METHOD = "lucene"
 
 
@@ -70,7 +72,7 @@ def static_index(
     ``formats.bm25.tokenized``); *params* are the BM25 index's k1 and b."""
     if len(records) != len(corpus):
         raise ValueError("one token list per record is needed")
-    bm25 = {"method": METHOD, "k1": 1.5, "b": 0.75, **(params or {})}
+    bm25 = {**PARAMS, **(params or {})}
     if bm25["method"] != METHOD:
         raise ValueError(f"the static index follows BM25 {METHOD!r} only")
     found: dict[str, list[int]] = {}

@@ -14,7 +14,8 @@ told there is no such answer. Before each batch, and every
 :data:`TICK` seconds when idle, the writer looks at the configured path, as
 logging's ``WatchedFileHandler`` does: a log moved or deleted (logrotate's
 rename and create, ``mv``, ``rm``) is completed and closed, and a new one is
-made at the path, with one warning.
+made at the path, with one warning. The file itself (opening it, knowing
+it again) is :mod:`~sphinx_ragcite.questions.logfile`'s.
 
 ``cited`` holds ``{"id", "url"}`` per citation (per shown passage for the
 ``passages`` outcome); ``url`` is relative to its site's ``base_url`` in the
@@ -24,10 +25,8 @@ made at the path, with one warning.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import queue
 import secrets
 import sqlite3
@@ -36,19 +35,23 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import astuple, dataclass, field, fields
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from sphinx_ragcite.questions.schema import LogVersionError, open_log
-
-try:
-    import fcntl
-except ImportError:  # Windows: no flock
-    fcntl = None  # type: ignore[assignment]
+from sphinx_ragcite.questions.logfile import (
+    LogFile,
+    SiteRow,
+    open_at_start,
+    prune,
+    retryable,
+    stamp,
+    why,
+)
+from sphinx_ragcite.questions.schema import LogVersionError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable
 
     from sphinx_ragcite.contracts import Answer
 
@@ -67,25 +70,12 @@ BATCH = 500
 MAX_PENDING = 100_000
 #: Seconds :meth:`QuestionLog.close` waits for the queue to be written.
 CLOSE_TIMEOUT = 10.0
-#: Milliseconds the writer waits for a lock another process holds (replicas
-#: share one file): only the writer thread waits, never an answer.
-BUSY_TIMEOUT_MS = 30_000
 #: Seconds between two looks of the idle writer at its file (moved? rows
 #: waiting to be written again?): one ``stat`` call each.
 TICK = 1.0
-#: SQLite's primary result codes a later try can get past: busy, locked,
-#: read-only, I/O error, full, cannot open. Any other error (the table
-#: dropped, say) loses the batch's rows.
-RETRYABLE = frozenset({5, 6, 8, 10, 13, 14})
 #: answer_ids of rows lost for good, remembered so that a vote on one is
 #: refused as the log's failure, not told there is no such answer.
 REMEMBER_LOST = 10_000
-#: Seconds between the tries to open the log at start, when SQLite says it
-#: is busy, locked or failed an I/O (another process opening it at once).
-OPEN_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8)
-#: The mode the log is created with: what readers typed is for its owner.
-MODE = 0o600
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class LogUnavailable(RuntimeError):
@@ -99,11 +89,7 @@ def new_answer_id() -> str:
 
 def utc_now() -> str:
     """``2026-11-26T15:04:05.123456Z``: sorts as text, as the schema says."""
-    return _utc(datetime.now(timezone.utc))
-
-
-def _utc(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp(datetime.now(timezone.utc))
 
 
 @dataclass(frozen=True)
@@ -187,18 +173,6 @@ def asked(
 
 
 @dataclass(frozen=True)
-class SiteRow:
-    """A row of ``sites``: where a served site's index and pages are."""
-
-    name: str
-    #: absolute
-    build_dir: str
-    #: conf.py's html_baseurl (the published site), else "": links then go
-    #: into build_dir (a server's own address may not outlive it)
-    base_url: str
-
-
-@dataclass(frozen=True)
 class _Vote:
     answer_id: str
     helpful: bool
@@ -211,139 +185,6 @@ class _Vote:
 _STOP = object()
 
 
-@dataclass
-class _File:
-    """The open log, and what its file and its -wal/-shm were when opened:
-    how the writer notices the path now names another file."""
-
-    connection: sqlite3.Connection
-    #: (st_dev, st_ino) of the log
-    ident: tuple[int, int]
-    #: (st_dev, st_ino) of its "-wal" and "-shm" files
-    side: dict[str, tuple[int, int]]
-
-    @classmethod
-    def open(cls, path: Path, sites: Iterable[SiteRow]) -> _File:
-        """The log at *path*, created 0600 if missing, its *sites* registered.
-
-        An empty file (new, or made by logrotate's ``create``) cannot own a
-        -wal or -shm: any beside it belong to the log moved away, which a
-        process that has not noticed yet may still hold. SQLite drops such a
-        -wal itself but would share that -shm, and so the other process's
-        view of the old log: both are unlinked first (the holder keeps its
-        open files). One process of the server's at a time does this.
-        """
-        with _one_at_a_time(path.parent):
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _CLOEXEC, MODE)
-            except FileExistsError:
-                pass
-            else:  # a file nobody else has open, so closing it unlocks nothing
-                os.close(fd)
-            if _size(path) == 0:
-                for suffix in ("-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        Path(f"{path}{suffix}").unlink()
-            connection = open_log(path)
-        try:
-            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            with connection:
-                connection.executemany(
-                    "INSERT OR REPLACE INTO sites (name, build_dir, base_url) "
-                    "VALUES (?, ?, ?)",
-                    [astuple(site) for site in sites],
-                )
-            ident = _ident(path)
-            side = {}
-            for suffix in ("-wal", "-shm"):
-                found = _ident(Path(f"{path}{suffix}"))
-                if found is not None:
-                    side[suffix] = found
-        except BaseException:
-            connection.close()
-            raise
-        if ident is None:
-            connection.close()
-            raise FileNotFoundError(f"{path} vanished as it was opened")
-        return cls(connection, ident, side)
-
-    def change(self, path: Path) -> str | None:
-        """How the file at *path* is no longer this log, or None."""
-        try:
-            now = os.stat(path)
-        except FileNotFoundError:
-            return "moved or deleted"
-        except OSError:
-            return None  # cannot look: the write will say what is wrong
-        if (now.st_dev, now.st_ino) != self.ident:
-            return "moved or deleted"
-        if now.st_size == 0:  # a log in WAL mode is never empty: copytruncate
-            return "truncated"
-        return None
-
-    def retire(self, path: Path, change: str) -> None:
-        """Finish with a log that moved: copy what its -wal holds into it
-        (through the open file, wherever it is now), unlink its -wal and -shm
-        (only while they are still the ones it opened: another process of a
-        server with --workers may have made new ones), close it.
-
-        A truncated log has lost the pages its -wal builds on; closing may
-        still copy that -wal's pages into it, a file SQLite cannot read
-        ("file is not a database"), so it is emptied again, as it was left.
-        """
-        if change != "truncated":
-            try:
-                self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.Error as error:  # what is left, the last holder copies
-                logger.debug("question log %s: checkpoint failed (%s)", path, error)
-        for suffix, ident in self.side.items():
-            beside = Path(f"{path}{suffix}")
-            if _ident(beside) == ident:
-                with contextlib.suppress(OSError):
-                    beside.unlink()
-        self.connection.close()
-        if change == "truncated" and _ident(path) == self.ident:
-            with contextlib.suppress(OSError):
-                os.truncate(path, 0)
-
-
-@contextlib.contextmanager
-def _one_at_a_time(folder: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on *folder* (a lock SQLite's own ``fcntl``
-    locks on the log do not see): the server's processes open the log one
-    at a time. Where it cannot be had (no ``fcntl``, a file system without
-    ``flock``) they go on without it."""
-    if fcntl is None:
-        yield
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY | _CLOEXEC)
-    except OSError:
-        yield
-        return
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # and with it the lock
-
-
-def _size(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return None
-
-
-def _ident(path: Path) -> tuple[int, int] | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return (found.st_dev, found.st_ino)
-
-
 class QuestionLog:
     """One SQLite file and the one thread that writes it.
 
@@ -353,7 +194,7 @@ class QuestionLog:
 
     def __init__(
         self,
-        file: _File,
+        file: LogFile,
         path: str | Path,
         *,
         days: int | None = None,
@@ -368,7 +209,7 @@ class QuestionLog:
         #: rows that could not be written, and never will be
         self.lost = 0
         self._sites = tuple(sites)
-        self._file: _File | None = file
+        self._file: LogFile | None = file
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         #: rows a failed write kept, oldest first: written before new ones
         self._waiting: list[Asked] = []
@@ -400,45 +241,9 @@ class QuestionLog:
         and its old rows deleted; None, after one warning, if it cannot be used."""
         path = Path(path)
         sites = tuple(sites)
-        failure: Exception | None = None
-        for pause in (*OPEN_RETRIES, None):
-            try:
-                file = _File.open(path, sites)
-            except (sqlite3.Error, LogVersionError) as error:
-                # processes of --workers N opening one file at once can meet
-                # a lock or an I/O error that is gone a moment later
-                if pause is not None and _transient(error):
-                    logger.debug("question log %s: %s; again", path, _why(error))
-                    time.sleep(pause)
-                    continue
-                failure = error
-            except OSError as error:
-                failure = error
-            break
-        if failure is not None:
-            logger.warning(
-                "cannot open the question log %s (%s); answering without it",
-                path,
-                _why(failure),
-            )
+        file = open_at_start(path, sites, days)
+        if file is None:
             return None
-        try:
-            if days:
-                _prune(file.connection, days)
-        except (sqlite3.Error, OSError) as error:
-            file.connection.close()
-            logger.warning(
-                "cannot write the question log %s (%s); answering without it",
-                path,
-                error,
-            )
-            return None
-        if _mode(path) & 0o004:  # made by an older version, or by hand
-            logger.warning(
-                "the question log %s can be read by every user of this machine; "
-                "it holds what readers typed: chmod 600 it",
-                path,
-            )
         return cls(file, path, days=days, keep_selections=keep_selections, sites=sites)
 
     def record(self, row: Asked) -> None:
@@ -495,7 +300,7 @@ class QuestionLog:
                     next_prune = time.monotonic() + PRUNE_EVERY
                     if self._file is not None:
                         try:
-                            _prune(self._file.connection, self.days)
+                            prune(self._file.connection, self.days)
                         except (sqlite3.Error, OSError) as error:
                             self._failed(error)
                 if stop:
@@ -555,7 +360,7 @@ class QuestionLog:
         if not reopen:
             return
         try:
-            self._file = _File.open(path, self._sites)
+            self._file = LogFile.open(path, self._sites)
         except (sqlite3.Error, OSError, LogVersionError) as error:
             self._failed(error)
 
@@ -593,11 +398,11 @@ class QuestionLog:
         except Exception as error:  # the writer outlives any failure
             if not isinstance(error, (sqlite3.Error, OSError)):
                 logger.exception("question log %s: writing failed", self.path)
-            if _retryable(error):
+            if retryable(error):
                 self._keep(rows)
             else:
                 self._lost(rows, str(error))
-            self._warn(_why(error))
+            self._warn(why(error))
             for vote in votes:
                 _settle(vote.done, LogUnavailable(str(error)))
             return
@@ -622,7 +427,7 @@ class QuestionLog:
             self._lost(rows[room:], f"{MAX_PENDING} rows wait already")
 
     def _failed(self, error: Exception) -> None:
-        self._warn(_why(error))
+        self._warn(why(error))
 
     def _lost(self, rows: list[Asked], why: str) -> None:
         """Count *rows* as lost for good, and remember their answer_ids."""
@@ -653,36 +458,6 @@ class QuestionLog:
         )
 
 
-def _why(error: Exception) -> str:
-    """*error*'s message, with SQLite's own name of it (``SQLITE_IOERR_...``)."""
-    name = getattr(error, "sqlite_errorname", None)
-    return f"{error}; {name}" if name else str(error)
-
-
-def _mode(path: Path) -> int:
-    try:
-        return os.stat(path).st_mode
-    except OSError:
-        return 0
-
-
-def _transient(error: Exception) -> bool:
-    """A failure to open that may pass: SQLite's own, or one ``open_log``
-    reported as "not a question log" while the file could not be read."""
-    if isinstance(error, LogVersionError):
-        read = error.__context__  # what open_log's first read raised
-        return isinstance(read, sqlite3.Error) and _retryable(read)
-    return _retryable(error)
-
-
-def _retryable(error: Exception) -> bool:
-    """A failure a later try can get past (a full disk, a lock, I/O)."""
-    if isinstance(error, sqlite3.Error):
-        code = getattr(error, "sqlite_errorcode", None)
-        return code is not None and code & 0xFF in RETRYABLE
-    return isinstance(error, OSError)
-
-
 def _settle(future: Future[bool], outcome: bool | Exception) -> None:
     """Give *future* its outcome, unless its waiter gave up (cancelled it)."""
     try:
@@ -692,17 +467,3 @@ def _settle(future: Future[bool], outcome: bool | Exception) -> None:
             future.set_result(outcome)
     except InvalidStateError:
         pass
-
-
-def _prune(connection: sqlite3.Connection, days: int) -> int:
-    """Delete the questions (and their feedback) older than *days* days."""
-    cutoff = _utc(datetime.now(timezone.utc) - timedelta(days=days))
-    with connection:
-        deleted = connection.execute(
-            "DELETE FROM questions WHERE asked_at < ?", (cutoff,)
-        ).rowcount
-    if deleted:
-        logger.info(
-            "question log: deleted %d question(s) older than %d days", deleted, days
-        )
-    return deleted

@@ -17,18 +17,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sphinx_ragcite import __version__
+from sphinx_ragcite.encoder import DEFAULT_MODEL_ID
 from sphinx_ragcite.questions.books import Book, open_books
 from sphinx_ragcite.questions.groups import DEFAULT_METHOD, DEFAULT_THRESHOLD, cluster
 from sphinx_ragcite.questions.merge import merge
 from sphinx_ragcite.questions.schema import OUTCOMES
-from sphinx_ragcite.retrieval.embed import DEFAULT_MODEL_ID
 
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Sequence
     from pathlib import Path
 
-    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.encoder import Embedder
 
 #: Raise when a field of the JSON changes meaning or goes.
 REPORT_VERSION = 1
@@ -147,7 +147,7 @@ def _unanswered(
     if not chosen:
         return out
     if embedder is None:
-        from sphinx_ragcite.retrieval.embed import Embedder, model_files
+        from sphinx_ragcite.encoder import Embedder, model_files
 
         embedder = Embedder(model_files(None))
     vectors = embedder.embed([e["question"] for e in chosen], batch_size=32)

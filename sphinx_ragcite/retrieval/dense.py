@@ -22,6 +22,9 @@ from functools import cached_property
 
 import numpy as np
 
+from sphinx_ragcite.errors import SiteIndexError
+from sphinx_ragcite.formats.embeddings import read_vectors
+from sphinx_ragcite.formats.files import REBUILD
 from sphinx_ragcite.retrieval.int8_product import QUERY_LIMIT, Int8Product
 
 #: Rows dequantised at a time when a pass needs many (load, full score lists).
@@ -52,6 +55,17 @@ class DenseVectors:
         self.finite = finite
         #: the longest row: bounds how far int8 rounding moves a score
         self._longest = longest * (1 + 1e-6) if finite else np.inf
+
+    @classmethod
+    def read(
+        cls, codes: bytes, scales: bytes, rows: int, dim: int, where: str
+    ) -> DenseVectors:
+        """The vectors of ``embeddings.npy`` and ``embedding_scales.npy``;
+        refused if one holds a non-number."""
+        vectors = cls(*read_vectors(codes, scales, rows, dim, where))
+        if not vectors.finite:
+            raise SiteIndexError(f"{where}: the embeddings hold non-numbers. {REBUILD}")
+        return vectors
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from sphinx_ragcite.formats.records import read_passages
+
 if TYPE_CHECKING:
     from sphinx_ragcite.contracts import PassageRecord
 
@@ -61,7 +63,7 @@ class PassageStore(Sequence["PassageRecord"]):
         )
         #: each row's chapter number (from its ID)
         self.chapter_of = np.asarray(chapters, dtype=np.int64)
-        #: passage ID -> row (set by the reader, which knows the IDs)
+        #: passage ID -> row (set by :meth:`read`, which knows the IDs)
         self.rows: Mapping[str, int] = {}
         # The blocks read last, inflated: a search and then its answer read
         # the same rows, and neighbouring passages often come up together.
@@ -77,6 +79,15 @@ class PassageStore(Sequence["PassageRecord"]):
         self._starts = np.concatenate(([0], ends)).astype(
             np.uint32 if len(self._blob) < 2**32 else np.int64
         )
+
+    @classmethod
+    def read(cls, data: bytes, where: str) -> PassageStore:
+        """The store of ``passages.jsonl``, every record checked
+        (:func:`~sphinx_ragcite.formats.records.read_passages`)."""
+        checked = read_passages(data, where)
+        store = cls(checked.lines, checked.docnames, checked.chapters)
+        store.rows = RowIndex(checked.ids, store)
+        return store
 
     def __len__(self) -> int:
         return self._count

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         PassageRecord,
         SearchMode,
     )
-    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.encoder import Embedder
     from sphinx_ragcite.retrieval.fusion import Candidates
 
 

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sphinx_ragcite.contracts import Hit
+from sphinx_ragcite.encoder import DEFAULT_MODEL_ID, Embedder, model_files
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.bm25 import read_bm25
 from sphinx_ragcite.formats.browser import BROWSER_ENGINE
-from sphinx_ragcite.formats.embeddings import read_vectors
 from sphinx_ragcite.formats.files import REBUILD, read_index_file
 from sphinx_ragcite.formats.manifest import index_dir, read_manifest
 from sphinx_ragcite.formats.moved import read_moved
-from sphinx_ragcite.formats.records import read_passages
 from sphinx_ragcite.formats.sentence_vectors import MAPPED, read_sentence_matrix
-from sphinx_ragcite.retrieval.embed import DEFAULT_MODEL_ID, Embedder, model_files
+from sphinx_ragcite.retrieval.dense import DenseVectors
 from sphinx_ragcite.retrieval.fusion import Candidates
+from sphinx_ragcite.retrieval.passage_store import PassageStore
 from sphinx_ragcite.retrieval.searchable import FusedSearch
 from sphinx_ragcite.text import ENGLISH, Tokenizer, tokenizer
 
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
     from sphinx_ragcite.contracts import Manifest, PassageRecord
     from sphinx_ragcite.formats.sentence_vectors import SentenceMatrix
-    from sphinx_ragcite.retrieval.dense import DenseVectors
-    from sphinx_ragcite.retrieval.passage_store import PassageStore
     from sphinx_ragcite.retrieval.searchable import Filters, Ranked, SearchRequest
 
 logger = logging.getLogger(__name__)
@@ -152,7 +150,7 @@ class Site(FusedSearch):
         manifest = read_manifest(directory)
         data = read_site_files(directory, manifest)
         where = str(directory)
-        passages = read_passages(data["passages"], f"{where}/passages")
+        passages = PassageStore.read(data["passages"], f"{where}/passages")
         count = manifest.counts.passages
         if len(passages) != count:
             raise SiteIndexError(
@@ -163,7 +161,7 @@ class Site(FusedSearch):
         tok = read_tokenizer(manifest, where)
         vectors = sentences = None
         if manifest.embedding is not None:
-            vectors = read_vectors(
+            vectors = DenseVectors.read(
                 data["embeddings"],
                 data["embedding_scales"],
                 count,

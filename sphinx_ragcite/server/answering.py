@@ -27,8 +27,8 @@ from sphinx_ragcite.answer.llm import Cancel
 from sphinx_ragcite.contracts import Answer
 from sphinx_ragcite.questions.log import asked, new_answer_id
 from sphinx_ragcite.retrieval.searchable import Filters
-from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server.schemas import error_body
+from sphinx_ragcite.server.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping

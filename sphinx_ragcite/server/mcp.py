@@ -46,7 +46,6 @@ from sphinx_ragcite.contracts import (
 )
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.retrieval.searchable import Filters
-from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server import answering
 from sphinx_ragcite.server.guards import MCP_PATH
 from sphinx_ragcite.server.passages import (
@@ -71,6 +70,7 @@ from sphinx_ragcite.server.schemas import (
     problem,
     problem_text,
 )
+from sphinx_ragcite.server.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -81,8 +81,8 @@ if TYPE_CHECKING:
     from pydantic import AnyUrl
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from sphinx_ragcite.retrieval.sites import ServedSite
     from sphinx_ragcite.server.settings import ServerSettings
+    from sphinx_ragcite.server.sites import ServedSite
     from sphinx_ragcite.server.state import SiteScope, State
 
 logger = logging.getLogger("sphinx_ragcite.server")

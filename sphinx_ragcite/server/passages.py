@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 from sphinx_ragcite.contracts import MAX_PASSAGE_ID, parse_passage_id
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.retrieval.sites import ScopeError
+from sphinx_ragcite.server.sites import ScopeError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from sphinx_ragcite.cite.records import Reference
     from sphinx_ragcite.contracts import ServedRecord
     from sphinx_ragcite.retrieval.searchable import SearchableSite
-    from sphinx_ragcite.retrieval.sites import ServedSite
+    from sphinx_ragcite.server.sites import ServedSite
     from sphinx_ragcite.server.state import State
 
 

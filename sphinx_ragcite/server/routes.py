@@ -14,7 +14,6 @@ from starlette.routing import Route
 from sphinx_ragcite import __version__
 from sphinx_ragcite.contracts import MAX_K, MAX_PASSAGE_ID, MAX_QUESTION, Answer
 from sphinx_ragcite.questions.log import LogUnavailable
-from sphinx_ragcite.retrieval.sites import ScopeError
 from sphinx_ragcite.server import answering
 from sphinx_ragcite.server.answering import AskFailure, EventStreamResponse, Job
 from sphinx_ragcite.server.guards import DOCS_PATH
@@ -32,6 +31,7 @@ from sphinx_ragcite.server.schemas import (
     SearchResponse,
     SiteInfo,
 )
+from sphinx_ragcite.server.sites import ScopeError
 from sphinx_ragcite.server.state import State
 
 if TYPE_CHECKING:

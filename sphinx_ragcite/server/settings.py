@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.questions.log import MAX_DAYS
-from sphinx_ragcite.retrieval.sites import check_site_name
 from sphinx_ragcite.server.schemas import MAX_BODY_BYTES
+from sphinx_ragcite.server.sites import check_site_name
 
 ENV_SETTINGS = "RAGCITE_SERVER_SETTINGS"
 #: ``--timeout`` at most: a day (``1e308`` overflows the clocks generation

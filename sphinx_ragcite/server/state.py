@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Any, cast
 from sphinx_ragcite.answer.engine import AnswerEngine
 from sphinx_ragcite.answer.evidence import SentenceVectors
 from sphinx_ragcite.errors import RagciteError
-from sphinx_ragcite.questions.log import QuestionLog, SiteRow
+from sphinx_ragcite.questions.log import QuestionLog
+from sphinx_ragcite.questions.logfile import SiteRow
 from sphinx_ragcite.retrieval.site import Site
-from sphinx_ragcite.retrieval.sites import ServedSite, Sites
 from sphinx_ragcite.server.guards import AnswerCache, GenerationSlots, RateLimiter
+from sphinx_ragcite.server.sites import ServedSite, Sites
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
     from sphinx_ragcite.answer.llm import Cancel, Generator
-    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.encoder import Embedder
     from sphinx_ragcite.retrieval.qdrant import QdrantSite
     from sphinx_ragcite.retrieval.searchable import SearchableSite
     from sphinx_ragcite.server.settings import ServerSettings

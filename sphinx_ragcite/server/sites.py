@@ -9,6 +9,10 @@ across sites, every citation is one of the passages retrieved, and each
 names its site (a passage ID is unique only within its site). Members are
 used only through that interface, so a site kept elsewhere (Qdrant) can be
 one.
+
+All of it is the server's: a name is a URL folder, a scope is what a
+request asks, and the union hands out records with URLs relative to the
+server's root. Retrieval below knows one site at a time.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from sphinx_ragcite.contracts import Manifest, PassageRecord, ServedRecord
-    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.encoder import Embedder
     from sphinx_ragcite.retrieval.searchable import (
         Ranked,
         SearchableSite,

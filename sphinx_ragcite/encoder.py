@@ -1,4 +1,8 @@
-"""Text -> unit vectors with an ONNX sentence encoder, fully offline."""
+"""Text -> unit vectors with an ONNX sentence encoder, fully offline.
+
+Both sides run it (the build embeds passages, the query side questions), so
+it sits below both: it imports nothing of the package but its errors.
+"""
 
 from __future__ import annotations
 

@@ -1,35 +1,17 @@
-"""Passages in Qdrant: ``ragcite push`` writes a built site, ``QdrantSite`` reads it.
+"""``QdrantSite``: a pushed site searched in Qdrant, as a site in memory is.
 
-For sites past one machine's memory: a collection holds the passages of any
-number of sites (and versions) with the citation fields as payload; answer
-servers keep only each site's manifest and BM25 vocabulary and ask Qdrant
-for candidates. Retrieval is the in-memory one, done remotely:
-
-- dense: the shipped vectors (dequantised, float32) under ``dense``, scored by
-  dot product exactly as ``Site.dense_scores`` does;
-- BM25: a sparse vector ``bm25`` per passage whose values are bm25s's term
-  frequency component ``tf / (tf + k1 * (1 - b + b * len / avglen))`` of the
-  same tokens (``sphinx_ragcite.text``); Qdrant's IDF modifier multiplies in
-  the idf, counted over the passages of the same site and version only
-  (``search_params.idf`` corpus), which is the idf bm25s uses;
-- fusion: Qdrant returns the top candidates of each side, the missing side's
-  score of each candidate is fetched, and ``retrieval.fusion`` fuses them
-  client-side, so hybrid ranks as it does in memory.
-
-Point IDs are uuid5 of site, version and passage ID: a re-push overwrites
-the same points and then deletes the site's points whose passage is gone.
+An answer server keeps only the site's record (manifest, BM25 vocabulary,
+document frequencies) and asks Qdrant for each ranking's candidates, then
+for the score of each candidate on the side that did not rank it; the
+fusion is the in-memory one (:mod:`~sphinx_ragcite.retrieval.fusion`), so
+a Qdrant site ranks as the same site in memory.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import pickle
-import re
-import sqlite3
 import threading
-import uuid
-import warnings
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,12 +20,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sphinx_ragcite.contracts import PASSAGE_FIELDS, Hit, parse_passage_id
+from sphinx_ragcite.contracts import PASSAGE_FIELDS, Hit
 from sphinx_ragcite.errors import RagciteError, SiteIndexError
-from sphinx_ragcite.formats.bm25 import indexed_text
 from sphinx_ragcite.formats.embeddings import dequantize
 from sphinx_ragcite.formats.manifest import index_dir, read_manifest
 from sphinx_ragcite.retrieval.fusion import Candidates
+from sphinx_ragcite.retrieval.qdrant.connection import (
+    DEFAULT_COLLECTION,
+    DENSE,
+    SITES_SUFFIX,
+    SPARSE,
+    _call,
+    _site_filter,
+    connect,
+    default_site_name,
+    point_id,
+    push_command,
+    pushed_sites,
+)
 from sphinx_ragcite.retrieval.searchable import FusedSearch
 from sphinx_ragcite.retrieval.site import (
     load_embedder,
@@ -51,7 +45,6 @@ from sphinx_ragcite.retrieval.site import (
     moved_hint,
     read_tokenizer,
 )
-from sphinx_ragcite.text import ENGLISH, Tokenizer, document_tokenizer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -59,440 +52,17 @@ if TYPE_CHECKING:
     from qdrant_client import QdrantClient
     from qdrant_client import models as qm
 
-    from sphinx_ragcite.contracts import Manifest, PassageRecord
-    from sphinx_ragcite.retrieval.embed import Embedder
+    from sphinx_ragcite.contracts import PassageRecord
+    from sphinx_ragcite.encoder import Embedder
     from sphinx_ragcite.retrieval.searchable import Filters, Ranked, SearchRequest
-    from sphinx_ragcite.retrieval.site import Site
+    from sphinx_ragcite.text import Tokenizer
 
-DENSE = "dense"
-SPARSE = "bm25"
-DEFAULT_COLLECTION = "ragcite"
-#: the collection beside ``NAME`` that holds one record per pushed site
-SITES_SUFFIX = "_sites"
-#: fixed, so a point's ID depends only on site, version and passage ID
-NAMESPACE = uuid.UUID("6f1d3c52-8a0e-5c4b-9d2e-2f3a6b7c8d90")
 #: candidates fetched beyond ``depth``, so ties at the cut rank as in memory
 SLACK = 10
-BATCH = 256
 #: rows per call when every record is listed
 PAGE = 1024
 #: passages kept on an answer server after a search (records + vectors)
 CACHE_SIZE = 4096
-INSTALL = "install the extra: pip install 'sphinx-ragcite[qdrant]'"
-
-
-# -- connecting ---------------------------------------------------------------
-
-
-#: ``scheme://...``: only http and https reach a Qdrant server
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-#: ``host:port`` (``localhost:6333``, ``[::1]:6333``): a server without its scheme
-_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]+(/.*)?$")
-
-
-def is_server(location: str) -> bool:
-    """Whether *location* is a Qdrant server's URL; raises for a value that
-    would otherwise be taken for a folder but was surely meant as a server."""
-    location = location.strip()
-    scheme = _SCHEME.match(location)
-    if scheme and scheme[1].lower() in ("http", "https"):
-        return True
-    if scheme or _HOST_PORT.match(location):
-        name = location.rsplit("/", 1)[-1] or "store"
-        said = (
-            f"has the scheme {scheme[1]}://" if scheme else "looks like a host and port"
-        )
-        raise RagciteError(
-            f"--qdrant {location} {said}: write a Qdrant server as an http:// or "
-            f"https:// URL (http://{location[scheme.end() if scheme else 0 :]}), "
-            f"or a local-mode folder as a path (./{name})"
-        )
-    return False
-
-
-def connect(location: str, *, create: bool = False) -> QdrantClient:
-    """``http(s)://host:port`` is a Qdrant server; ``:memory:`` or a folder is
-    qdrant-client's local mode (one process at a time per folder), made if
-    missing only when *create* (``ragcite push``)."""
-    try:
-        from qdrant_client import QdrantClient
-    except ImportError:
-        raise RagciteError(f"Qdrant needs qdrant-client: {INSTALL}") from None
-    location = location.strip()
-    if not location:
-        raise RagciteError("--qdrant is empty: pass http://host:6333 or a folder")
-    if is_server(location):
-        import os
-
-        return QdrantClient(url=location, api_key=os.environ.get("QDRANT_API_KEY"))
-    if location == ":memory:":
-        return QdrantClient(location=":memory:")
-    path = _store_folder(location, create=create)
-    try:
-        return QdrantClient(path=str(path))
-    except RuntimeError as error:  # the folder is open in another client
-        raise RagciteError(f"cannot open Qdrant at {location}: {error}") from None
-    except Exception as error:  # the folder's files: unwritable, damaged
-        raise RagciteError(
-            f"cannot open Qdrant at {location}: {_folder_trouble(error)}"
-        ) from None
-
-
-def _store_folder(location: str, *, create: bool) -> Path:
-    """The local-mode folder at *location*: a store, or (to *create*) none yet."""
-    path = Path(location)
-    meta = path / "meta.json"
-    if path.exists() and not path.is_dir():
-        raise RagciteError(f"--qdrant {location}: not a folder or an http(s) URL")
-    if not create and not meta.is_file():
-        raise RagciteError(
-            f"no Qdrant local-mode store at {location} (no meta.json): run "
-            f"`ragcite push BUILD_DIR --qdrant {location}` first"
-        )
-    if create and path.is_dir() and not meta.exists() and any(path.iterdir()):
-        raise RagciteError(
-            f"--qdrant {location} holds other files and no Qdrant store: pass a "
-            "new or empty folder"
-        )
-    return path
-
-
-def _folder_trouble(error: BaseException) -> str:
-    """What a local-mode folder that does not open has wrong, and the fix."""
-    if isinstance(error, PermissionError):
-        return (
-            f"{error}. Local mode writes its folder (its .lock file too): use a "
-            "folder this user may write, or a Qdrant server"
-        )
-    if isinstance(error, OSError):
-        return f"{error}"
-    if isinstance(error, (sqlite3.Error, pickle.UnpicklingError)):
-        where = "a collection's storage.sqlite is damaged"
-    elif isinstance(error, json.JSONDecodeError):
-        where = "its meta.json is damaged"
-    else:
-        where = "it is not a Qdrant local-mode store, or a damaged one"
-    return f"{where} ({type(error).__name__}: {error}). Push the site into a new folder"
-
-
-def point_id(site: str, version: str, passage_id: str) -> str:
-    return str(uuid.uuid5(NAMESPACE, f"{site}\n{version}\n{passage_id}"))
-
-
-def default_site_name(manifest: Manifest) -> str:
-    """The project's name as a slug ("Example Book" -> ``example-book``)."""
-    slug = re.sub(r"[^0-9a-z]+", "-", manifest.project.lower()).strip("-")
-    return slug or "site"
-
-
-def _call(what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
-    """A Qdrant call whose failure becomes one message, not a traceback."""
-    from qdrant_client.http.exceptions import (
-        ResponseHandlingException,
-        UnexpectedResponse,
-    )
-
-    try:
-        return function(*args, **kwargs)
-    except (
-        ResponseHandlingException,
-        UnexpectedResponse,
-        ValueError,
-        OSError,  # local mode: its folder
-        sqlite3.Error,
-    ) as error:
-        raise RagciteError(f"Qdrant could not {what}: {error}") from None
-
-
-# -- push ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PushResult:
-    collection: str
-    site: str
-    version: str
-    upserted: int
-    removed: int
-
-
-def sparse_rows(
-    records: Sequence[PassageRecord],
-    vocab: dict[str, int],
-    k1: float,
-    b: float,
-    tokenizer: Tokenizer = ENGLISH,
-) -> list[tuple[list[int], list[float]]]:
-    """Each passage's BM25 term weights without idf, as bm25s computes them."""
-    tokens = [tokenizer.tokenize(indexed_text(r)) for r in records]
-    lengths = [len(t) for t in tokens]
-    average = float(np.mean(lengths)) if lengths and sum(lengths) else 1.0
-    rows = []
-    for words, length in zip(tokens, lengths, strict=True):
-        counts = Counter(words)
-        try:
-            ids = [vocab[t] for t in counts]
-        except KeyError as error:
-            raise SiteIndexError(
-                f"the BM25 vocabulary lacks {error}: the index was built with "
-                "another tokenizer. Rebuild the site, then push it."
-            ) from None
-        norm = k1 * ((1 - b) + b * length / average)
-        order = np.argsort(ids)
-        tf = np.array(list(counts.values()), dtype=np.float64)[order]
-        rows.append(
-            ([int(ids[i]) for i in order], [float(v) for v in tf / (norm + tf)])
-        )
-    return rows
-
-
-def _prefixes(docname: str) -> list[str]:
-    parts = docname.split("/")
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def _site_filter(site: str, version: str) -> qm.Filter:
-    from qdrant_client import models
-
-    return models.Filter(
-        must=[
-            models.FieldCondition(key="site", match=models.MatchValue(value=site)),
-            models.FieldCondition(
-                key="version", match=models.MatchValue(value=version)
-            ),
-        ]
-    )
-
-
-def ensure_collection(client: QdrantClient, collection: str, dim: int | None) -> None:
-    """Create the collection (and its site records) or check it fits *dim*."""
-    from qdrant_client import models
-
-    if not _call("list collections", client.collection_exists, collection):
-        dense = (
-            {DENSE: models.VectorParams(size=dim, distance=models.Distance.DOT)}
-            if dim
-            else {}
-        )
-        _call(
-            f"create {collection}",
-            client.create_collection,
-            collection,
-            vectors_config=dense,
-            sparse_vectors_config={
-                SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
-            },
-        )
-        with warnings.catch_warnings():  # local mode: indexes have no effect
-            warnings.simplefilter("ignore")
-            for key, schema in (
-                ("site", models.PayloadSchemaType.KEYWORD),
-                ("version", models.PayloadSchemaType.KEYWORD),
-                ("passage_id", models.PayloadSchemaType.KEYWORD),
-                ("doc_prefixes", models.PayloadSchemaType.KEYWORD),
-                ("doc_parents", models.PayloadSchemaType.KEYWORD),
-                ("row", models.PayloadSchemaType.INTEGER),
-                ("chapter_number", models.PayloadSchemaType.INTEGER),
-            ):
-                client.create_payload_index(collection, key, field_schema=schema)
-    else:
-        info = _call(f"read {collection}", client.get_collection, collection)
-        vectors = info.config.params.vectors
-        have = vectors.get(DENSE) if isinstance(vectors, dict) else None
-        if dim and (have is None or have.size != dim):
-            raise RagciteError(
-                f"collection {collection} holds "
-                f"{'no' if have is None else f'{have.size}-dimensional'} dense "
-                f"vectors; this site has {dim}-dimensional ones. Push it to "
-                "another collection (--collection)."
-            )
-    sites = collection + SITES_SUFFIX
-    if not _call("list collections", client.collection_exists, sites):
-        _call(f"create {sites}", client.create_collection, sites, vectors_config={})
-
-
-def push(
-    client: QdrantClient,
-    site: Site,
-    collection: str = DEFAULT_COLLECTION,
-    *,
-    name: str | None = None,
-    version: str | None = None,
-) -> PushResult:
-    """Upsert every passage of *site*, delete the ones gone, record the site."""
-    name = name or default_site_name(site.manifest)
-    version = site.manifest.version if version is None else version
-    dim = site.manifest.embedding.dim if site.manifest.embedding else None
-    ensure_collection(client, collection, dim if site.vectors is not None else None)
-    kept = _upsert_passages(client, collection, site, name, version)
-    removed = _delete_gone(client, collection, name, version, kept)
-    _record_site(client, collection, site, name, version)
-    return PushResult(collection, name, version, len(kept), removed)
-
-
-def _points(site: Site, name: str, version: str) -> Iterator[qm.PointStruct]:
-    """One point per passage: its BM25 and dense vectors, its record as payload."""
-    from qdrant_client import models
-
-    # k1 and b as the site's own BM25 index holds them (formats/bm25.py)
-    vocab = site.bm25.vocab_dict
-    try:  # the documents' terms, cut as the build cut them
-        documents = document_tokenizer(site.manifest.tokenizer or None)
-    except ValueError as error:
-        raise SiteIndexError(f"{site.where}: {error}") from None
-    sparse = sparse_rows(
-        site.passages, vocab, float(site.bm25.k1), float(site.bm25.b), documents
-    )
-    for row, (record, (indices, values)) in enumerate(
-        zip(site.passages, sparse, strict=True)
-    ):
-        vector: dict[str, Any] = {
-            SPARSE: models.SparseVector(indices=indices, values=values)
-        }
-        if site.vectors is not None:
-            vector[DENSE] = [float(v) for v in site.vectors[row]]
-        chapter = (parse_passage_id(record["passage_id"]) or (-1,))[0]
-        payload = {
-            **record,
-            "page": None,
-            "site": name,
-            "version": version,
-            "row": row,
-            "doc_prefixes": _prefixes(record["docname"]),
-            "doc_parents": _prefixes(record["docname"])[:-1],
-            "chapter_number": chapter,
-            **_sentence_payload(site, row),
-        }
-        yield models.PointStruct(
-            id=point_id(name, version, record["passage_id"]),
-            vector=vector,
-            payload=payload,
-        )
-
-
-def _sentence_payload(site: Site, row: int) -> dict[str, Any]:
-    """A passage's build-time sentence vectors: int8 codes (base64), scales."""
-    if site.sentences is None:
-        return {}
-    start, end = site.sentences.offsets[row : row + 2]
-    codes = np.asarray(site.sentences.codes[start:end], dtype=np.int8)
-    return {
-        "sentence_codes": base64.b64encode(codes.tobytes()).decode("ascii"),
-        "sentence_scales": [float(v) for v in site.sentences.scales[start:end]],
-    }
-
-
-def _upsert_passages(
-    client: QdrantClient, collection: str, site: Site, name: str, version: str
-) -> set[str]:
-    """Store every passage, :data:`BATCH` points a call; their point IDs."""
-    ids: set[str] = set()
-    batch: list[qm.PointStruct] = []
-    for point in _points(site, name, version):
-        ids.add(str(point.id))
-        batch.append(point)
-        if len(batch) == BATCH:
-            _call("store passages", client.upsert, collection, batch, wait=True)
-            batch = []
-    if batch:
-        _call("store passages", client.upsert, collection, batch, wait=True)
-    return ids
-
-
-def _delete_gone(
-    client: QdrantClient, collection: str, name: str, version: str, kept: set[str]
-) -> int:
-    """Delete the site's points not in *kept* (passages gone); how many."""
-    from qdrant_client import models
-
-    stale = [
-        p for p in _site_point_ids(client, collection, name, version) if p not in kept
-    ]
-    for start in range(0, len(stale), BATCH):
-        _call(
-            "delete old passages",
-            client.delete,
-            collection,
-            models.PointIdsList(points=stale[start : start + BATCH]),
-            wait=True,
-        )
-    return len(stale)
-
-
-def _record_site(
-    client: QdrantClient, collection: str, site: Site, name: str, version: str
-) -> None:
-    """The site's record in ``NAME_sites``: its manifest, BM25 vocabulary and
-    document frequencies, moved links; what an answer server keeps."""
-    from qdrant_client import models
-
-    vocab = site.bm25.vocab_dict
-    indptr = np.asarray(site.bm25.scores["indptr"], dtype=np.int64)
-    df = np.diff(indptr)
-    terms = sorted(vocab, key=vocab.__getitem__)
-    entry = {
-        "site": name,
-        "version": version,
-        "collection": collection,
-        "index_version": site.version,
-        "passages": len(site.passages),
-        "manifest": site.manifest.model_dump_json(),
-        "moved": json.dumps(site.moved, sort_keys=True),
-        "vocab": json.dumps(terms, ensure_ascii=False),
-        "df": json.dumps(
-            [int(df[vocab[t]]) if vocab[t] < len(df) else 0 for t in terms]
-        ),
-    }
-    _call(
-        "record the site",
-        client.upsert,
-        collection + SITES_SUFFIX,
-        [models.PointStruct(id=point_id(name, version, ""), vector={}, payload=entry)],
-        wait=True,
-    )
-
-
-def _site_point_ids(
-    client: QdrantClient, collection: str, site: str, version: str
-) -> Iterator[str]:
-    offset = None
-    while True:
-        points, offset = _call(
-            "list passages",
-            client.scroll,
-            collection,
-            scroll_filter=_site_filter(site, version),
-            limit=1024,
-            offset=offset,
-            with_payload=False,
-            with_vectors=False,
-        )
-        yield from (str(p.id) for p in points)
-        if offset is None:
-            return
-
-
-def pushed_sites(client: QdrantClient, collection: str) -> list[tuple[str, str]]:
-    """(site, version) of every site pushed to *collection*."""
-    sites = collection + SITES_SUFFIX
-    if not _call("list collections", client.collection_exists, sites):
-        return []
-    points, _ = _call(
-        "list sites",
-        client.scroll,
-        sites,
-        limit=10_000,
-        with_payload=["site", "version"],
-    )
-    return sorted((p.payload["site"], p.payload["version"]) for p in points)
-
-
-def push_command(
-    location: str, collection: str, build_dir: str | Path | None = None
-) -> str:
-    """The ``ragcite push`` that puts *build_dir* where a reader looks for it."""
-    other = "" if collection == DEFAULT_COLLECTION else f" --collection {collection}"
-    return f"ragcite push {build_dir or 'BUILD_DIR'} --qdrant {location}{other}"
 
 
 def _site_record(
@@ -535,9 +105,6 @@ def _site_record(
         )
     record: dict[str, Any] = points[0].payload or {}
     return record
-
-
-# -- query --------------------------------------------------------------------
 
 
 class _Passages:
