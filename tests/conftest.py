@@ -779,8 +779,16 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def serving_files(root: Path) -> Iterator[str]:
     """A plain file server for *root* (``python -m http.server``: it decodes
     a path once and serves that file), in a thread, on a free loopback port."""
-    handler = functools.partial(_QuietHandler, directory=str(root))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    with serving_handler(_QuietHandler, root) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving_handler(handler: type, root: Path) -> Iterator[str]:
+    """*handler* (an ``http.server`` handler class) serving the files of
+    *root*, in a thread, on a free loopback port."""
+    bound = functools.partial(handler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), bound)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

@@ -14,11 +14,9 @@ Done-when: >= 0.99 the same).
 from __future__ import annotations
 
 import contextlib
-import functools
 import http.server
 import json
 import re
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +26,7 @@ from test_widget import CHROMIUM, LAUNCH_ARGS, shot
 
 from sphinx_ragcite.extension.browser_assets import ort_runtime_files
 
-from conftest import REPO, benchmark, read_manifest
+from conftest import REPO, benchmark, read_manifest, serving_handler
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -97,17 +95,8 @@ def serve(
 ) -> Iterator[tuple[str, list[tuple[str, str, int]]]]:
     served: list[tuple[str, str, int]] = []
     handler = type("H", (Handler,), {**settings, "served": served})
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
-    )
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", served
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(10)
+    with serving_handler(handler, root) as url:
+        yield url, served
 
 
 # ``browser`` is the session's Chromium (conftest): each page here gets a

@@ -11,10 +11,8 @@ serve``, one site or several, is still found: the widget tests against it
 from __future__ import annotations
 
 import contextlib
-import functools
 import http.server
 import json
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -22,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 from test_browser_answers import QUESTION, ask, watched
 
-from conftest import EXAMPLE_BOOK, read_manifest
+from conftest import EXAMPLE_BOOK, read_manifest, serving_handler
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -102,17 +100,8 @@ def origin(
     (top / "favicon.ico").write_bytes(b"")  # the browser asks: no 404 for it
     served: list[tuple[str, str, int]] = []
     handler = type("App", (OtherApp,), {"health": health, "served": served})
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(top))
-    )
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", served
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(10)
+    with serving_handler(handler, top) as url:
+        yield url, served
 
 
 def health_asked(served: list[tuple[str, str, int]]) -> list[str]:
