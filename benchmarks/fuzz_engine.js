@@ -56,11 +56,10 @@ process.on("unhandledRejection", (error) => processErrors.push(`unhandled reject
 
 // -- the engine's scripts, as the worker imports them ------------------------------
 
-const g = /** @type {any} */ (globalThis);
-const lib = (g.ragcite_lib = g.ragcite_lib || {});
+// under Node the registry is require (js/lib.js): the worker's scripts by name
+const lib = require(path.join(JS, "lib.js"));
 const { CORE_SCRIPTS, createWorkerHost } = require(path.join(JS, "worker.js"));
 const { WHY } = require(path.join(JS, "browser.js"));
-// each registers itself on globalThis.ragcite_lib, as in the worker
 for (const name of CORE_SCRIPTS) require(path.join(JS, name));
 const KINDS = new Set(Object.keys(WHY));
 

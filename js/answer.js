@@ -10,8 +10,7 @@
  * `metadata.see_also`). Quote spans are offsets in code points, as Python
  * counts them.
  *
- * Classic script: registers on `globalThis.ragcite_lib.answer` (load
- * `sentences.js`, `evidence.js` and `ranker.js` first), and on `module.exports` under Node.
+ * Classic script: provides `answer` (see `lib.js`).
  */
 
 /** @typedef {import("./types").Answer} Answer */
@@ -24,17 +23,10 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./sentences.js")} */
-  const S = lib.sentences || need("sentences");
-  /** @type {typeof import("./ranker.js")} */
-  const R = lib.ranker || need("ranker");
-  /** @type {typeof import("./evidence.js")} */
-  const E = lib.evidence || need("evidence");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const S = lib.need("sentences");
+  const R = lib.need("ranker");
+  const E = lib.need("evidence");
 
   /** `engine.NOT_FOUND` and `engine.MAYBE_HERE`: the texts of abstentions. */
   const NOT_FOUND = "I could not find an answer to this in the book.";
@@ -382,8 +374,6 @@
     assemble,
     abstain,
   };
-  lib.answer = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("answer", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -15,8 +15,7 @@
  * questions go to the worker, which only GETs the site's own files.
  *
  * Classic script, loaded by `widget.js` when static mode needs it, DOM-free
- * apart from `Worker` (injected in tests): registers on
- * `globalThis.ragcite_lib.browser`, and on `module.exports` under Node.
+ * apart from `Worker` (injected in tests): provides `browser` (see `lib.js`).
  */
 
 /** @typedef {import("./types").Answer} Answer */
@@ -70,8 +69,7 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   const SEARCH = "these are the passages that best match your question";
 
@@ -338,8 +336,6 @@
   }
 
   const api = { BrowserAnswerError, WHY, createBrowserAnswers, megabytes };
-  lib.browser = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("browser", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -9,8 +9,7 @@
  * against the site root and kept only when they stay on the site's origin;
  * the answer text never produces a link.
  *
- * Classic script: registers its functions on `globalThis.ragcite_lib`, and on
- * `module.exports` under Node.
+ * Classic script: provides `citations` (see `lib.js`).
  */
 
 /** @typedef {import("./types").Answer} Answer */
@@ -74,8 +73,7 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** The anchor grammar of DESIGN.md, as a location hash. */
   const PASSAGE_HASH = /^#ch[0-9]+-sec[0-9]+-p[0-9]+$/;
@@ -493,8 +491,6 @@
     sourceTitle,
     titleParts,
   };
-  lib.citations = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("citations", api);
+  if (typeof module === "object") module.exports = api;
 })();

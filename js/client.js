@@ -6,8 +6,7 @@
  * health says the server takes them). Also the widget's one error type,
  * whose message is what the reader is shown.
  *
- * Classic script, after `sse.js`: registers on
- * `globalThis.ragcite_lib.client`, and on `module.exports` under Node.
+ * Classic script: provides `client` (see `lib.js`).
  */
 
 /** @typedef {import("./types").Answer} Answer */
@@ -58,8 +57,7 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   const HEALTH_TIMEOUT_MS = 1500;
   const SERVER_RECHECK_MS = 30000;
@@ -293,7 +291,7 @@
       if (!response.ok) throw await httpError(response);
       /** @type {Answer | null} */
       let final = null;
-      const parser = lib.createSseParser();
+      const parser = lib.need("sse").createSseParser();
       /** @param {import("./sse.js").SseEvent[]} events */
       const handle = (events) => {
         for (const { event, data } of events) {
@@ -571,8 +569,6 @@
     versionKey,
     versionLabel,
   };
-  lib.client = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("client", api);
+  if (typeof module === "object") module.exports = api;
 })();

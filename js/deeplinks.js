@@ -11,9 +11,7 @@
  * words). Only links from outside the site are redirected: this build's own
  * links already name the right text.
  *
- * `linkKey`, `canonicalKey`, `idOf`, `movedTarget` and `squash` are pure. Classic script,
- * after `citations.js` and `quotes.js`: registers on
- * `globalThis.ragcite_lib.deeplinks`, and on `module.exports` under Node.
+ * `linkKey`, `canonicalKey`, `idOf`, `movedTarget` and `squash` are pure. Classic script: provides `deeplinks` (see `lib.js`).
  *
  * A citation followed from the widget also marks its quoted words inside the
  * passage (`quotes.js`): on this page at once, on another page through
@@ -60,10 +58,9 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
   /** @type {typeof import("./citations.js")} */
-  const C = lib.citations || (typeof require === "function" ? require("./citations.js") : null);
+  const C = lib.need("citations");
 
   const HIGHLIGHT = "ragcite-highlight";
   const HIGHLIGHT_MS = 3000;
@@ -177,10 +174,10 @@
    * @returns {DeepLinks}
    */
   function createDeepLinks(env) {
-    const { el, reducedMotion, loadScript } = /** @type {typeof import("./dom.js")} */ (lib.dom);
+    const { el, reducedMotion, loadScript } = lib.need("dom");
     // A page written before quotes.js existed (an incremental build keeps
     // it) loads the new scripts but not quotes.js: passages only, then.
-    const quotes = lib.quotes ? lib.quotes.createQuoteMarker() : { mark: () => null, clear: () => {} };
+    const quotes = lib.has("quotes") ? lib.need("quotes").createQuoteMarker() : { mark: () => null, clear: () => {} };
 
     /** @type {Element | null} */
     let highlighted = null;
@@ -422,8 +419,6 @@
   }
 
   const api = { canonicalKey, createDeepLinks, idOf, linkKey, movedTarget, squash };
-  lib.deeplinks = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("deeplinks", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -8,8 +8,7 @@
  * in a passage or an answer cannot reorder the widget's markers or other
  * sentences.
  *
- * Classic script: registers on `globalThis.ragcite_lib.dom` (and on
- * `module.exports` under Node, for types; it needs a document).
+ * Classic script: provides `dom` (see `lib.js`); it needs a document.
  */
 
 /** @typedef {Record<string, string | number | boolean | null | undefined>} Attrs */
@@ -18,11 +17,8 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  /** @type {typeof import("./citations.js")} */
-  const C = lib.citations;
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const C = lib.need("citations");
 
   /**
    * An element with attributes and children; strings become text nodes.
@@ -136,8 +132,6 @@
   }
 
   const api = { capital, el, icon, isolated, link, loadScript, reducedMotion, title };
-  lib.dom = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("dom", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -11,8 +11,7 @@
  * holds it to Python's vectors (cosine >= 0.9999) on
  * `tests/golden/question_vectors.json`.
  *
- * Classic script: registers `ragcite_lib.encode` (`{ createEncoder }`) on
- * `globalThis`, and on `module.exports` under Node. Load `wordpiece.js` and
+ * Classic script: provides `encode` (see `lib.js`). Load `wordpiece.js` and
  * onnxruntime-web's `ort.wasm.min.js` first; they are passed in, not looked up.
  */
 
@@ -20,8 +19,7 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** Python's floor under a norm and a mask sum (`embed.py`'s `_unit`, `_run`). */
   const MIN_NORM = 1e-12;
@@ -142,8 +140,6 @@
   }
 
   const api = { createEncoder, pool };
-  lib.encode = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("encode", api);
+  if (typeof module === "object") module.exports = api;
 })();

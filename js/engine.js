@@ -12,11 +12,7 @@
  * comes from the caller (`encode.js` in the browser); null means no encoder,
  * and BM25 ranks alone.
  *
- * Classic script: registers on `globalThis.ragcite_lib.engine` (load, in
- * order, `stemmer.js`, `tokenize.js`, `search.js`, `sentences.js`,
- * `fusion.js`, `retrieve.js`, `units.js`, `evidence.js`, `ranker.js`,
- * `verify.js`, `answer.js`: `ENGINE_SCRIPTS`), and on `module.exports`
- * under Node.
+ * Classic script: provides `engine` (see `lib.js`).
  */
 
 /** @typedef {import("./types").Answer} Answer */
@@ -27,33 +23,16 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./sentences.js")} */
-  const S = lib.sentences || need("sentences");
-  /** @type {typeof import("./retrieve.js")} */
-  const retrieval = lib.retrieve || need("retrieve");
-  /** @type {typeof import("./units.js")} */
-  const U = lib.units || need("units");
-  /** @type {typeof import("./ranker.js")} */
-  const R = lib.ranker || need("ranker");
-  /** @type {typeof import("./evidence.js")} */
-  const E = lib.evidence || need("evidence");
-  /** @type {typeof import("./verify.js")} */
-  const V = lib.verify || need("verify");
-  /** @type {typeof import("./answer.js")} */
-  const A = lib.answer || need("answer");
-  /** @type {typeof import("./selection_answer.js")} */
-  const SA = lib.selectionAnswer || need("selection_answer");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const S = lib.need("sentences");
+  const retrieval = lib.need("retrieve");
+  const U = lib.need("units");
+  const R = lib.need("ranker");
+  const E = lib.need("evidence");
+  const V = lib.need("verify");
+  const A = lib.need("answer");
+  const SA = lib.need("selection_answer");
 
-  /** The engine's scripts in load order (for `importScripts`). */
-  const ENGINE_SCRIPTS = [
-    "stemmer.js", "tokenize.js", "search.js", "sentences.js", "fusion.js", "retrieve.js",
-    "units.js", "evidence.js", "ranker.js", "verify.js", "answer.js", "selection_answer.js", "engine.js",
-  ];
   /** `AnswerEngine.k`: passages retrieved (the ranker is trained on this many). */
   const DEFAULT_K = 6;
   /** `contracts.MAX_K` and `MAX_QUESTION`: the limits of a request. */
@@ -250,9 +229,7 @@
     return { answer };
   }
 
-  const api = { ENGINE_SCRIPTS, DEFAULT_K, MAX_K, MAX_QUESTION, MAX_SELECTION, RefusedError, createEngine };
-  lib.engine = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  const api = { DEFAULT_K, MAX_K, MAX_QUESTION, MAX_SELECTION, RefusedError, createEngine };
+  lib.provide("engine", api);
+  if (typeof module === "object") module.exports = api;
 })();

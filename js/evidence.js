@@ -10,8 +10,7 @@
  * sentences itself; the browser cannot (it embeds only the question), so such
  * a passage is judged without sentence similarity and says so (`problem`).
  *
- * Classic script: registers on `globalThis.ragcite_lib.evidence` (load
- * `sentences.js` first), and on `module.exports` under Node.
+ * Classic script: provides `evidence` (see `lib.js`).
  */
 
 /** @typedef {import("./types").EngineEvidence} Evidence */
@@ -20,13 +19,8 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./sentences.js")} */
-  const S = lib.sentences || need("sentences");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const S = lib.need("sentences");
 
   /**
    * float32 `codes * scale` per row, as `formats.embeddings.dequantize`.
@@ -120,8 +114,6 @@
   }
 
   const api = { dequantize, dot, sentenceSims, buildEvidence };
-  lib.evidence = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("evidence", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -8,8 +8,7 @@
  * half and half, in float32 as numpy computes them, so a candidate's fused
  * score is the server's to the bit and ties break the same way (by row).
  *
- * Classic script: registers on `globalThis.ragcite_lib.fusion`, and on
- * `module.exports` under Node.
+ * Classic script: provides `fusion` (see `lib.js`).
  */
 
 /**
@@ -25,9 +24,7 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** `fusion.LINEAR_ALPHA`: the weight of BM25 in linear fusion. */
   const LINEAR_ALPHA = 0.5;
@@ -80,8 +77,6 @@
   }
 
   const api = { LINEAR_ALPHA, linear, fuse };
-  lib.fusion = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("fusion", api);
+  if (typeof module === "object") module.exports = api;
 })();

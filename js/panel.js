@@ -13,8 +13,7 @@
  * `textContent` (book and model text sentence by sentence in `<bdi>`); the
  * only `href`s are index URLs that passed `citations.resolveUrl`.
  *
- * Classic script, after `dom.js`: registers on `globalThis.ragcite_lib.panel`
- * (and on `module.exports` under Node, for types; it needs a document).
+ * Classic script: provides `panel` (see `lib.js`); it needs a document.
  */
 
 /** @typedef {import("./types").Answer} Answer */
@@ -104,8 +103,7 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** `contracts.MAX_QUESTION`, in code points as the server counts them. */
   const MAX_QUESTION = 2000;
@@ -142,9 +140,8 @@
    * @returns {Panel}
    */
   function createPanel(settings, hooks) {
-    /** @type {typeof import("./citations.js")} */
-    const C = lib.citations;
-    const { capital, el, icon, isolated, link, reducedMotion, title } = /** @type {typeof import("./dom.js")} */ (lib.dom);
+    const C = lib.need("citations");
+    const { capital, el, icon, isolated, link, reducedMotion, title } = lib.need("dom");
     const { shortcut } = settings;
 
     /** @type {Widget | null} */
@@ -545,9 +542,9 @@
     /** @param {HTMLElement} badge */
     function setBadge(badge) {
       const version = badge.getAttribute("data-ragcite-version") || "";
-      const other = lib.client.otherVersion(version, pageVersion);
+      const other = lib.need("client").otherVersion(version, pageVersion);
       badge.hidden = !other;
-      const { isolate } = lib.client;
+      const { isolate } = lib.need("client");
       badge.title = other ? `From version ${isolate(version)} of the book; this page is version ${isolate(pageVersion)}` : "";
     }
 
@@ -1244,8 +1241,6 @@
   }
 
   const api = { MAX_QUESTION, MAX_REASON, codePoints, createPanel };
-  lib.panel = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("panel", api);
+  if (typeof module === "object") module.exports = api;
 })();

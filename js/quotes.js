@@ -14,8 +14,7 @@
  *
  * `quoteSentences` and `locateQuote` are pure (tested under
  * Node); `passageTextNodes` and `createQuoteMarker` need a document. Classic
- * script, before `deeplinks.js`: registers on `globalThis.ragcite_lib.quotes`,
- * and on `module.exports` under Node.
+ * script: provides `quotes` (see `lib.js`).
  */
 
 /**
@@ -34,9 +33,7 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** How the engine joins quoted sentences (`answer/engine.py`). */
   const JOIN = " … ";
@@ -408,8 +405,6 @@
   }
 
   const api = { NAME, createQuoteMarker, locateQuote, passageTextNodes, quoteSentences };
-  lib.quotes = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("quotes", api);
+  if (typeof module === "object") module.exports = api;
 })();

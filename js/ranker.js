@@ -8,8 +8,7 @@
  * the calibration map, the thresholds. A ranker trained on other features
  * than this script computes is refused, as Python refuses it.
  *
- * Classic script: registers on `globalThis.ragcite_lib.ranker` (load
- * `sentences.js`, `units.js` and `evidence.js` first), and on `module.exports` under Node.
+ * Classic script: provides `ranker` (see `lib.js`).
  */
 
 /** @typedef {import("./types").EngineEvidence} Evidence */
@@ -35,17 +34,10 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./sentences.js")} */
-  const S = lib.sentences || need("sentences");
-  /** @type {typeof import("./units.js")} */
-  const U = lib.units || need("units");
-  /** @type {typeof import("./evidence.js")} */
-  const E = lib.evidence || need("evidence");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const S = lib.need("sentences");
+  const U = lib.need("units");
+  const E = lib.need("evidence");
 
   /**
    * @param {any} data
@@ -307,8 +299,6 @@
     choose,
     passageConfidences,
   };
-  lib.ranker = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("ranker", api);
+  if (typeof module === "object") module.exports = api;
 })();

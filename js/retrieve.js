@@ -14,9 +14,7 @@
  * passages (`embedding.search` false: an English encoder on a CJK book) BM25
  * ranks alone, as on the server.
  *
- * Classic script: registers on `globalThis.ragcite_lib.retrieve` (load
- * `stemmer.js`, `tokenize.js`, `search.js` and `fusion.js` first), and on
- * `module.exports` under Node.
+ * Classic script: provides `retrieve` (see `lib.js`).
  */
 
 /** @typedef {import("./fusion.js").Candidates} Candidates */
@@ -34,15 +32,9 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./search.js")} */
-  const search = lib.createStaticSearch ? { createStaticSearch: lib.createStaticSearch } : need("search");
-  /** @type {typeof import("./fusion.js")} */
-  const fusion = lib.fusion || need("fusion");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const search = lib.need("search");
+  const fusion = lib.need("fusion");
 
   /** `SearchRequest.depth`: how many of each ranking hybrid search fuses. */
   const DEPTH = 50;
@@ -234,8 +226,6 @@
   }
 
   const api = { DEPTH, pairwiseSum, denseScorer, topScores, createRetriever };
-  lib.retrieve = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("retrieve", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -8,9 +8,7 @@
  * are bm25s's to the bit; ties go to the passage that comes first in the book.
  * The answer engine (`retrieve.js`) takes its BM25 scores from here too.
  *
- * Classic script: registers `createStaticSearch` on `globalThis.ragcite_lib`
- * (load `stemmer.js` and `tokenize.js` first), and on `module.exports` under
- * Node.
+ * Classic script: provides `search` (see `lib.js`).
  */
 
 /** @typedef {import("./tokenize.js").TokenizerSpec} TokenizerSpec */
@@ -55,23 +53,11 @@
 
   const FORMAT_VERSION = 2;
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-
-  /** @type {((text: string, spec: TokenizerSpec) => string[]) | null} */
-  let nodeTokenize = null;
-  if (typeof module === "object" && module.exports) {
-    nodeTokenize = require("./tokenize.js").tokenize;
-  }
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** @returns {(text: string, spec: TokenizerSpec) => string[]} */
   function tokenizer() {
-    const tokenize = nodeTokenize || lib.tokenize;
-    if (typeof tokenize !== "function") {
-      throw new Error("ragcite search: tokenize.js must be loaded before search.js");
-    }
-    return tokenize;
+    return lib.need("tokenize").tokenize;
   }
 
   /**
@@ -209,8 +195,6 @@
   }
 
   const api = { createStaticSearch, FORMAT_VERSION };
-  lib.createStaticSearch = createStaticSearch;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("search", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -5,8 +5,7 @@
  * selection's end; choosing it (or pressing the shortcut) puts the
  * selection into the panel.
  *
- * `placeAskButton` is pure. Classic script: registers on
- * `globalThis.ragcite_lib.selection`, and on `module.exports` under Node.
+ * `placeAskButton` is pure. Classic script: provides `selection` (see `lib.js`).
  */
 
 /** @typedef {import("./panel.js").Widget} Widget */
@@ -33,9 +32,7 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   const MARGIN = 8;
   const MAX_SELECTION = 20000;
@@ -134,7 +131,7 @@
    * @returns {AskSelection}
    */
   function createSelection(env) {
-    const C = lib.citations;
+    const C = lib.need("citations");
     /** @type {string | null} */
     let current = null;
     /** @type {string | null} */
@@ -156,7 +153,7 @@
       w.selectionText.replaceChildren();
       if (current !== null) {
         const cut = text && text.length > MAX_SELECTION ? ` (first ${MAX_SELECTION} characters)` : "";
-        w.selectionText.append(lib.dom.isolated(C.clip(current, 160)));
+        w.selectionText.append(lib.need("dom").isolated(C.clip(current, 160)));
         w.selectionText.title = `${current.length} characters${cut}`;
       }
     }
@@ -227,8 +224,6 @@
   }
 
   const api = { MAX_SELECTION, createSelection, placeAskButton };
-  lib.selection = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("selection", api);
+  if (typeof module === "object") module.exports = api;
 })();

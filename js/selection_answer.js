@@ -13,9 +13,7 @@
  * question: the selection's sentences, the selection, the question with it,
  * and the sentences quoted, through the caller's `embed`.
  *
- * Classic script: registers on `globalThis.ragcite_lib.selectionAnswer`
- * (load `sentences.js`, `units.js`, `evidence.js` and `answer.js` first),
- * and on `module.exports` under Node.
+ * Classic script: provides `selection_answer` (see `lib.js`).
  */
 
 /** @typedef {import("./types").EngineEvidence} Evidence */
@@ -23,19 +21,11 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./sentences.js")} */
-  const S = lib.sentences || need("sentences");
-  /** @type {typeof import("./units.js")} */
-  const U = lib.units || need("units");
-  /** @type {typeof import("./evidence.js")} */
-  const E = lib.evidence || need("evidence");
-  /** @type {typeof import("./answer.js")} */
-  const A = lib.answer || need("answer");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const S = lib.need("sentences");
+  const U = lib.need("units");
+  const E = lib.need("evidence");
+  const A = lib.need("answer");
 
   // selection.py's numbers (set there, and why)
   const SELECTION_CONTEXT = 1000;
@@ -208,8 +198,6 @@
     rankSentences,
     compose,
   };
-  lib.selectionAnswer = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("selection_answer", api);
+  if (typeof module === "object") module.exports = api;
 })();

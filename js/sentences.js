@@ -12,8 +12,7 @@
  * code points, so lengths that decide something are counted in code points
  * (`codePoints`) and offsets sent out are converted (`pythonOffset`).
  *
- * Classic script: registers on `globalThis.ragcite_lib.sentences` (load
- * `stemmer.js` and `tokenize.js` first), and on `module.exports` under Node.
+ * Classic script: provides `sentences` (see `lib.js`).
  */
 
 /**
@@ -24,13 +23,8 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./tokenize.js")} */
-  const T = lib.tokenize ? { tokenize: lib.tokenize, words: lib.words } : need("tokenize");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const T = lib.need("tokenize");
 
   /** Python's `str.isspace` characters (`\s` of a str pattern). */
   const SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
@@ -400,8 +394,6 @@
     NUMBER_SOURCE,
     FILLER_WORDS,
   };
-  lib.sentences = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("sentences", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -24,8 +24,7 @@
  *   default) or "all" (ask every site the server serves); a page's
  *   `<meta name="ragcite-scope" content="all">` says so for that page.
  *
- * Everything but `readSettings` is pure. Classic script: registers on
- * `globalThis.ragcite_lib.settings`, and on `module.exports` under Node.
+ * Everything but `readSettings` is pure. Classic script: provides `settings` (see `lib.js`).
  */
 
 /**
@@ -65,8 +64,7 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   const DEFAULT_SHORTCUT = "Mod+/";
   const DEFAULT_INDEX = "_ragcite/manifest.json";
@@ -301,8 +299,6 @@
     siteRoot,
     toUrl,
   };
-  lib.settings = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("settings", api);
+  if (typeof module === "object") module.exports = api;
 })();

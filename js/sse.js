@@ -8,8 +8,7 @@
  * multi-line `data`, comments (`:`), CR/LF/CRLF line ends, an optional space
  * after the colon.
  *
- * Classic script: registers `createSseParser` on `globalThis.ragcite_lib`,
- * and on `module.exports` under Node.
+ * Classic script: provides `sse` (see `lib.js`).
  */
 
 /**
@@ -27,9 +26,7 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** @returns {SseParser} */
   function createSseParser() {
@@ -103,8 +100,6 @@
   }
 
   const api = { createSseParser };
-  lib.createSseParser = createSseParser;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("sse", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -8,8 +8,7 @@
  * as JSON. From disk (file://) fetch is blocked, but a script next to the
  * manifest still loads: the file assigns the index to a global, nothing else.
  *
- * Classic script, after `client.js`: registers on
- * `globalThis.ragcite_lib.staticMode`, and on `module.exports` under Node.
+ * Classic script: provides `static` (see `lib.js`).
  */
 
 /** @typedef {import("./search.js").StaticSearch} StaticSearch */
@@ -18,25 +17,16 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./client.js")} */
-  const client = lib.client || need("client");
-  /** @type {typeof import("./citations.js")} */
-  const C = lib.citations || need("citations");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const client = lib.need("client");
+  const C = lib.need("citations");
   const { WidgetError } = client;
 
   /** The static index file: `globalThis.ragcite_static_index=<JSON>;`. */
   const STATIC_FILE = "search.js";
   const STATIC_PREFIX = "globalThis.ragcite_static_index=";
-  /** The searcher's scripts, in load order, and how to tell each is there. */
-  const SEARCH_SCRIPTS = /** @type {const} */ ([
-    ["stemmer.js", "stem"],
-    ["tokenize.js", "tokenize"],
-    ["search.js", "createStaticSearch"],
-  ]);
+  /** The searcher's scripts, in load order. */
+  const SEARCH_SCRIPTS = lib.need("spec").SCRIPTS.search;
 
   /**
    * The Snowball stemmer besides English the index's tokenizer names
@@ -120,7 +110,7 @@
       const manifest = await fetchJson(manifestUrl.href, fromDisk);
       read = manifest;
       const name = manifest && manifest.files && manifest.files.static;
-      const folder = lib.settings.asFolder(new URL("./", manifestUrl));
+      const folder = lib.need("settings").asFolder(new URL("./", manifestUrl));
       const staticUrl = typeof name === "string" ? C.resolveUrl(name, folder) : null;
       if (staticUrl === null) {
         throw new WidgetError(
@@ -144,7 +134,7 @@
 
     /** @param {URL} manifestUrl */
     async function loadIndexScript(manifestUrl) {
-      await lib.dom.loadScript(new URL(STATIC_FILE, manifestUrl).href, notLoaded);
+      await lib.need("dom").loadScript(new URL(STATIC_FILE, manifestUrl).href, notLoaded);
       const index = g.ragcite_static_index;
       if (!index || typeof index !== "object") {
         throw new WidgetError("The book's search index did not load; rebuild the documentation.", "static");
@@ -158,19 +148,19 @@
     function load() {
       if (loading) return loading;
       loading = (async () => {
-        for (const [name, global] of SEARCH_SCRIPTS) {
-          if (typeof lib[global] !== "function") {
-            await lib.dom.loadScript(lib.settings.assetUrl(name, assetBase).href, notLoaded);
-          }
+        const { loadScript } = lib.need("dom");
+        const { assetUrl } = lib.need("settings");
+        for (const name of SEARCH_SCRIPTS) {
+          if (!lib.has(name)) await loadScript(assetUrl(`${name}.js`, assetBase).href, notLoaded);
         }
         if (indexUrl === null) throw new WidgetError("No search index is configured.", "static");
         const index = fromDisk ? await loadIndexScript(indexUrl) : await fetchIndex(indexUrl);
         const language = snowballLanguage(index);
-        if (language && !(lib.snowball && typeof lib.snowball[language] === "function")) {
-          await lib.dom.loadScript(lib.settings.assetUrl(`snowball/${language}.js`, assetBase).href, notLoaded);
+        if (language && !lib.has(`snowball/${language}`)) {
+          await loadScript(assetUrl(`snowball/${language}.js`, assetBase).href, notLoaded);
         }
         try {
-          return lib.createStaticSearch(index);
+          return lib.need("search").createStaticSearch(index);
         } catch (error) {
           throw new WidgetError(String(/** @type {Error} */ (error).message || error), "static");
         }
@@ -185,8 +175,6 @@
   }
 
   const api = { STATIC_PREFIX, createStaticLoader, parseStaticFile, snowballLanguage };
-  lib.staticMode = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("static", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -17,8 +17,7 @@
  * libstemmer works on UTF-8 characters: "hop 3" or "next" step over one
  * character, never over half of a surrogate pair.
  *
- * Classic script: registers `stem` on `globalThis.ragcite_lib`, and on
- * `module.exports` under Node.
+ * Classic script: provides `stemmer` (see `lib.js`).
  */
 (function () {
   "use strict";
@@ -821,11 +820,7 @@
   }
 
   const api = { stem };
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  lib.stem = stem;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  lib.provide("stemmer", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -27,8 +27,7 @@
  * Cache Storage is missing or refuses (a page over plain HTTP is no secure
  * context; storage turned off), the HTTP cache is all there is.
  *
- * Classic script, DOM-free (it runs in the worker): registers on
- * `globalThis.ragcite_lib.store`, and on `module.exports` under Node.
+ * Classic script, DOM-free (it runs in the worker): provides `store` (see `lib.js`).
  */
 
 /** @typedef {import("./types").EngineCore} EngineCore */
@@ -77,8 +76,7 @@
   "use strict";
 
   const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** The static index file's prefix (`sphinx_ragcite/formats/static.py`). */
   const STATIC_PREFIX = "globalThis.ragcite_static_index=";
@@ -777,8 +775,6 @@
     sha256,
     sha256Js,
   };
-  lib.store = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("store", api);
+  if (typeof module === "object") module.exports = api;
 })();

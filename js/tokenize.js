@@ -11,9 +11,7 @@
  * same text; `tests/test_static_parity.py` checks it on the shared case file
  * `tests/golden/tokenizer_cases.json`.
  *
- * Classic script: registers `tokenize` and `words` on `globalThis.ragcite_lib`
- * (load `stemmer.js` first, and `snowball/<language>.js` for a book in another
- * Snowball language), and on `module.exports` under Node.
+ * Classic script: provides `tokenize` (see `lib.js`).
  */
 
 /**
@@ -63,23 +61,11 @@
   const STEMMERS = new Set(["snowball-english", ...[...SNOWBALL].map((n) => "snowball-" + n)]);
   const CJK_SCHEME = "cjk-bigrams";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-
-  /** @type {((word: string) => string) | null} */
-  let nodeStem = null;
-  if (typeof module === "object" && module.exports) {
-    nodeStem = require("./stemmer.js").stem;
-  }
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** @returns {(word: string) => string} */
   function snowballEnglish() {
-    const stem = nodeStem || lib.stem;
-    if (typeof stem !== "function") {
-      throw new Error("ragcite tokenize: stemmer.js must be loaded before tokenize.js");
-    }
-    return stem;
+    return lib.need("stemmer").stem;
   }
 
   /**
@@ -89,14 +75,7 @@
   function snowball(name) {
     const language = name.slice("snowball-".length);
     if (language === "english") return snowballEnglish();
-    let stem = lib.snowball && lib.snowball[language];
-    if (typeof stem !== "function" && typeof module === "object" && module.exports) {
-      stem = require(`./snowball/${language}.js`).stem;
-    }
-    if (typeof stem !== "function") {
-      throw new Error(`ragcite tokenize: snowball/${language}.js must be loaded before searching`);
-    }
-    return stem;
+    return lib.need(`snowball/${language}`).stem;
   }
 
   /**
@@ -275,9 +254,6 @@
   }
 
   const api = { tokenize, words };
-  lib.tokenize = tokenize;
-  lib.words = words;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("tokenize", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -9,8 +9,7 @@
  * in the order of `UNIT_FEATURES`; `listwise` adds the signals of a unit
  * among its rivals. The names are checked against ranker.json's `features`.
  *
- * Classic script: registers on `globalThis.ragcite_lib.units` (load
- * `sentences.js` first), and on `module.exports` under Node.
+ * Classic script: provides `units` (see `lib.js`).
  */
 
 /** @typedef {import("./sentences.js").Sentence} Sentence */
@@ -20,13 +19,8 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./sentences.js")} */
-  const S = lib.sentences || need("sentences");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const S = lib.need("sentences");
   const { pyRegExp, matchStart } = S;
 
   // Set by hand when units were introduced; the ranker is trained on units
@@ -415,8 +409,6 @@
     features,
     listwise,
   };
-  lib.units = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("units", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -8,8 +8,7 @@
  * support by every passage is still computed, as for any claim, so that the
  * citation's confidence means what it means on the server.
  *
- * Classic script: registers on `globalThis.ragcite_lib.verify` (load
- * `sentences.js` and `evidence.js` first), and on `module.exports` under Node.
+ * Classic script: provides `verify` (see `lib.js`).
  */
 
 /** @typedef {import("./types").EngineEvidence} Evidence */
@@ -20,17 +19,10 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
-  const need = (/** @type {string} */ name) =>
-    typeof require === "function" ? require(`./${name}.js`) : null;
-  /** @type {typeof import("./sentences.js")} */
-  const S = lib.sentences || need("sentences");
-  /** @type {typeof import("./evidence.js")} */
-  const E = lib.evidence || need("evidence");
-  /** @type {typeof import("./ranker.js")} */
-  const R = lib.ranker || need("ranker");
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  const S = lib.need("sentences");
+  const E = lib.need("evidence");
+  const R = lib.need("ranker");
 
   /** `grounding.SUPPORT_SIMILARITY` and `SUPPORT_OVERLAP`: weights of support. */
   const SUPPORT_SIMILARITY = 0.5;
@@ -295,8 +287,6 @@
     parseMarkers,
     verify,
   };
-  lib.verify = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("verify", api);
+  if (typeof module === "object") module.exports = api;
 })();

@@ -7,11 +7,9 @@
  *
  * The entry script: it reads the settings from its own <script> tag (see
  * `settings.js`), puts the parts together and asks questions. Classic
- * scripts, loaded deferred in this order (`sphinx_ragcite/assets.py`):
- * `citations.js`, `sse.js`, `settings.js`, `dom.js`, `client.js`,
- * `static.js`, `quotes.js`, `deeplinks.js`, `selection.js`, `panel.js`,
- * `widget.js`;
- * each registers on `globalThis.ragcite_lib`.
+ * scripts, loaded deferred in the order `SCRIPTS.page` of `spec.js`
+ * (`sphinx_ragcite/extension/assets.py`), this one last; each provides its
+ * part through `lib.js`.
  *
  * Public API: `window.ragcite` (see `types.d.ts`): `version`, `open()`,
  * `close()`, `ask(question, {selection, site, version})`, `highlight(passageId)`. Each
@@ -41,36 +39,42 @@
   const LONE_SURROGATE = /[\ud800-\udfff]/u;
   /** `schemas._valid_text`'s refusal, word for word. */
   const NOT_UNICODE = "must be valid Unicode text (no lone surrogates)";
-  const PARTS = ["citations", "createSseParser", "settings", "dom", "client", "staticMode", "deeplinks", "selection", "panel"];
+
+  /** Not looked for: this file and the registry, and quotes.js, which a
+   * page an old incremental build kept may lack (`deeplinks.js` copes). */
+  const OPTIONAL = new Set(["lib", "widget", "quotes"]);
 
   const g = /** @type {any} */ (globalThis);
   if (g.ragcite) return; // loaded twice
-  const lib = g.ragcite_lib || {};
-  const missing = PARTS.filter((name) => !lib[name]);
+  const lib = globalThis.ragcite_lib;
+  // the page's other scripts (`SCRIPTS.page`): a page cut short says which
+  const missing = !lib ? ["lib"] : !lib.has("spec") ? ["spec"] : lib.need("spec").SCRIPTS.page.filter((name) => !OPTIONAL.has(name) && !lib.has(name));
   if (missing.length) {
     console.error(`ragcite: load the widget's other scripts before widget.js (missing: ${missing.join(", ")})`);
     return;
   }
 
+  const client = lib.need("client");
+  const { assetUrl, isMacPlatform, matchesShortcut, readSettings } = lib.need("settings");
+  const { codePoints, MAX_QUESTION } = lib.need("panel");
+
   const script = /** @type {HTMLScriptElement | null} */ (
     document.currentScript || document.querySelector('script[src*="ragcite/widget.js"], script[data-ragcite-index]')
   );
   /** @type {import("./settings.js").Settings} */
-  const settings = lib.settings.readSettings(script, {
+  const settings = readSettings(script, {
     page: location.href,
     contentRoot: document.documentElement.getAttribute("data-content_root"),
-    mac: lib.settings.isMacPlatform(navigator),
+    mac: isMacPlatform(navigator),
     pageScope: (document.querySelector('meta[name="ragcite-scope"]') || { getAttribute: () => null }).getAttribute("content"),
   });
-  /** @type {typeof import("./client.js").WidgetError} */
-  const WidgetError = lib.client.WidgetError;
-  /** @type {import("./client.js").Client} */
-  const server = lib.client.createClient(settings);
+  const WidgetError = client.WidgetError;
+  const server = client.createClient(settings);
   /** @type {{load: () => Promise<import("./search.js").StaticSearch>, manifest: () => any}} */
-  const staticSearch = lib.staticMode.createStaticLoader(settings);
+  const staticSearch = lib.need("static").createStaticLoader(settings);
 
   /** @type {import("./panel.js").Panel} */
-  const panel = /** @type {typeof import("./panel.js")} */ (lib.panel).createPanel(settings, {
+  const panel = lib.need("panel").createPanel(settings, {
     submit: (question) => {
       ask(question, { selection: selection.current() || undefined, fromForm: true }).catch(() => {
         // the error is on screen already
@@ -93,9 +97,9 @@
     sendFeedback: (answerId, helpful, reason) => server.sendFeedback({ answer_id: answerId, helpful, reason }),
   });
   /** @type {import("./selection.js").AskSelection} */
-  const selection = lib.selection.createSelection({ widget: panel.widget, open: panel.open });
+  const selection = lib.need("selection").createSelection({ widget: panel.widget, open: panel.open });
   /** @type {import("./deeplinks.js").DeepLinks} */
-  const links = lib.deeplinks.createDeepLinks({
+  const links = lib.need("deeplinks").createDeepLinks({
     root: settings.root,
     indexUrl: settings.indexUrl,
     mount: () => panel.widget().root,
@@ -161,15 +165,15 @@
   function showVersions(up) {
     if (picked === undefined) {
       try {
-        picked = sessionStorage.getItem(lib.client.versionKey(settings.site));
+        picked = sessionStorage.getItem(client.versionKey(settings.site));
       } catch {
         picked = null; // storage may be off: the page's own version
       }
     }
     const served = server.siteList();
-    const choices = up && settings.scope === "site" ? lib.client.versionChoices(settings.site, served) : [];
-    const chosen = lib.client.chosenSite(choices, picked, settings.site);
-    panel.showVersions(choices, chosen, lib.client.pageVersion(settings.site, served));
+    const choices = up && settings.scope === "site" ? client.versionChoices(settings.site, served) : [];
+    const chosen = client.chosenSite(choices, picked, settings.site);
+    panel.showVersions(choices, chosen, client.pageVersion(settings.site, served));
     return choices.length ? chosen : null;
   }
 
@@ -180,7 +184,7 @@
   function storeChoice(site) {
     picked = site === settings.site ? null : site;
     try {
-      const key = lib.client.versionKey(settings.site);
+      const key = client.versionKey(settings.site);
       if (picked) sessionStorage.setItem(key, picked);
       else sessionStorage.removeItem(key);
     } catch {
@@ -192,7 +196,7 @@
   function chooseVersion(site) {
     storeChoice(site);
     showVersions(true);
-    const choice = /** @type {typeof import("./client.js")} */ (lib.client)
+    const choice = client
       .versionChoices(settings.site, server.siteList())
       .find((c) => c.name === site);
     if (choice) panel.sayVersion(choice.label);
@@ -209,15 +213,15 @@
    */
   async function fallBack(body) {
     const gone = body.site || "";
-    const goneLabel = lib.client.versionLabel(settings.site, server.siteList(), gone) || gone;
+    const goneLabel = client.versionLabel(settings.site, server.siteList(), gone) || gone;
     if (picked === gone) storeChoice(settings.site);
     server.forget();
     const up = await server.available();
     showMode(up);
-    const site = showVersions(up) || lib.client.scopeSite(settings, server.sites());
+    const site = showVersions(up) || client.scopeSite(settings, server.sites());
     if (site) body.site = site;
     else delete body.site;
-    const now = site ? lib.client.versionLabel(settings.site, server.siteList(), site) || site : "";
+    const now = site ? client.versionLabel(settings.site, server.siteList(), site) || site : "";
     const say = () => panel.sayVersion(now, goneLabel);
     say();
     return say;
@@ -236,9 +240,9 @@
     if (script && script.getAttribute("data-ragcite-browser") === "off") return Promise.resolve(null);
     if (!local) {
       local = (async () => {
-        if (!lib.browser) {
-          const src = lib.settings.assetUrl("browser.js", settings.assetBase).href;
-          await lib.dom.loadScript(src, () => new WidgetError(`Could not load ${src}.`, "static"));
+        if (!lib.has("browser")) {
+          const src = assetUrl("browser.js", settings.assetBase).href;
+          await lib.need("dom").loadScript(src, () => new WidgetError(`Could not load ${src}.`, "static"));
         }
         // a CSP that refuses the worker reports it here, not to the worker
         let refused = false;
@@ -246,8 +250,8 @@
           if (/^(worker-src|child-src|script-src)/.test(event.effectiveDirective || "")) refused = true;
         });
         /** @type {import("./browser.js").BrowserAnswers} */
-        const answers = lib.browser.createBrowserAnswers(
-          { workerUrl: lib.settings.assetUrl("worker.js", settings.assetBase), manifestUrl: settings.indexUrl },
+        const answers = lib.need("browser").createBrowserAnswers(
+          { workerUrl: assetUrl("worker.js", settings.assetBase), manifestUrl: settings.indexUrl },
           {
             Worker: typeof Worker === "function" ? Worker : undefined,
             protocol: location.protocol,
@@ -503,11 +507,11 @@
     const controller = new AbortController();
     inflight = controller;
     panel.resetOutput();
-    const max = lib.panel.MAX_QUESTION;
+    const max = MAX_QUESTION;
     try {
       if (!text) throw new WidgetError("Type a question first.", "invalid");
       // counted in code points, as the server counts (an emoji is one)
-      const length = lib.panel.codePoints(text);
+      const length = codePoints(text);
       if (length > max) {
         throw new WidgetError(`The question has ${length} characters; the limit is ${max}.`, "invalid");
       }
@@ -528,7 +532,7 @@
       // several sites served together: ask the version picked (by default the
       // page's own), unless told otherwise
       const site =
-        options.site !== undefined ? options.site : version || lib.client.scopeSite(settings, server.sites());
+        options.site !== undefined ? options.site : version || client.scopeSite(settings, server.sites());
       if (site) body.site = site;
       if (options.version) body.version = options.version;
       /** @type {(() => void) | null} says that the version asked has gone */
@@ -613,7 +617,7 @@
   function onKeydown(event) {
     if (event.defaultPrevented) return;
     const shortcut = settings.shortcut;
-    if (shortcut && lib.settings.matchesShortcut(event, shortcut)) {
+    if (shortcut && matchesShortcut(event, shortcut)) {
       const plain = !shortcut.ctrl && !shortcut.meta && !shortcut.alt;
       if (plain && isTyping(event.target)) return;
       event.preventDefault();

@@ -27,16 +27,13 @@
  * the ids of `tests/golden/wordpiece_cases.json`
  * (written by `tools/write_wordpiece_cases.py`).
  *
- * Classic script: registers `ragcite_lib.wordpiece` (`{ WordPiece }`) on
- * `globalThis`, and on `module.exports` under Node.
+ * Classic script: provides `wordpiece` (see `lib.js`).
  */
 
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
-  /** @type {Record<string, any>} */
-  const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   // Code point ranges (hex, "a-b" or "a"), as `tokenizers` classifies them;
   // `tools/write_wordpiece_cases.py --tables` prints them from `tokenizers`.
@@ -444,8 +441,6 @@
   }
 
   const api = { WordPiece, TABLES, inRanges };
-  lib.wordpiece = api;
-  if (typeof module === "object" && module.exports) {
-    module.exports = api;
-  }
+  lib.provide("wordpiece", api);
+  if (typeof module === "object") module.exports = api;
 })();

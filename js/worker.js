@@ -6,8 +6,8 @@
  *
  * Messages from the page (`browser.js`):
  * - `{type: "load", manifest: url}`: check that WebAssembly may run here,
- *   read the manifest, load the engine's scripts (`CORE_SCRIPTS`, in
- *   order, from this script's folder), the runtime, the model (its SHA-256
+ *   read the manifest, load the engine's scripts (`CORE_SCRIPTS`: `SCRIPTS.worker`
+ *   of `spec.js`, in order, from this script's folder), the runtime, the model (its SHA-256
  *   checked first), the tokenizer and what every question needs, then say
  *   `ready`. Progress comes as `progress` messages.
  * - `{type: "ask", id, question, k?, selection?}`: answer (about the
@@ -45,7 +45,7 @@
  * @typedef {object} WorkerEnv
  * @property {(message: any) => void} post postMessage to the page
  * @property {(...urls: string[]) => void} importScripts
- * @property {Record<string, any>} lib `globalThis.ragcite_lib`
+ * @property {import("./types").RagciteLib} lib where the engine's scripts register (`lib.js`)
  * @property {() => any} ort the onnxruntime-web module once its script ran
  * @property {string} base this script's URL: the engine's scripts are beside it
  * @property {typeof fetch} [fetch]
@@ -59,34 +59,25 @@
 
   const g = /** @type {any} */ (globalThis);
 
-  /**
-   * The engine's scripts, in dependency order, from the widget's folder:
-   * `ENGINE_SCRIPTS` of `engine.js` (its own load order), then the question
-   * encoder, then the store. The build ships them
-   * (`sphinx_ragcite/extension/assets.py`: `STATIC_MODE_SCRIPTS +
-   * ENGINE_SCRIPTS + store.js`); js/test/browser.test.js and
-   * tests/test_browser_build.py check the three lists agree.
-   */
-  const CORE_SCRIPTS = [
-    "stemmer.js",
-    "tokenize.js",
-    "search.js",
-    "sentences.js",
-    "fusion.js",
-    "retrieve.js",
-    "units.js",
-    "evidence.js",
-    "ranker.js",
-    "verify.js",
-    "answer.js",
-    "selection_answer.js",
-    "engine.js",
-    "wordpiece.js",
-    "encode.js",
-    "store.js",
-  ];
-  /** What the scripts must have registered on `ragcite_lib`. */
-  const NEEDED = ["tokenize", "createStaticSearch", "wordpiece", "encode", "engine", "store"];
+  /** In a worker (not under Node, not in a page): the worker starts itself. */
+  const inWorker = typeof module !== "object" && typeof g.importScripts === "function" && !g.document;
+  if (inWorker) {
+    // the registry and the shared spec first, from beside this script and
+    // with its `?v=`: one build's scripts, never an old cached copy
+    const self = new URL(String(g.location.href));
+    for (const name of ["lib.js", "spec.js"]) {
+      const url = new URL(name, self);
+      url.search = self.search;
+      g.importScripts(url.href);
+    }
+  }
+  const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+
+  /** The engine's scripts, in dependency order (`assets.WORKER_SCRIPTS`). */
+  const CORE_SCRIPTS = lib.need("spec").SCRIPTS.worker.map((name) => `${name}.js`);
+  /** What the scripts must have provided (`lib.js`). */
+  /** @type {(keyof import("./types").RagciteModules)[]} */
+  const NEEDED = ["tokenize", "search", "wordpiece", "encode", "engine", "store"];
   /** The runtime's files: its script, the emscripten glue, the WebAssembly. */
   const RUNTIME = ["ort_js", "ort_mjs", "ort_wasm"];
   /** Everything fetched before the first answer (for the progress total). */
@@ -188,7 +179,7 @@
         throw new HostError("The book's index is on another site.", "off");
       }
       // the store first: it is what tells whether the site ships an engine
-      if (!env.lib.store) env.importScripts(own("store.js"));
+      if (!env.lib.has("store")) env.importScripts(own("store.js"));
       /** @type {Record<string, {loaded: number, total: number}>} */
       const files = {};
       let last = 0;
@@ -204,7 +195,7 @@
         for (const f of Object.values(files)) loaded += f.loaded;
         env.post({ type: "progress", loaded, total, files });
       };
-      const store = env.lib.store.createShardStore({
+      const store = env.lib.need("store").createShardStore({
         manifestUrl: manifestAddress.href,
         fetch: env.fetch,
         signal,
@@ -232,27 +223,34 @@
           missing.push(name);
         }
       }
-      const absent = NEEDED.filter((name) => !env.lib[name]);
+      const absent = NEEDED.filter((name) => !env.lib.has(name));
       if (missing.length || absent.length) {
         throw new HostError(`The answer engine's scripts are missing from this site (${[...missing, ...absent].join(", ")}).`, "missing");
       }
       const language = snowball(manifest.tokenizer);
-      if (language && !(env.lib.snowball && env.lib.snowball[language])) {
+      if (language && !env.lib.has(`snowball/${language}`)) {
         env.importScripts(own(`snowball/${language}.js`));
       }
-      const opened = store.staticIndex().then((/** @type {any} */ index) => env.lib.createStaticSearch(index));
+      const opened = store.staticIndex().then((/** @type {any} */ index) => env.lib.need("search").createStaticSearch(index));
       opened.catch(() => {});
       searcherIs(opened);
 
       // the runtime: its script by URL, its WebAssembly as checked bytes
       // read once and handed over: the store keeps no copy of these
       const fetching = now();
-      let [wasm, model, tokenizerJson] = await Promise.all([
+      const [wasmBytes, modelBytes, tokenizerFile] = await Promise.all([
         store.bytes("ort_wasm", false),
         store.bytes("model", false),
         store.json("tokenizer"),
         store.core(),
       ]);
+      // dropped once handed over (below): tens of MB the worker need not keep
+      /** @type {Uint8Array | null} */
+      let wasm = wasmBytes;
+      /** @type {Uint8Array | null} */
+      let model = modelBytes;
+      /** @type {unknown} */
+      let tokenizerJson = tokenizerFile;
       /** Where the time went (ms), for the benchmark: `ready`'s `timings`. */
       const timings = { files: now() - fetching, checksums: store.checkedMs(), session: 0, probe: 0, engine: 0, total: 0 };
       // every byte is in: what remains is compiling and starting (seconds
@@ -272,10 +270,10 @@
       if ("ort_mjs" in manifest.files) {
         ort.env.wasm.wasmPaths = { mjs: await store.url("ort_mjs") };
       }
-      const tokenizer = env.lib.wordpiece.WordPiece.fromJSON(tokenizerJson);
+      const tokenizer = env.lib.need("wordpiece").WordPiece.fromJSON(tokenizerJson);
       tokenizerJson = null;
       // the runtime compiles its WebAssembly (wasmBinary) and opens the session
-      const encoder = await env.lib.encode.createEncoder({
+      const encoder = await env.lib.need("encode").createEncoder({
         ort,
         model,
         tokenizer,
@@ -287,7 +285,7 @@
       model = wasm = null;
       ort.env.wasm.wasmBinary = undefined;
       const opening = now();
-      const engine = await env.lib.engine.createEngine(store);
+      const engine = await env.lib.need("engine").createEngine(store);
       timings.engine = now() - opening;
       timings.total = now() - started;
       for (const [key, ms] of Object.entries(timings)) timings[/** @type {keyof typeof timings} */ (key)] = round(ms);
@@ -397,8 +395,7 @@
   const api = { CORE_SCRIPTS, LOADED, createWorkerHost, kindOf, wasmAllowed };
   if (typeof module === "object" && module.exports) {
     module.exports = api;
-  } else if (typeof g.importScripts === "function" && typeof g.postMessage === "function" && !g.document) {
-    const lib = (g.ragcite_lib = g.ragcite_lib || {});
+  } else if (inWorker) {
     const host = createWorkerHost({
       post: (message) => g.postMessage(message),
       importScripts: (...urls) => g.importScripts(...urls),

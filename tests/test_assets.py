@@ -12,10 +12,13 @@ from sphinx.errors import ExtensionError
 from sphinx_ragcite import __version__
 from sphinx_ragcite.extension import assets
 
-from conftest import REPO, build
+from helpers.builds import build
+from helpers.repo import REPO
 
 FAST = {"ragcite_embeddings": False}
 SCRIPTS = (
+    "lib.js",
+    "spec.js",
     "citations.js",
     "sse.js",
     "settings.js",

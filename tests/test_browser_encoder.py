@@ -36,7 +36,7 @@ from sphinx_ragcite.extension.browser_assets import (
     question_model_files,
 )
 
-from conftest import REPO
+from helpers.repo import REPO
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -298,7 +298,7 @@ def test_the_build_hook_reads_browser_assets_with_the_standard_library() -> None
 #: wasm found by URL or fetched by the worker itself (`binary`: as a site that
 #: shows progress and checks the sha256 does).
 WORKER = r"""
-importScripts("ort.0123abcd.js", "wordpiece.js", "encode.js");
+importScripts("ort.0123abcd.js", "lib.js", "wordpiece.js", "encode.js");
 onmessage = async (event) => {
   const { texts, files, binary, sweep } = event.data;
   const base = self.location.href;
@@ -315,8 +315,8 @@ onmessage = async (event) => {
     fetch("tokenizer.json").then((r) => r.json()),
   ]);
   const fetched = performance.now();
-  const tokenizer = ragcite_lib.wordpiece.WordPiece.fromJSON(tokenizerJson);
-  const encoder = await ragcite_lib.encode.createEncoder({
+  const tokenizer = ragcite_lib.need("wordpiece").WordPiece.fromJSON(tokenizerJson);
+  const encoder = await ragcite_lib.need("encode").createEncoder({
     ort, model, tokenizer, maxTokens: 256,
   });
   const loaded = performance.now();
@@ -405,7 +405,7 @@ def test_chromium_worker_gives_python_vectors(
         shutil.copyfile(path, tmp_path / names[key])
     shutil.copyfile(model, tmp_path / "model.onnx")
     shutil.copyfile(tokenizer, tmp_path / "tokenizer.json")
-    for name in ("wordpiece.js", "encode.js"):
+    for name in ("lib.js", "wordpiece.js", "encode.js"):
         shutil.copyfile(REPO / "js" / name, tmp_path / name)
     (tmp_path / "worker.js").write_text(WORKER)
     (tmp_path / "words.txt").write_text("\n".join(python_words), "utf-8")

@@ -12,6 +12,7 @@ const assert = require("node:assert/strict");
 const crypto = require("node:crypto");
 
 const store = require("../store.js");
+const { createRegistry } = require("../lib.js");
 const { CORE_SCRIPTS, LOADED, createWorkerHost } = require("../worker.js");
 const { WHY, createBrowserAnswers } = require("../browser.js");
 const { BASE, fakeFetch, fakeSite } = require("./fake_site.js");
@@ -28,33 +29,35 @@ function host(options = {}) {
   const { fetcher, asked } = fakeFetch(options.files ? { ...site.files, ...options.files(site) } : site.files);
   /** @type {any[]} */
   const posted = [];
-  /** @type {Record<string, any>} */
-  const lib = {
-    store,
-    tokenize: () => [],
+  const lib = createRegistry();
+  /** Stand-ins register as the real scripts do (`lib.js`). */
+  const provide = (/** @type {string} */ name, /** @type {any} */ api) => lib.provide(/** @type {any} */ (name), api);
+  provide("store", store);
+  provide("tokenize", { tokenize: () => [] });
+  provide("search", {
     createStaticSearch: (/** @type {any} */ index) => ({
       search: (/** @type {string} */ query, /** @type {number} */ k) =>
         index.passages.slice(0, k).map((/** @type {any[]} */ p) => ({ passage_id: p[0], query })),
     }),
-  };
+  });
   const calls = { encoder: /** @type {any} */ (null), imported: /** @type {string[]} */ ([]), asked: /** @type {string[]} */ ([]) };
   const ort = { env: { wasm: /** @type {Record<string, any>} */ ({}) } };
   let ortLoaded = false;
   const available = new Set(options.scripts || CORE_SCRIPTS);
   const modules = /** @type {Record<string, () => void>} */ ({
     "wordpiece.js": () => {
-      lib.wordpiece = { WordPiece: { fromJSON: (/** @type {any} */ json) => ({ json }) } };
+      provide("wordpiece", { WordPiece: { fromJSON: (/** @type {any} */ json) => ({ json }) } });
     },
     "encode.js": () => {
-      lib.encode = {
+      provide("encode", {
         createEncoder: async (/** @type {any} */ opts) => {
           calls.encoder = { ...opts, wasmBinary: opts.ort.env.wasm.wasmBinary };
           return { dim: 4, embed: async (/** @type {string} */ text) => Float32Array.from([text.length, 0, 0, 0]) };
         },
-      };
+      });
     },
     "engine.js": () => {
-      lib.engine = {
+      provide("engine", {
         createEngine: async (/** @type {any} */ s) =>
           options.engine || {
             answer: async (/** @type {string} */ question, /** @type {Float32Array} */ qvec) => {
@@ -63,7 +66,7 @@ function host(options = {}) {
               return { question, answer: `${p.record.text} [1]`, citations: [], metadata: { qlen: qvec[0] } };
             },
           },
-      };
+      });
     },
   });
   const env = {
@@ -407,11 +410,6 @@ test("a newer question replaces one still waiting", async () => {
   await tick();
   controller.abort();
   await assert.rejects(asking, (/** @type {any} */ e) => e.kind === "replaced");
-});
-
-test("the worker loads the engine's scripts in the engine's own order, then the encoder and the store", () => {
-  const { ENGINE_SCRIPTS } = require("../engine.js");
-  assert.deepEqual(CORE_SCRIPTS, [...ENGINE_SCRIPTS, "wordpiece.js", "encode.js", "store.js"]);
 });
 
 test("a question about a selection reaches the engine with the selection and the encoder", async () => {

@@ -235,18 +235,3 @@ test("a bad question or k is a RangeError, as the server's 400", async () => {
   await assert.rejects(engine.answer("kettle", Float32Array.from([1, 0, 0])), /question vector/);
 });
 
-test("the engine's files work as classic browser scripts, in load order", () => {
-  /** @type {any} */
-  const context = vm.createContext({});
-  const order = require("../engine.js").ENGINE_SCRIPTS;
-  for (const name of order) {
-    const file = path.join(__dirname, "..", name);
-    vm.runInContext(fs.readFileSync(file, "utf8"), context, { filename: file });
-  }
-  const lib = context.ragcite_lib;
-  for (const name of ["sentences", "fusion", "retrieve", "units", "ranker", "evidence", "verify", "answer", "engine"]) {
-    assert.equal(typeof lib[name], "object", name);
-  }
-  assert.equal(typeof lib.engine.createEngine, "function");
-  assert.equal(lib.units.questionKind("Why descale?"), "why");
-});

@@ -156,24 +156,3 @@ test("an unknown stemmer fails when the search is created", () => {
   assert.throws(() => createStaticSearch(index), /unknown stemmer "lancaster"/);
 });
 
-test("registers on globalThis.ragcite_lib", () => {
-  const lib = /** @type {any} */ (globalThis).ragcite_lib;
-  assert.equal(lib.createStaticSearch, createStaticSearch);
-});
-
-test("the three files work as classic browser scripts, in load order", () => {
-  const fs = require("node:fs");
-  const path = require("node:path");
-  const vm = require("node:vm");
-  /** @type {any} */
-  const context = vm.createContext({});
-  for (const name of ["stemmer.js", "tokenize.js", "search.js"]) {
-    const file = path.join(__dirname, "..", name);
-    vm.runInContext(fs.readFileSync(file, "utf8"), context, { filename: file });
-  }
-  const lib = context.ragcite_lib;
-  assert.deepEqual(Object.keys(lib).sort(), ["createStaticSearch", "stem", "tokenize", "words"]);
-  const hits = lib.createStaticSearch(makeIndex()).search("grinding beans");
-  // (spread: arrays made in the vm context have that context's prototype)
-  assert.deepEqual([...ids(hits)], ["ch0-sec0-p0", "ch0-sec0-p3", "ch0-sec0-p2"]);
-});

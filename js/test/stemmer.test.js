@@ -171,7 +171,3 @@ test("stem rejects non-strings", () => {
   assert.throws(() => stem(/** @type {any} */ (42)), TypeError);
 });
 
-test("registers on globalThis.ragcite_lib", () => {
-  const lib = /** @type {any} */ (globalThis).ragcite_lib;
-  assert.equal(lib.stem, stem);
-});

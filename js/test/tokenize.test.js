@@ -85,13 +85,6 @@ test("an unknown stemmer or normal form is a clear error", () => {
   assert.throws(() => words("x", { ...SPEC, normalize: "NFX" }), /unknown normalization form/);
 });
 
-test("registers on globalThis.ragcite_lib", () => {
-  const lib = /** @type {any} */ (globalThis).ragcite_lib;
-  assert.equal(lib.tokenize, tokenize);
-  assert.equal(lib.words, words);
-  assert.equal(typeof lib.stem, "function");
-});
-
 /** The shared case file: Python (tests/test_languages.py) runs the same cases. */
 const CASES = JSON.parse(
   require("node:fs").readFileSync(

@@ -15,10 +15,15 @@ from sphinx_ragcite.text import spec_for
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
-#: The widget's classic scripts, in the order every page loads them (each
-#: registers on ``globalThis.ragcite_lib``; ``widget.js``, last, starts it).
+#: The widget's classic scripts, in the order every page loads them: the
+#: registry (``lib.js``), the constants shared with Python (``spec.js``,
+#: written by ``tools/write_js_spec.py``), and ``widget.js``, last, starts it.
 #: Not ES modules: Chromium refuses module scripts on ``file://`` pages.
+#: The only place a load order is written: ``spec.js`` carries these lists
+#: to the widget and the worker (``SCRIPTS``).
 WIDGET_SCRIPTS = (
+    "lib.js",
+    "spec.js",
     "citations.js",
     "sse.js",
     "settings.js",
@@ -36,10 +41,7 @@ STATIC_MODE_SCRIPTS = ("stemmer.js", "tokenize.js", "search.js")
 #: Answers in the browser (``ragcite_browser_answers``): the page's side
 #: (loaded by the widget in static mode), the worker, and the engine's store.
 BROWSER_SCRIPTS = ("browser.js", "worker.js", "store.js")
-#: The engine's modules the worker loads after ``STATIC_MODE_SCRIPTS``, in
-#: order: ``ENGINE_SCRIPTS`` of ``js/engine.js`` (its own load order), then
-#: the question encoder. ``CORE_SCRIPTS`` in ``js/worker.js`` is
-#: ``STATIC_MODE_SCRIPTS + ENGINE_SCRIPTS + store.js``; tests check all three.
+#: The engine's modules, in dependency order, then the question encoder.
 ENGINE_SCRIPTS = (
     "sentences.js",
     "fusion.js",
@@ -54,6 +56,8 @@ ENGINE_SCRIPTS = (
     "wordpiece.js",
     "encode.js",
 )
+#: What the worker loads after ``lib.js`` and ``spec.js``, in order.
+WORKER_SCRIPTS = (*STATIC_MODE_SCRIPTS, *ENGINE_SCRIPTS, "store.js")
 #: Shipped to every HTML site.
 WIDGET_FILES = (*WIDGET_SCRIPTS, "widget.css", *STATIC_MODE_SCRIPTS)
 #: The Snowball stemmers of languages besides English, one per file
