@@ -407,8 +407,54 @@ export interface EngineClaim {
   quote: EngineSentence | null;
 }
 
+/**
+ * What each script provides, by file name: `lib.need("sentences")` is
+ * `typeof import("./sentences.js")` (see `lib.js`).
+ */
+export interface RagciteModules {
+  answer: typeof import("./answer.js");
+  browser: typeof import("./browser.js");
+  citations: typeof import("./citations.js");
+  client: typeof import("./client.js");
+  deeplinks: typeof import("./deeplinks.js");
+  dom: typeof import("./dom.js");
+  encode: typeof import("./encode.js");
+  engine: typeof import("./engine.js");
+  evidence: typeof import("./evidence.js");
+  fusion: typeof import("./fusion.js");
+  panel: typeof import("./panel.js");
+  quotes: typeof import("./quotes.js");
+  ranker: typeof import("./ranker.js");
+  retrieve: typeof import("./retrieve.js");
+  search: typeof import("./search.js");
+  selection: typeof import("./selection.js");
+  selection_answer: typeof import("./selection_answer.js");
+  sentences: typeof import("./sentences.js");
+  settings: typeof import("./settings.js");
+  sse: typeof import("./sse.js");
+  spec: typeof import("./spec.js");
+  static: typeof import("./static.js");
+  stemmer: typeof import("./stemmer.js");
+  store: typeof import("./store.js");
+  tokenize: typeof import("./tokenize.js");
+  units: typeof import("./units.js");
+  verify: typeof import("./verify.js");
+  wordpiece: typeof import("./wordpiece.js");
+  worker: typeof import("./worker.js");
+  [snowball: `snowball/${string}`]: { stem: (word: string) => string };
+}
+
+/** The one registry every script finds its neighbours through (`lib.js`). */
+export interface RagciteLib {
+  need<K extends keyof RagciteModules>(name: K): RagciteModules[K];
+  has(name: string): boolean;
+  provide<K extends keyof RagciteModules>(name: K, api: RagciteModules[K]): void;
+}
+
 declare global {
   interface Window {
     ragcite: RagciteApi;
   }
+  /** `lib.js`'s registry, in the page and in the worker. */
+  var ragcite_lib: RagciteLib;
 }
