@@ -86,7 +86,7 @@ VARIANT = sorted(os.environ.get("RAGCITE_BENCH_CONF", "").split())
 SITES = RESULTS / ".sites" if not VARIANT else RESULTS / (".sites+" + "+".join(VARIANT))
 #: ``RAGCITE_CORPUS_CONF="name=value ..."``: the same for the third-party
 #: corpora and dev sets only, never the example book; their sites are kept
-#: as ``<name>+name=value...``. The test suite sets it (tests/conftest.py).
+#: as ``<name>+name=value...``. The test suite sets it (tests/plugins/environment.py).
 CORPUS_CONF_VAR = "RAGCITE_CORPUS_CONF"
 EXAMPLE_BOOK = _corpora.EXAMPLE_BOOK
 EXAMPLE_QA = EXAMPLE_BOOK / "qa.jsonl"

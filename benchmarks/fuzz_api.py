@@ -80,9 +80,6 @@ import contextlib
 import importlib.util
 import json
 import re
-import shlex
-import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -90,10 +87,17 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
+from benchmarks._fuzz import (
+    curl,
+    failures_section,
+    fuzz_findings,
+    is_server_error,
+    request_once,
+    run_schemathesis,
+)
 from benchmarks._harness import (
     RESULTS,
     Server,
@@ -105,8 +109,6 @@ from benchmarks._harness import (
 )
 
 DEFAULT_OUT = RESULTS / "fuzz_api.json"
-#: Other processes on the machine skew every timing: recorded with the results.
-_ID = re.compile(r"/api/passages/[^/?]+$")
 _EXCEPTION = re.compile(r"^[\w.]*(?:Error|Exception)\b.*$", re.M)
 
 LONE = "\\ud800"  # JSON escapes: json.loads gives a str with a lone surrogate
@@ -190,99 +192,6 @@ GETS: list[tuple[str, str]] = [
 ]
 
 
-def schemathesis_bin() -> str:
-    local = Path(sys.executable).with_name("schemathesis")
-    found = str(local) if local.exists() else shutil.which("schemathesis")
-    if not found:
-        raise SystemExit(
-            "schemathesis is not installed: .venv/bin/pip install -e '.[bench]'"
-        )
-    return found
-
-
-def run_schemathesis(
-    url: str, work: Path, max_examples: int, seed: int, checks: str, timeout: float
-) -> dict[str, Any]:
-    har, report = work / "har.json", work / "report.json"
-    cmd = [schemathesis_bin(), "run", f"{url}/api/openapi.json"]
-    cmd += ["--checks", checks, "--max-examples", str(max_examples)]
-    cmd += ["--seed", str(seed), "--phases", "examples,coverage,fuzzing"]
-    cmd += ["--generation-database", "none", "--request-timeout", "60"]
-    cmd += ["--report", "har,json", "--report-har-path", str(har)]
-    cmd += ["--report-json-path", str(report), "--no-color"]
-    started = time.perf_counter()
-    proc = subprocess.run(
-        cmd, cwd=work, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    seconds = time.perf_counter() - started
-    output = proc.stdout + proc.stderr
-    if not har.is_file():
-        raise RuntimeError(
-            f"schemathesis wrote no HAR (exit {proc.returncode}):\n{output}"
-        )
-    entries = json.loads(har.read_text("utf-8"))["log"]["entries"]
-    summary = json.loads(report.read_text("utf-8")) if report.is_file() else {}
-    return {
-        "command": shlex.join(cmd[1:]).replace(str(work) + "/", ""),
-        "exit_code": proc.returncode,
-        "seconds": round(seconds, 1),
-        "entries": entries,
-        "summary": summary,
-        "output": output,
-    }
-
-
-def operation(method: str, url: str) -> str:
-    path = urlsplit(url).path
-    if _ID.match(path):
-        path = "/api/passages/{passage_id}"
-    return f"{method} {path}"
-
-
-def is_server_error(status: int, body: str, stream: bool) -> bool:
-    return status >= 500 or (stream and status == 200 and "event: error" in body)
-
-
-def curl(method: str, url: str, body: str | None, content_type: str | None) -> str:
-    parts = ["curl", "-sS", "-X", method, url]
-    if content_type:
-        parts += ["-H", f"Content-Type: {content_type}"]
-    if body is not None:
-        parts += ["--data-binary", body]
-    return shlex.join(parts)
-
-
-def fuzz_findings(entries: list[dict[str, Any]]) -> tuple[Counter[str], list[dict]]:
-    """Counts by 'operation status' and the requests that got a 5xx."""
-    counts: Counter[str] = Counter()
-    bad = []
-    for entry in entries:
-        request, response = entry["request"], entry["response"]
-        op = operation(request["method"], request["url"])
-        status = int(response["status"])
-        body = response.get("content", {}).get("text") or ""
-        counts[f"{op} {status}"] += 1
-        if is_server_error(status, body, op.endswith("/stream")):
-            post = request.get("postData") or {}
-            bad.append(
-                {
-                    "source": "schemathesis",
-                    "operation": op,
-                    "status": status,
-                    "url": request["url"],
-                    "body": post.get("text"),
-                    "response": body[:500],
-                    "curl": curl(
-                        request["method"],
-                        request["url"],
-                        post.get("text"),
-                        post.get("mimeType"),
-                    ),
-                }
-            )
-    return counts, bad
-
-
 def edge_cases(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Send the hand-written cases; every result and the 5xx ones."""
     results, bad = [], []
@@ -295,16 +204,9 @@ def edge_cases(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     cases += [(name, "GET", path, None, None) for name, path in GETS]
     for name, method, path, content, content_type in cases:
         headers = {"Content-Type": content_type} if content_type else {}
-        # a fresh connection per case: after a 500 uvicorn closes the
-        # connection, and reusing it would blame the next case
-        with httpx.Client(base_url=url, timeout=120) as client:
-            try:
-                response = client.request(
-                    method, path, content=content, headers=headers
-                )
-                status, body = response.status_code, response.text
-            except httpx.HTTPError as exc:
-                status, body = 0, f"{type(exc).__name__}: {exc}"
+        status, body = request_once(
+            url, method, path, content=content, headers=headers, timeout=120
+        )
         result = {"case": name, "method": method, "path": path, "status": status}
         results.append(result)
         if status == 0 or is_server_error(status, body, path.endswith("/stream")):
@@ -602,12 +504,6 @@ def generation_problems(result: dict[str, Any]) -> list[str]:
         if result.get(key):
             problems.append(f"{key}: {result[key]} traceback(s) in the server log")
     return problems
-
-
-def failures_section(output: str) -> str:
-    """schemathesis' FAILURES block (with 'Reproduce with' commands), if any."""
-    match = re.search(r"=+ FAILURES =+\n(.*?)\n=+ SUMMARY", output, re.S)
-    return match.group(1).strip() if match else ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,6 +64,7 @@ from urllib.parse import quote, urljoin
 
 import httpx
 
+from benchmarks._fuzz import schemathesis_bin
 from benchmarks._harness import (
     RESULTS,
     Server,
@@ -72,7 +73,6 @@ from benchmarks._harness import (
     table,
     write_result,
 )
-from benchmarks.fuzz_api import schemathesis_bin
 
 DEFAULT_OUT = RESULTS / "fuzz_doors.json"
 SECRET = "OUTSIDE-THE-SITE-7f3a"

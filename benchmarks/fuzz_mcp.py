@@ -74,6 +74,7 @@ from typing import Any
 import httpx
 
 from benchmarks import _corpora
+from benchmarks._fuzz import fuzz_findings, request_once, run_schemathesis
 from benchmarks._harness import (
     EXAMPLE_BOOK,
     RESULTS,
@@ -543,17 +544,14 @@ def judge(case: Case, status: int, text: str) -> tuple[str | None, list[str]]:
 
 
 def send(base: str, case: Case) -> Outcome:
-    # a fresh connection a case: after a 500 the next case is not blamed
-    with httpx.Client(base_url=base, timeout=30) as client:
-        try:
-            response = client.request(
-                case.method, case.path, content=case.content, headers=case.headers
-            )
-            status, text = response.status_code, response.text
-        except httpx.ReadTimeout:
-            status, text = 0, "no response in 30 s"
-        except httpx.HTTPError as error:
-            status, text = 0, f"{type(error).__name__}: {error}"
+    status, text = request_once(
+        base,
+        case.method,
+        case.path,
+        content=case.content,
+        headers=case.headers,
+        timeout=30,
+    )
     problem, urls = judge(case, status, text)
     return Outcome(case, status, text, problem, urls)
 
@@ -692,8 +690,6 @@ def version_two() -> Path:
 
 def schemathesis_several(url: str, work: Path, max_examples: int) -> dict[str, Any]:
     """fuzz_api.py's schemathesis run against the server of several sites."""
-    from fuzz_api import fuzz_findings, run_schemathesis
-
     fuzz = run_schemathesis(url, work, max_examples, 0, "not_a_server_error", 900)
     counts, bad = fuzz_findings(fuzz["entries"])
     return {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,14 +14,9 @@ from sphinx_ragcite.contracts import Answer, confidence_level
 from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.text import split_sentences
 
-from conftest import ScriptedLLM
+from helpers.llm import ScriptedLLM
 
 MARKER = re.compile(r"\[(\d+)\]")
-
-
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Site:
-    return Site.load(example_site)
 
 
 @pytest.fixture(scope="module")

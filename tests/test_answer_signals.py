@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import benchmark
+from helpers.repo import benchmark
 
 signals = benchmark("answer_signals")
 

@@ -13,23 +13,30 @@ Done-when: >= 0.99 the same).
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import json
 import re
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-from test_widget import CHROMIUM, LAUNCH_ARGS, shot
 
 from sphinx_ragcite.extension.browser_assets import ort_runtime_files
 
-from conftest import REPO, benchmark, read_manifest, serving_handler
+from helpers.browser import (
+    CHROMIUM,
+    LAUNCH_ARGS,
+    QUESTION,
+    ask,
+    engine_requests,
+    shot,
+    watched,
+)
+from helpers.builds import read_manifest
+from helpers.repo import REPO, benchmark
+from helpers.servers import serve
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    pass
 
 if ort_runtime_files() is None:
     pytest.skip(
@@ -37,10 +44,8 @@ if ort_runtime_files() is None:
         allow_module_level=True,
     )
 
-QUESTION = "How long is the bloom?"
 page_tools = benchmark("_browser_page")
-OBSERVE = page_tools.OBSERVE
-#: What a worker loads before the first answer (js/worker.js LOADED).
+#: What a worker loads before the first answer (js/files.js FIRST_ANSWER_ROLES).
 FIRST_ANSWER_ROLES = (
     *("model", "tokenizer", "ranker", "shards", "static", "embeddings"),
     *("embedding_scales", "ort_js", "ort_mjs", "ort_wasm"),
@@ -49,83 +54,9 @@ FIRST_ANSWER_ROLES = (
 DOCUMENTED_CSP = (
     "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; connect-src 'self'"
 )
-# -- the site and its server ------------------------------------------------------
 
-
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Path:
-    """The example book's build: it must ship the engine."""
-    assert "model" in read_manifest(example_site)["files"], "no engine shipped"
-    return example_site
-
-
-class Handler(http.server.SimpleHTTPRequestHandler):
-    """``python -m http.server``'s handler; a test may add a header, slow the
-    model down, and read what was served."""
-
-    csp = ""
-    slow_model = False
-    served: list[tuple[str, str, int]]
-
-    def end_headers(self) -> None:
-        if self.csp:
-            self.send_header("Content-Security-Policy", self.csp)
-        super().end_headers()
-
-    def copyfile(self, source: Any, outputfile: Any) -> None:
-        if not (self.slow_model and "/model." in self.path):
-            super().copyfile(source, outputfile)
-            return
-        with contextlib.suppress(OSError):  # the reader cancelled
-            while block := source.read(256 << 10):
-                outputfile.write(block)
-                time.sleep(0.05)
-
-    def send_response(self, code: int, message: str | None = None) -> None:
-        self.served.append((self.command, self.path, code))
-        super().send_response(code, message)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-
-@contextlib.contextmanager
-def serve(
-    root: Path, **settings: Any
-) -> Iterator[tuple[str, list[tuple[str, str, int]]]]:
-    served: list[tuple[str, str, int]] = []
-    handler = type("H", (Handler,), {**settings, "served": served})
-    with serving_handler(handler, root) as url:
-        yield url, served
-
-
-# ``browser`` is the session's Chromium (conftest): each page here gets a
-# fresh context of its own.
-
-
-def watched(page):
-    """*page*, recording every request (its workers' too) and error."""
-    page.set_default_timeout(60_000)
-    page.requests = []
-    page.errors = []
-    page.console_errors = []
-    page.on("request", lambda r: page.requests.append((r.method, r.url)))
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on(
-        "console",
-        lambda m: page.console_errors.append(m.text) if m.type == "error" else None,
-    )
-    page.add_init_script(OBSERVE)
-    return page
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = watched(context.new_page())
-    yield page
-    context.close()
-    assert not page.errors, page.errors
+# -- a reader's browser ------------------------------------------------------------
+# ``engine_site`` and ``watched_page`` are the session's (conftest).
 
 
 @pytest.fixture
@@ -145,32 +76,20 @@ def profile_page(browser, tmp_path: Path):
     assert not page.errors, page.errors
 
 
-def ask(page, question: str) -> dict:
-    return page.evaluate("(q) => window.ragcite.ask(q)", question)
-
-
-def engine_requests(page, base: str) -> list[str]:
-    """The requests that belong to answers in the browser."""
-    pattern = re.compile(r"/_ragcite/|/_static/ragcite/(browser|worker|store)\.js")
-    return [
-        url for _, url in page.requests if url.startswith(base) and pattern.search(url)
-    ]
-
-
 # -- nothing until asked, then progress -------------------------------------------
 
 
-def test_nothing_loads_at_page_load(page, site: Path) -> None:
-    with serve(site) as (base, _):
-        page.goto(f"{base}/brewing/pour_over.html")
-        page.wait_for_load_state("load")
-        page.wait_for_timeout(1500)
-        assert engine_requests(page, base) == []
-        assert page.workers == []
+def test_nothing_loads_at_page_load(watched_page, engine_site: Path) -> None:
+    with serve(engine_site) as (base, _):
+        watched_page.goto(f"{base}/brewing/pour_over.html")
+        watched_page.wait_for_load_state("load")
+        watched_page.wait_for_timeout(1500)
+        assert engine_requests(watched_page, base) == []
+        assert watched_page.workers == []
         # focusing the page or scrolling does not start it either
-        page.mouse.wheel(0, 400)
-        page.wait_for_timeout(300)
-        assert engine_requests(page, base) == []
+        watched_page.mouse.wheel(0, 400)
+        watched_page.wait_for_timeout(300)
+        assert engine_requests(watched_page, base) == []
 
 
 def first_question(page) -> None:
@@ -181,37 +100,39 @@ def first_question(page) -> None:
 
 
 def test_the_first_question_starts_the_download_with_progress_in_mb(
-    page, site: Path
+    watched_page, engine_site: Path
 ) -> None:
-    manifest = read_manifest(site)
+    manifest = read_manifest(engine_site)
     total = sum(manifest["bytes"][role] for role in FIRST_ANSWER_ROLES)
-    with serve(site, slow_model=True) as (base, _):
-        page.goto(f"{base}/index.html")
-        first_question(page)
-        bar = page.locator(".ragcite-progress")
+    with serve(engine_site, slow_model=True) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        first_question(watched_page)
+        bar = watched_page.locator(".ragcite-progress")
         bar.wait_for(state="visible", timeout=30_000)
-        label = page.locator(".ragcite-progress-label").text_content()
+        label = watched_page.locator(".ragcite-progress-label").text_content()
         said = re.fullmatch(
             r"Loading the answer engine: ([0-9.]+) of ([0-9.]+) MB", label
         )
         assert said, label
         assert said.group(2) == f"{total / 1e6:.1f}"
-        assert page.locator(".ragcite-progress-cancel").is_visible()
-        note = page.locator(".ragcite-mode-note").text_content()
+        assert watched_page.locator(".ragcite-progress-cancel").is_visible()
+        note = watched_page.locator(".ragcite-mode-note").text_content()
         assert "answered in your browser" in note
         # the docs' picture: the search results under the download, under way
-        page.locator(".ragcite-results").wait_for(state="visible", timeout=30_000)
-        page.wait_for_function(
+        watched_page.locator(".ragcite-results").wait_for(
+            state="visible", timeout=30_000
+        )
+        watched_page.wait_for_function(
             "() => /: [1-9][0-9.]* of/.test(document.querySelector("
             "'.ragcite-progress-label').textContent)",
             timeout=30_000,
         )
-        shot(page, "browser-progress.png", docs=True)
-        page.wait_for_function(
+        shot(watched_page, "browser-progress.png", docs=True)
+        watched_page.wait_for_function(
             "() => window.__messages.some((m) => m[1] === 'ready')", timeout=120_000
         )
-        assert page.locator(".ragcite-progress").is_hidden()
-        seen = page.evaluate("window.__progress")
+        assert watched_page.locator(".ragcite-progress").is_hidden()
+        seen = watched_page.evaluate("window.__progress")
         # the download in MB, then "Starting the answer engine…" (issue 42)
         assert seen[-1] == "Starting the answer engine…", seen
         loaded = [float(re.search(r": ([0-9.]+) of", s).group(1)) for s in seen[:-1]]
@@ -220,23 +141,29 @@ def test_the_first_question_starts_the_download_with_progress_in_mb(
 
 
 def test_static_results_at_once_then_the_answer_from_the_browser(
-    page, site: Path
+    watched_page, engine_site: Path
 ) -> None:
-    with serve(site) as (base, _):
-        page.goto(f"{base}/index.html")
-        page.evaluate("window.ragcite.open()")
-        page.fill("#ragcite-question", QUESTION)
-        page.press("#ragcite-question", "Enter")
-        page.locator(".ragcite-results").wait_for(state="visible", timeout=15_000)
-        note = page.locator(".ragcite-static-note").text_content()
+    with serve(engine_site) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        watched_page.evaluate("window.ragcite.open()")
+        watched_page.fill("#ragcite-question", QUESTION)
+        watched_page.press("#ragcite-question", "Enter")
+        watched_page.locator(".ragcite-results").wait_for(
+            state="visible", timeout=15_000
+        )
+        note = watched_page.locator(".ragcite-static-note").text_content()
         assert "answer engine loads" in note
-        page.locator(".ragcite-in-browser").wait_for(state="visible", timeout=120_000)
-        assert page.locator(".ragcite-results").count() == 0  # replaced
-        assert page.locator(".ragcite-output").get_attribute("data-ragcite-outcome")
-        marker = page.locator("a[data-ragcite-n]").first
+        watched_page.locator(".ragcite-in-browser").wait_for(
+            state="visible", timeout=120_000
+        )
+        assert watched_page.locator(".ragcite-results").count() == 0  # replaced
+        assert watched_page.locator(".ragcite-output").get_attribute(
+            "data-ragcite-outcome"
+        )
+        marker = watched_page.locator("a[data-ragcite-n]").first
         assert marker.get_attribute("href").startswith(f"{base}/")
-        shot(page, "browser-answer.png", docs=True)
-        answer = ask(page, QUESTION)  # the public API resolves with the Answer
+        shot(watched_page, "browser-answer.png", docs=True)
+        answer = ask(watched_page, QUESTION)  # the public API resolves with the Answer
         assert answer["metadata"]["engine"] == "browser"
         assert answer["metadata"]["generator"] == "extractive"
         assert {
@@ -248,16 +175,16 @@ def test_static_results_at_once_then_the_answer_from_the_browser(
         } <= set(answer)
         # the marker lands on the cited passage
         cited = answer["citations"][0]
-        page.locator('a[data-ragcite-n="1"]').click()
-        page.wait_for_url(f"{base}/{cited['url']}")
+        watched_page.locator('a[data-ragcite-n="1"]').click()
+        watched_page.wait_for_url(f"{base}/{cited['url']}")
 
 
 def test_later_questions_fetch_only_shards_and_visits_reuse_the_cache(
-    profile_page, site: Path
+    profile_page, engine_site: Path
 ) -> None:
     page = profile_page
-    manifest = read_manifest(site)
-    with serve(site) as (base, served):
+    manifest = read_manifest(engine_site)
+    with serve(engine_site) as (base, served):
         page.goto(f"{base}/index.html")
         ask(page, QUESTION)
         before = len(page.requests)
@@ -277,90 +204,100 @@ def test_later_questions_fetch_only_shards_and_visits_reuse_the_cache(
         assert bodies == [200], [s for s in served if "/model." in s[1]]
 
 
-def test_the_reader_can_cancel_the_download(page, site: Path) -> None:
-    with serve(site, slow_model=True) as (base, _):
-        page.goto(f"{base}/index.html")
-        first_question(page)
-        page.locator(".ragcite-progress-cancel").wait_for(
+def test_the_reader_can_cancel_the_download(watched_page, engine_site: Path) -> None:
+    with serve(engine_site, slow_model=True) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        first_question(watched_page)
+        watched_page.locator(".ragcite-progress-cancel").wait_for(
             state="visible", timeout=30_000
         )
-        page.wait_for_timeout(500)
-        page.click(".ragcite-progress-cancel")
-        assert page.locator(".ragcite-progress").is_hidden()
-        page.wait_for_timeout(300)
-        assert page.workers == []  # the worker is gone, its downloads with it
-        result = ask(page, QUESTION)
+        watched_page.wait_for_timeout(500)
+        watched_page.click(".ragcite-progress-cancel")
+        assert watched_page.locator(".ragcite-progress").is_hidden()
+        watched_page.wait_for_timeout(300)
+        assert watched_page.workers == []  # the worker is gone, its downloads with it
+        result = ask(watched_page, QUESTION)
         assert result["mode"] == "static"
         assert result["hits"]
-        note = page.locator(".ragcite-static-note").text_content()
+        note = watched_page.locator(".ragcite-static-note").text_content()
         assert "You stopped the download of the answer engine" in note
-        model = [u for _, u in page.requests if "/_ragcite/model." in u]
+        model = [u for _, u in watched_page.requests if "/_ragcite/model." in u]
         assert len(model) == 1  # not started again
 
 
 # -- where it cannot run ---------------------------------------------------------------
 
 
-def test_from_disk_the_reader_gets_search_results_and_why(page, site: Path) -> None:
-    page.goto((site / "brewing" / "espresso.html").as_uri())
-    result = ask(page, QUESTION)
+def test_from_disk_the_reader_gets_search_results_and_why(
+    watched_page, engine_site: Path
+) -> None:
+    watched_page.goto((engine_site / "brewing" / "espresso.html").as_uri())
+    result = ask(watched_page, QUESTION)
     assert result["mode"] == "static"
     assert result["hits"]
-    note = page.locator(".ragcite-static-note").text_content()
+    note = watched_page.locator(".ragcite-static-note").text_content()
     assert "opened from disk (file://)" in note
-    assert page.workers == []
+    assert watched_page.workers == []
     assert not [
-        u for _, u in page.requests if "worker.js" in u or "/_ragcite/model" in u
+        u
+        for _, u in watched_page.requests
+        if "worker.js" in u or "/_ragcite/model" in u
     ]
 
 
 def test_a_csp_without_wasm_unsafe_eval_falls_back_with_one_sentence(
-    page, site: Path
+    watched_page, engine_site: Path
 ) -> None:
     csp = "script-src 'self'; worker-src 'self'; connect-src 'self'"
-    with serve(site, csp=csp) as (base, _):
-        page.goto(f"{base}/index.html")
-        result = ask(page, QUESTION)
+    with serve(engine_site, csp=csp) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        result = ask(watched_page, QUESTION)
         assert result["mode"] == "static"
         assert result["hits"]
-        note = page.locator(".ragcite-static-note").text_content()
+        note = watched_page.locator(".ragcite-static-note").text_content()
         assert "Content-Security-Policy" in note
         assert "'wasm-unsafe-eval'" in note
         # refused before anything large was fetched
         assert not [
-            u for _, u in page.requests if "/_ragcite/model." in u or ".wasm" in u
+            u
+            for _, u in watched_page.requests
+            if "/_ragcite/model." in u or ".wasm" in u
         ]
 
 
-def test_the_documented_csp_lets_answers_run(page, site: Path) -> None:
-    with serve(site, csp=DOCUMENTED_CSP) as (base, _):
-        page.goto(f"{base}/index.html")
-        answer = ask(page, QUESTION)
+def test_the_documented_csp_lets_answers_run(watched_page, engine_site: Path) -> None:
+    with serve(engine_site, csp=DOCUMENTED_CSP) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        answer = ask(watched_page, QUESTION)
         assert answer["metadata"]["engine"] == "browser"
         # the theme's own inline script is refused; nothing of ours is
         ours = [
             e
-            for e in page.console_errors
+            for e in watched_page.console_errors
             if "Content Security Policy" in e and "inline" not in e
         ]
         assert ours == []
 
 
-def test_nothing_the_reader_types_leaves_the_page(page, site: Path) -> None:
-    with serve(site) as (base, served):
-        page.goto(f"{base}/index.html")
+def test_nothing_the_reader_types_leaves_the_page(
+    watched_page, engine_site: Path
+) -> None:
+    with serve(engine_site) as (base, served):
+        watched_page.goto(f"{base}/index.html")
         secret = "Is my secret 7f3a9c bloom question private?"
-        ask(page, QUESTION)
-        ask(page, secret)
-        assert page.requests
-        assert [m for m, _ in page.requests if m != "GET"] == []
-        assert [u for _, u in page.requests if not u.startswith(f"{base}/")] == []
-        assert not [u for _, u in page.requests if "7f3a9c" in u]
+        ask(watched_page, QUESTION)
+        ask(watched_page, secret)
+        assert watched_page.requests
+        assert [m for m, _ in watched_page.requests if m != "GET"] == []
+        assert [
+            u for _, u in watched_page.requests if not u.startswith(f"{base}/")
+        ] == []
+        assert not [u for _, u in watched_page.requests if "7f3a9c" in u]
         assert [c for c, _, _ in served if c != "GET"] == []
 
 
 def test_a_question_about_a_selection_is_answered_in_the_browser(
-    page, site: Path
+    watched_page, engine_site: Path
 ) -> None:
     """Selection mode with no server: the question asked about a selection
     (the opening sentences of the passage a question retrieves first, as
@@ -371,7 +308,7 @@ def test_a_question_about_a_selection_is_answered_in_the_browser(
     from sphinx_ragcite.retrieval.site import Site
     from tools import write_parity_cases as cases_tool
 
-    loaded = Site.load(site)
+    loaded = Site.load(engine_site)
     engine = AnswerEngine(loaded)
     asked = [
         (QUESTION, "How long is the bloom?"),
@@ -379,14 +316,14 @@ def test_a_question_about_a_selection_is_answered_in_the_browser(
         ("Why does grind size matter?", "Why does grind size matter?"),
     ]
     selections = 0
-    with serve(site) as (base, _):
-        page.goto(f"{base}/brewing/pour_over.html")
+    with serve(engine_site) as (base, _):
+        watched_page.goto(f"{base}/brewing/pour_over.html")
         for finding, question in asked:
             retrieved = engine.answer(finding).metadata["retrieved"]
             selection = cases_tool.selection_for(loaded, retrieved)
             assert selection
             server = engine.answer(question, mode="selection", selection=selection)
-            browser = page.evaluate(
+            browser = watched_page.evaluate(
                 "([q, s]) => window.ragcite.ask(q, {selection: s})",
                 [question, selection],
             )
@@ -395,14 +332,16 @@ def test_a_question_about_a_selection_is_answered_in_the_browser(
             why = page_tools.mismatch(server.model_dump(mode="json"), browser)
             assert why is None, (question, selection, why)
             assert browser["answer"] == server.answer
-            assert page.locator(".ragcite-sources li").count() == len(server.citations)
+            assert watched_page.locator(".ragcite-sources li").count() == len(
+                server.citations
+            )
             cited = [c["passage_id"] for c in browser["citations"]]
-            mine = page.locator(".ragcite-source", has_text="User Selection")
+            mine = watched_page.locator(".ragcite-source", has_text="User Selection")
             assert mine.count() == cited.count("user-selection")
             assert mine.locator("a").count() == 0
             selections += cited.count("user-selection")
     assert selections, "no answer cited the selection"
-    assert all(method == "GET" for method, _ in page.requests)
+    assert all(method == "GET" for method, _ in watched_page.requests)
 
 
 #: An init script that makes the page's own thread do the engine's kind of
@@ -451,7 +390,9 @@ def blocked_visits(browser, base: str, *, visits: int = 3, also: str = "") -> li
     return seen
 
 
-def test_the_main_thread_is_never_blocked_by_the_engine(browser, site: Path) -> None:
+def test_the_main_thread_is_never_blocked_by_the_engine(
+    browser, engine_site: Path
+) -> None:
     """No script holds the main thread for a long task (> 50 ms) while the
     engine downloads and starts, nor while it answers (from a question's post
     to the worker to its answer), the page's drawing of what arrives aside
@@ -464,15 +405,17 @@ def test_the_main_thread_is_never_blocked_by_the_engine(browser, site: Path) -> 
     long frames were the page's drawing after a 5-10 ms message handler. An
     engine on the main thread computes for seconds in every visit; a machine
     busy enough to stretch a 10 ms handler past 50 ms is allowed two."""
-    with serve(site) as (base, _):
+    with serve(engine_site) as (base, _):
         seen = blocked_visits(browser, base)
     assert len(seen) < 3, seen
 
 
-def test_the_check_sees_an_engine_on_the_main_thread(browser, site: Path) -> None:
+def test_the_check_sees_an_engine_on_the_main_thread(
+    browser, engine_site: Path
+) -> None:
     """The check above fails an engine that computes on the page's thread
     (here 200 ms per progress message): one visit is enough to see it."""
-    with serve(site) as (base, _):
+    with serve(engine_site) as (base, _):
         seen = blocked_visits(browser, base, visits=1, also=MAIN_THREAD_ENGINE)
     assert len(seen) == 1, "a blocked main thread went unseen"
     held, _, _ = seen[0]
@@ -483,7 +426,9 @@ def test_the_check_sees_an_engine_on_the_main_thread(browser, site: Path) -> Non
 # -- the same answers as the server ----------------------------------------------
 
 
-def test_the_browser_answers_as_the_server_does(page, site: Path) -> None:
+def test_the_browser_answers_as_the_server_does(
+    watched_page, engine_site: Path
+) -> None:
     """Every question of example_book/qa.jsonl, asked through
     ``window.ragcite.ask`` on the served site: the outcome, the cited passage
     IDs and the confidence (within 0.02) of the Python engine's answer, for
@@ -491,19 +436,19 @@ def test_the_browser_answers_as_the_server_does(page, site: Path) -> None:
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.retrieval.site import Site
 
-    engine = AnswerEngine(Site.load(site))
+    engine = AnswerEngine(Site.load(engine_site))
     questions = [
         json.loads(line)["question"]
         for line in (REPO / "example_book" / "qa.jsonl").read_text("utf-8").splitlines()
         if line.strip()
     ]
     assert len(questions) >= 90
-    with serve(site) as (base, _):
-        page.goto(f"{base}/index.html")
+    with serve(engine_site) as (base, _):
+        watched_page.goto(f"{base}/index.html")
         mismatches = []
         for question in questions:
             server = engine.answer(question).model_dump(mode="json")
-            browser = ask(page, question)
+            browser = ask(watched_page, question)
             assert browser["metadata"]["engine"] == "browser", browser
             why = page_tools.mismatch(server, browser)
             if why:

@@ -36,13 +36,6 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@pytest.fixture
-def srcdir(rootdir: Path, tmp_path: Path) -> Path:
-    path = tmp_path / "src"
-    shutil.copytree(rootdir / "test-basic", path)
-    return path
-
-
 def statuses(app) -> list[str]:
     """The build log's lines about answers in the browser."""
     lines = app._status.getvalue().splitlines()
@@ -138,14 +131,12 @@ def test_the_site_ships_the_engines_scripts(example_site: Path) -> None:
         assert f"ragcite/{name}" not in page
 
 
-def test_the_worker_loads_what_the_build_ships() -> None:
+def test_the_worker_loads_what_the_build_ships(node: str) -> None:
     """One order for the engine's scripts, the build's: the worker reads it
     from spec.js (the worker once missed sentences, retrieve and evidence)."""
-    if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed")
     listed = subprocess.run(
         [
-            "node",
+            node,
             "-e",
             'console.log(JSON.stringify(require("./js/worker.js").CORE_SCRIPTS))',
         ],
@@ -159,12 +150,10 @@ def test_the_worker_loads_what_the_build_ships() -> None:
 
 @pytest.mark.slow
 @needs_runtime
-def test_the_store_reads_the_built_site_in_node(example_site: Path) -> None:
+def test_the_store_reads_the_built_site_in_node(node: str, example_site: Path) -> None:
     """js/test/store.test.js's part that needs a real site."""
-    if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed")
     result = subprocess.run(
-        ["node", "--test", "js/test/store.test.js"],
+        [node, "--test", "js/test/store.test.js"],
         cwd=REPO,
         env={**os.environ, "RAGCITE_TEST_SITE": str(example_site)},
         capture_output=True,

@@ -12,9 +12,6 @@ saying so, and fail under ``CI=true``, where a skip would hide a regression.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import json
 import os
 import re
@@ -22,7 +19,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,30 +32,26 @@ from sphinx_ragcite.extension.browser_assets import (
     question_model_files,
 )
 
+from helpers.ci import skip_or_fail
+from helpers.node import need_node
 from helpers.repo import REPO
+from helpers.servers import serve
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from types import ModuleType
 
-NODE = shutil.which("node")
 UPDATE = os.environ.get("RAGCITE_UPDATE_GOLDENS") == "1"
 MIN_COSINE = 0.9999
+#: Why CI fails where Node or the runtime is missing.
+WHY = "the browser encoder must be tested"
 
 
-def need_node() -> str:
+def need_node_and_ort() -> str:
     """Node's path, and the runtime from ``npm ci``; else skip (fail in CI)."""
-    missing = None
-    if NODE is None:
-        missing = "node is not on PATH"
-    elif ort_runtime_files() is None:
-        missing = browser_assets.ORT_MISSING
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{missing} (CI=true: the browser encoder must be tested)")
-        pytest.skip(missing)
-    assert NODE is not None
-    return NODE
+    node = need_node(WHY)
+    if ort_runtime_files() is None:
+        skip_or_fail(browser_assets.ORT_MISSING, WHY)
+    return node
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +103,7 @@ def test_the_cases_reach_truncation_and_unk(tool: ModuleType) -> None:
 @pytest.mark.slow
 def test_node_gives_python_ids_and_vectors() -> None:
     """``js/test/wordpiece.test.js`` and ``encode.test.js``, nothing skipped."""
-    node = need_node()
+    node = need_node_and_ort()
     model, _ = question_model_files()
     result = subprocess.run(
         [node, "--test", "js/test/wordpiece.test.js", "js/test/encode.test.js"],
@@ -152,7 +144,7 @@ def python_words() -> list[str]:
     """``tokenizers``' words of "x<c>x" for every code point but surrogates."""
     from tokenizers import Tokenizer
 
-    need_node()  # no use computing them otherwise
+    need_node_and_ort()  # no use computing them otherwise
     _, tokenizer_json = question_model_files()
     tokenizer = Tokenizer.from_file(str(tokenizer_json))
     normalize = tokenizer.normalizer.normalize_str
@@ -168,7 +160,7 @@ def test_every_code_point_is_cut_as_tokenizers_cuts(
     python_words: list[str], tmp_path: Path
 ) -> None:
     """Normalizer and pre-tokenizer, all 1,112,064 code points (no surrogates)."""
-    node = need_node()
+    node = need_node_and_ort()
     _, tokenizer_json = question_model_files()
     output = tmp_path / "words.txt"
     subprocess.run(
@@ -198,7 +190,7 @@ def test_every_code_point_is_cut_as_tokenizers_cuts(
 
 
 def test_ort_runtime_files_in_this_checkout() -> None:
-    need_node()
+    need_node_and_ort()
     files = ort_runtime_files()
     assert files is not None
     assert set(files) == {"ort_js", "ort_mjs", "ort_wasm"}
@@ -360,31 +352,6 @@ CSP = (
 )
 
 
-class _CspHandler(http.server.SimpleHTTPRequestHandler):
-    """``python -m http.server`` plus the CSP header on every response."""
-
-    def end_headers(self) -> None:
-        self.send_header("Content-Security-Policy", CSP)
-        super().end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-
-@contextlib.contextmanager
-def serve_with_csp(root: Path) -> Iterator[str]:
-    handler = functools.partial(_CspHandler, directory=str(root))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(10)
-
-
 def test_chromium_worker_gives_python_vectors(
     python_words: list[str], tmp_path: Path, browser: Any
 ) -> None:
@@ -392,7 +359,7 @@ def test_chromium_worker_gives_python_vectors(
     session's, a context of its own), under a CSP without 'unsafe-eval',
     equals Python's; so does every code point's cut. Load and embed times
     printed."""
-    need_node()
+    need_node_and_ort()
     ort = ort_runtime_files()
     assert ort is not None
     model, tokenizer = question_model_files()
@@ -416,7 +383,7 @@ def test_chromium_worker_gives_python_vectors(
     cases = golden["cases"][:20]
     texts = [c["text"] for c in cases]
 
-    with serve_with_csp(tmp_path) as base:
+    with serve(tmp_path, csp=CSP) as (base, _):
         context = browser.new_context()
         page = context.new_page()
         requests: list[str] = []

@@ -15,11 +15,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from test_browser_answers import QUESTION, ask, engine_requests, serve, watched
 
 from sphinx_ragcite.extension.assets import STATIC_FOLDER, assets_digest
 
-from conftest import read_manifest
+from helpers.browser import QUESTION, ask, engine_requests
+from helpers.builds import read_manifest
+from helpers.servers import serve
 
 #: The mode note's words while answers come from the browser.
 IN_BROWSER = "answered in your browser"
@@ -28,31 +29,11 @@ NEEDS_SERVER = "need the answer server"
 ASSETS = re.compile(r'data-ragcite-assets="([0-9a-f]+)"')
 
 
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Path:
-    assert "model" in read_manifest(example_site)["files"], "no engine shipped"
-    return example_site
-
-
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = watched(context.new_page())
-    page.console_warnings = []
-    page.on(
-        "console",
-        lambda m: page.console_warnings.append(m.text) if m.type == "warning" else None,
-    )
-    yield page
-    context.close()
-    assert not page.errors, page.errors
-
-
-@pytest.fixture
-def altered(site: Path, tmp_path: Path):
+def altered(engine_site: Path, tmp_path: Path):
     """A copy of the site whose manifest (or a file) a test changes."""
     copy = tmp_path / "site"
-    shutil.copytree(site, copy)
+    shutil.copytree(engine_site, copy)
     return copy
 
 
@@ -80,25 +61,25 @@ new MutationObserver(() => {
 
 
 def test_every_script_the_widget_and_worker_load_is_the_builds_own(
-    page, site: Path
+    watched_page, engine_site: Path
 ) -> None:
-    html = (site / "index.html").read_text(encoding="utf-8")
+    html = (engine_site / "index.html").read_text(encoding="utf-8")
     digest = ASSETS.search(html).group(1)
     assert digest == assets_digest(
-        site / "_static" / STATIC_FOLDER,
+        engine_site / "_static" / STATIC_FOLDER,
         [
-            p.relative_to(site / "_static" / STATIC_FOLDER).as_posix()
-            for p in (site / "_static" / STATIC_FOLDER).rglob("*")
+            p.relative_to(engine_site / "_static" / STATIC_FOLDER).as_posix()
+            for p in (engine_site / "_static" / STATIC_FOLDER).rglob("*")
             if p.is_file()
         ],
     )
-    with serve(site) as (base, _):
-        page.goto(f"{base}/index.html")
-        answer = ask(page, QUESTION)
+    with serve(engine_site) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        answer = ask(watched_page, QUESTION)
         assert answer["metadata"]["engine"] == "browser"
         scripts = [
             url
-            for _, url in page.requests
+            for _, url in watched_page.requests
             if f"/_static/{STATIC_FOLDER}/" in url and url.split("?")[0].endswith(".js")
         ]
         loaded_later = [
@@ -128,41 +109,45 @@ def test_the_digest_changes_with_any_script(tmp_path: Path) -> None:
 # -- 5: nothing downloads until the first question; Save-Data asks first -----------
 
 
-def test_opening_the_panel_downloads_nothing(page, site: Path) -> None:
-    page.add_init_script(RECORD_NOTES)
-    with serve(site) as (base, _):
-        page.goto(f"{base}/index.html")
-        page.evaluate("window.ragcite.open()")
-        page.locator(".ragcite-mode-note").wait_for(state="visible")
-        page.wait_for_timeout(2000)
-        started = [u for u in engine_requests(page, base) if "browser.js" not in u]
+def test_opening_the_panel_downloads_nothing(watched_page, engine_site: Path) -> None:
+    watched_page.add_init_script(RECORD_NOTES)
+    with serve(engine_site) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        watched_page.evaluate("window.ragcite.open()")
+        watched_page.locator(".ragcite-mode-note").wait_for(state="visible")
+        watched_page.wait_for_timeout(2000)
+        started = [
+            u for u in engine_requests(watched_page, base) if "browser.js" not in u
+        ]
         assert started == []
-        assert page.workers == []
-        note = page.locator(".ragcite-mode-note").text_content()
+        assert watched_page.workers == []
+        note = watched_page.locator(".ragcite-mode-note").text_content()
         assert IN_BROWSER in note
         assert "first question" in note
         # the first question starts it
-        answer = ask(page, QUESTION)
+        answer = ask(watched_page, QUESTION)
         assert answer["metadata"]["engine"] == "browser"
 
 
-def test_a_later_page_starts_the_engine_when_the_panel_opens(page, site: Path) -> None:
+def test_a_later_page_starts_the_engine_when_the_panel_opens(
+    watched_page, engine_site: Path
+) -> None:
     """After the engine answered on a page of the visit, opening the panel on
     the next page starts it (from the caches) while the reader types."""
-    with serve(site) as (base, served):
-        page.goto(f"{base}/index.html")
-        assert ask(page, QUESTION)["metadata"]["engine"] == "browser"
-        page.goto(f"{base}/beans.html")
-        page.wait_for_timeout(500)
-        assert page.workers == []  # not before the panel opens
+    with serve(engine_site) as (base, served):
+        watched_page.goto(f"{base}/index.html")
+        assert ask(watched_page, QUESTION)["metadata"]["engine"] == "browser"
+        watched_page.goto(f"{base}/beans.html")
+        watched_page.wait_for_timeout(500)
+        assert watched_page.workers == []  # not before the panel opens
         mark = len(served)
-        page.evaluate("window.ragcite.open()")
-        page.wait_for_function(
+        watched_page.evaluate("window.ragcite.open()")
+        watched_page.wait_for_function(
             "() => window.__messages.some((m) => m[1] === 'ready')", timeout=60_000
         )
         model = [p for _, p, code in served[mark:] if "/_ragcite/model." in p]
         assert model == []  # from Cache Storage, not the network
-        answer = ask(page, "What grind size suits espresso?")
+        answer = ask(watched_page, "What grind size suits espresso?")
         assert answer["metadata"]["engine"] == "browser"
 
 
@@ -173,28 +158,32 @@ Object.defineProperty(Navigator.prototype, 'connection', {
 """
 
 
-def test_a_reader_saving_data_is_asked_before_the_download(page, site: Path) -> None:
-    page.add_init_script(SAVE_DATA)
-    manifest = read_manifest(site)
+def test_a_reader_saving_data_is_asked_before_the_download(
+    watched_page, engine_site: Path
+) -> None:
+    watched_page.add_init_script(SAVE_DATA)
+    manifest = read_manifest(engine_site)
     size = sum(
         manifest["bytes"][r]
         for r in ("model", "tokenizer", "ort_js", "ort_mjs", "ort_wasm")
     )
-    with serve(site) as (base, _):
-        page.goto(f"{base}/index.html")
-        result = ask(page, QUESTION)
+    with serve(engine_site) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        result = ask(watched_page, QUESTION)
         assert result["mode"] == "static"
         assert result["hits"]
-        note = page.locator(".ragcite-static-note").text_content()
+        note = watched_page.locator(".ragcite-static-note").text_content()
         assert "save data" in note
         assert f"about {round(size / 1e6)} MB" in note
-        assert not [u for u in page.requests if "/_ragcite/model." in u[1]]
-        assert page.workers == []
-        page.click(".ragcite-static-action")
-        page.locator(".ragcite-in-browser").wait_for(state="visible", timeout=120_000)
+        assert not [u for u in watched_page.requests if "/_ragcite/model." in u[1]]
+        assert watched_page.workers == []
+        watched_page.click(".ragcite-static-action")
+        watched_page.locator(".ragcite-in-browser").wait_for(
+            state="visible", timeout=120_000
+        )
         # said yes once: the next page of the visit does not ask again
-        page.goto(f"{base}/beans.html")
-        again = ask(page, QUESTION)
+        watched_page.goto(f"{base}/beans.html")
+        again = ask(watched_page, QUESTION)
         assert again["metadata"]["engine"] == "browser"
 
 
@@ -216,30 +205,36 @@ def rewrite_manifest(root: Path, change) -> None:
     ],
     ids=["another-format", "model-outside"],
 )
-def test_an_index_the_engine_cannot_read_is_named(page, altered: Path, change) -> None:
+def test_an_index_the_engine_cannot_read_is_named(
+    watched_page, altered: Path, change
+) -> None:
     rewrite_manifest(altered, change)
     with serve(altered) as (base, _):
-        page.goto(f"{base}/index.html")
-        result = ask(page, QUESTION)
+        watched_page.goto(f"{base}/index.html")
+        result = ask(watched_page, QUESTION)
         assert result["mode"] == "static"
-        note = page.locator(".ragcite-static-note").text_content()
+        note = watched_page.locator(".ragcite-static-note").text_content()
         assert "written by another version of sphinx-ragcite" in note
         assert "Reload the page" in note
         assert [
-            e for e in page.console_errors + page.console_warnings if "ragcite" in e
+            e
+            for e in watched_page.console_errors + watched_page.console_warnings
+            if "ragcite" in e
         ]
-        mode = page.locator(".ragcite-mode-note").text_content()
+        mode = watched_page.locator(".ragcite-mode-note").text_content()
         assert IN_BROWSER not in mode
 
 
-def test_a_csp_refusing_the_worker_gets_the_csp_sentence(page, site: Path) -> None:
+def test_a_csp_refusing_the_worker_gets_the_csp_sentence(
+    watched_page, engine_site: Path
+) -> None:
     csp = "script-src 'self' 'wasm-unsafe-eval'; worker-src 'none'; connect-src 'self'"
-    with serve(site, csp=csp) as (base, _):
-        page.goto(f"{base}/index.html")
-        result = ask(page, QUESTION)
+    with serve(engine_site, csp=csp) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        result = ask(watched_page, QUESTION)
         assert result["mode"] == "static"
         assert result["hits"]
-        note = page.locator(".ragcite-static-note").text_content()
+        note = watched_page.locator(".ragcite-static-note").text_content()
         assert "Content-Security-Policy" in note
         assert "missing" not in note
 
@@ -248,48 +243,54 @@ def test_a_csp_refusing_the_worker_gets_the_csp_sentence(page, site: Path) -> No
 
 
 def test_the_first_question_never_says_answers_need_the_server(
-    page, site: Path
+    watched_page, engine_site: Path
 ) -> None:
-    page.add_init_script(RECORD_NOTES)
-    with serve(site, slow_model=True) as (base, _):
-        page.goto(f"{base}/index.html")
-        page.evaluate("window.ragcite.open()")
-        page.fill("#ragcite-question", QUESTION)
-        page.press("#ragcite-question", "Enter")
-        page.locator(".ragcite-progress").wait_for(state="visible", timeout=30_000)
-        page.locator(".ragcite-in-browser").wait_for(state="visible", timeout=120_000)
-        seen = notes(page)
+    watched_page.add_init_script(RECORD_NOTES)
+    with serve(engine_site, slow_model=True) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        watched_page.evaluate("window.ragcite.open()")
+        watched_page.fill("#ragcite-question", QUESTION)
+        watched_page.press("#ragcite-question", "Enter")
+        watched_page.locator(".ragcite-progress").wait_for(
+            state="visible", timeout=30_000
+        )
+        watched_page.locator(".ragcite-in-browser").wait_for(
+            state="visible", timeout=120_000
+        )
+        seen = notes(watched_page)
         assert any("answer engine loads" in n for n in seen), seen
         assert not [n for n in seen if NEEDS_SERVER in n], seen
 
 
 def test_after_a_failure_the_mode_note_stops_promising_answers(
-    page, altered: Path
+    watched_page, altered: Path
 ) -> None:
     model = altered / "_ragcite" / read_manifest(altered)["files"]["model"]
     data = bytearray(model.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, another checksum
     model.write_bytes(bytes(data))
     with serve(altered) as (base, _):
-        page.goto(f"{base}/index.html")
-        result = ask(page, QUESTION)
+        watched_page.goto(f"{base}/index.html")
+        result = ask(watched_page, QUESTION)
         assert result["mode"] == "static"
-        note = page.locator(".ragcite-static-note").text_content()
+        note = watched_page.locator(".ragcite-static-note").text_content()
         assert "does not match" in note
-        mode = page.locator(".ragcite-mode-note").text_content()
+        mode = watched_page.locator(".ragcite-mode-note").text_content()
         assert IN_BROWSER not in mode, mode
 
 
-def test_after_a_cancel_the_mode_note_stops_promising_answers(page, site: Path) -> None:
-    with serve(site, slow_model=True) as (base, _):
-        page.goto(f"{base}/index.html")
-        page.evaluate("window.ragcite.open()")
-        page.fill("#ragcite-question", QUESTION)
-        page.press("#ragcite-question", "Enter")
-        page.locator(".ragcite-progress-cancel").wait_for(
+def test_after_a_cancel_the_mode_note_stops_promising_answers(
+    watched_page, engine_site: Path
+) -> None:
+    with serve(engine_site, slow_model=True) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        watched_page.evaluate("window.ragcite.open()")
+        watched_page.fill("#ragcite-question", QUESTION)
+        watched_page.press("#ragcite-question", "Enter")
+        watched_page.locator(".ragcite-progress-cancel").wait_for(
             state="visible", timeout=30_000
         )
-        page.click(".ragcite-progress-cancel")
-        mode = page.locator(".ragcite-mode-note").text_content()
+        watched_page.click(".ragcite-progress-cancel")
+        mode = watched_page.locator(".ragcite-mode-note").text_content()
         assert IN_BROWSER not in mode, mode
         assert "search the book's passages" in mode

@@ -28,8 +28,8 @@ import sphinx_ragcite.extension.writer as writer
 from sphinx_ragcite.extension.index import config_text
 from sphinx_ragcite.retrieval.site import Site
 
-from conftest import build, read_manifest, read_passages, sphinx_build
-from test_anchors import check_anchors
+from helpers.anchors import check_anchors
+from helpers.builds import build, read_manifest, read_passages, sphinx_build
 
 REPO = Path(__file__).resolve().parents[1]
 

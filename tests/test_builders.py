@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from sphinx.errors import ConfigError
 
-from conftest import build
-
-
-@pytest.fixture
-def srcdir(rootdir, tmp_path):
-    path = tmp_path / "src"
-    shutil.copytree(rootdir / "test-basic", path)
-    return path
+from helpers.builds import build
 
 
 @pytest.mark.parametrize("builder", ["latex", "text", "man", "epub"])

@@ -30,7 +30,8 @@ from sphinx_ragcite.extension.cache import (
 )
 from sphinx_ragcite.formats.sentence_vectors import CODES, SCALES
 
-from conftest import ROOTS, index_files, read_manifest, sphinx_build
+from helpers.builds import index_files, read_manifest, sphinx_build
+from helpers.repo import ROOTS
 
 BASIC = ROOTS / "test-basic"
 

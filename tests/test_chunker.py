@@ -9,7 +9,7 @@ import pytest
 from sphinx_ragcite.contracts import make_snippet
 from sphinx_ragcite.extension.passages.ids import parse_passage_id
 
-from conftest import Built, read_passages
+from helpers.builds import Built, read_passages
 
 ID = re.compile(r"^ch[0-9]+-sec[0-9]+-p[0-9]+$")
 

@@ -82,7 +82,8 @@ from sphinx_ragcite.contracts import (
 from sphinx_ragcite.errors import RagciteError
 from sphinx_ragcite.retrieval.site import Site
 
-from conftest import ScriptedLLM, read_manifest
+from helpers.builds import read_manifest
+from helpers.llm import ScriptedLLM
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("RAGCITE_UPDATE_GOLDENS") == "1"
@@ -125,11 +126,6 @@ def reuse_loaded_sites(monkeypatch: pytest.MonkeyPatch) -> None:
         return _LOADED[key]
 
     monkeypatch.setattr(cli, "_load", cached)
-
-
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Site:
-    return Site.load(example_site)
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,8 @@ import pytest
 
 import sphinx_ragcite.extension.passages.collector as collector
 
-from conftest import build, passages_bytes, read_passages
-from test_anchors import check_anchors
-
-
-@pytest.fixture
-def srcdir(rootdir, tmp_path):
-    path = tmp_path / "src"
-    shutil.copytree(rootdir / "test-basic", path)
-    return path
+from helpers.anchors import check_anchors
+from helpers.builds import build, passages_bytes, read_passages
 
 
 @pytest.fixture

@@ -16,8 +16,9 @@ import pytest
 
 from benchmarks import _corpora
 
-from conftest import REPO, Builds, Built
-from test_anchors import check_anchors
+from helpers.anchors import check_anchors
+from helpers.builds import Builds, Built
+from helpers.repo import REPO
 
 pytestmark = [
     pytest.mark.corpora,

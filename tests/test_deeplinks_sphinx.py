@@ -17,8 +17,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import sphinx
-import test_widget
-from test_widget import (
+
+from helpers.browser import (
     QUESTION,
     QUOTE_MARKED,
     SHOTS,
@@ -27,15 +27,7 @@ from test_widget import (
     wait_highlighted,
     words,
 )
-
-from conftest import read_passages
-
-# the widget tests' fixtures: Chromium, a page that fails on errors, and the
-# example book served by ``ragcite serve``
-browser = test_widget.browser
-page = test_widget.page
-site = test_widget.site
-server = test_widget.server
+from helpers.builds import read_passages
 
 PASSAGE_HASH = "#ch"
 
@@ -49,19 +41,21 @@ def check_link(url: str) -> None:
     assert parts.fragment.startswith(PASSAGE_HASH[1:]), url
 
 
-def test_answer_links_carry_no_highlight_query(server: str, site: Path) -> None:
-    answer = ask_api(server, QUESTION)
+def test_answer_links_carry_no_highlight_query(
+    example_server: str, example_site: Path
+) -> None:
+    answer = ask_api(example_server, QUESTION)
     urls = [c["url"] for c in answer["citations"]]
     urls += [s["url"] for s in (answer.get("metadata") or {}).get("see_also") or []]
     assert urls
     for url in urls:
         check_link(url)
-    for record in read_passages(site):
+    for record in read_passages(example_site):
         check_link(record["url"])
 
 
-def test_widget_links_carry_no_highlight_query(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
+def test_widget_links_carry_no_highlight_query(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
     ask(page, QUESTION)
     hrefs = page.eval_on_selector_all(
         ".ragcite-root a[href*='#ch']", "(links) => links.map((a) => a.href)"
@@ -71,10 +65,12 @@ def test_widget_links_carry_no_highlight_query(page, server: str) -> None:
         check_link(href)
 
 
-def test_sphinx_search_terms_leave_the_quote_marked(page, server: str, site: Path):
+def test_sphinx_search_terms_leave_the_quote_marked(
+    page, example_server: str, example_site: Path
+):
     """Terms from Sphinx's search page are highlighted on the page a citation
     opens, inside the quoted sentence: the quote stays marked, whole."""
-    page.goto(f"{server}/index.html")
+    page.goto(f"{example_server}/index.html")
     target = ask(page, QUESTION)["citations"][0]
     quote = target["quote"]
     terms = [w for w in quote.lower().replace(",", " ").split() if len(w) > 3][:3]
@@ -83,7 +79,7 @@ def test_sphinx_search_terms_leave_the_quote_marked(page, server: str, site: Pat
         "(t) => localStorage.setItem('sphinx_highlight_terms', t)", " ".join(terms)
     )
     page.click('a[data-ragcite-n="1"]')
-    page.wait_for_url(f"{server}/{target['url']}")
+    page.wait_for_url(f"{example_server}/{target['url']}")
     wait_highlighted(page, target["passage_id"])
     page.wait_for_function(
         "(id) => document.getElementById(id).querySelector('span.highlighted')",
@@ -102,15 +98,17 @@ def test_sphinx_search_terms_leave_the_quote_marked(page, server: str, site: Pat
 @pytest.mark.parametrize("query", ["", "?highlight=bloom"])
 def test_a_text_fragment_link_still_highlights_its_passage(
     page,
-    server: str,
-    site: Path,
+    example_server: str,
+    example_site: Path,
     query: str,
 ) -> None:
     """Links made elsewhere may carry a text fragment, with or without
     Sphinx's ``?highlight=``: the passage is highlighted either way."""
-    record = next(r for r in read_passages(site) if r["docname"] == "brewing/pour_over")
+    record = next(
+        r for r in read_passages(example_site) if r["docname"] == "brewing/pour_over"
+    )
     path, _, pid = record["url"].partition("#")
     fragment = "%20".join(record["text"].split()[:3])
-    page.goto(f"{server}/{path}{query}#{pid}:~:text={fragment}")
+    page.goto(f"{example_server}/{path}{query}#{pid}:~:text={fragment}")
     wait_highlighted(page, pid)
     assert page.evaluate("location.search") == ""

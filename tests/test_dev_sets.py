@@ -22,7 +22,7 @@ from benchmarks import _harness as harness
 from benchmarks import answer_quality as aq
 from sphinx_ragcite.evaluate import load_qa
 
-from conftest import REPO
+from helpers.repo import REPO
 
 QA = REPO / "benchmarks" / "qa"
 

@@ -19,7 +19,8 @@ import pytest
 from sphinx_ragcite.contracts import Answer, Citation, ShownPassage
 from sphinx_ragcite.extension.config import fields
 
-from conftest import REPO, Builds, sphinx_build
+from helpers.builds import Builds, sphinx_build
+from helpers.repo import REPO
 
 pytest.importorskip("myst_parser", reason="the docs need the myst extra")
 #: The docs build embeds every page (about 35 CPU s): out of the quick tier.
@@ -30,14 +31,14 @@ DOCS = REPO / "docs"
 
 
 @pytest.fixture(scope="module")
-def built(builds: Builds) -> Path:
+def docs_build(builds: Builds) -> Path:
     """docs/ built once per session (any worker), in place as the docs job
     builds it (its pages include files beside it, ../CHANGELOG.md), but
     with pooled sentence vectors."""
 
     def make(folder: Path) -> None:
         # Sentence vectors pooled from the passage pass, as the corpora are
-        # built (conftest): 34 instead of 55 CPU s, and nothing checked here
+        # built (plugins/environment.py): 34 instead of 55 CPU s; nothing checked here
         # depends on how sentence vectors are made.
         warnings = sphinx_build(
             DOCS, folder / "html", "-W", "--keep-going",
@@ -59,13 +60,17 @@ def page_text(built: Path, page: str) -> str:
     return " ".join(body.get_text(" ").split())
 
 
-def test_docs_build_their_own_index(built: Path) -> None:
-    manifest = json.loads((built / "_ragcite" / "manifest.json").read_text("utf-8"))
+def test_docs_build_their_own_index(docs_build: Path) -> None:
+    manifest = json.loads(
+        (docs_build / "_ragcite" / "manifest.json").read_text("utf-8")
+    )
     assert manifest["project"] == "sphinx-ragcite"
     assert manifest["counts"]["passages"] > 100
     assert manifest["embedding"] is not None
     # Every page of the Diátaxis structure is indexed and anchored.
-    passages = (built / "_ragcite" / manifest["files"]["passages"]).read_text("utf-8")
+    passages = (docs_build / "_ragcite" / manifest["files"]["passages"]).read_text(
+        "utf-8"
+    )
     docnames = {json.loads(line)["docname"] for line in passages.splitlines()}
     for docname in (
         "index",
@@ -88,12 +93,12 @@ def test_docs_build_their_own_index(built: Path) -> None:
         "explanation/confidence",
     ):
         assert docname in docnames
-    assert 'id="ch1-sec1-p1"' in (built / "tutorial.html").read_text("utf-8")
+    assert 'id="ch1-sec1-p1"' in (docs_build / "tutorial.html").read_text("utf-8")
 
 
-def test_every_config_field_is_in_the_reference(built: Path) -> None:
-    html = (built / "reference" / "config.html").read_text("utf-8")
-    text = page_text(built, "reference/config.html")
+def test_every_config_field_is_in_the_reference(docs_build: Path) -> None:
+    html = (docs_build / "reference" / "config.html").read_text("utf-8")
+    text = page_text(docs_build, "reference/config.html")
     for field in fields():
         assert f"ragcite_{field.name}" in text
         assert f'id="confval-ragcite_{field.name}"' in html
@@ -101,10 +106,10 @@ def test_every_config_field_is_in_the_reference(built: Path) -> None:
         assert field.metadata["help"].split(".")[0][:40] in text
 
 
-def test_every_command_and_endpoint_is_in_the_reference(built: Path) -> None:
+def test_every_command_and_endpoint_is_in_the_reference(docs_build: Path) -> None:
     from sphinx_ragcite.cli import build_parser
 
-    cli = page_text(built, "reference/cli.html")
+    cli = page_text(docs_build, "reference/cli.html")
     parser = build_parser()
     commands = next(a for a in parser._actions if hasattr(a, "choices") and a.choices)
     for name, sub in commands.choices.items():
@@ -118,7 +123,7 @@ def test_every_command_and_endpoint_is_in_the_reference(built: Path) -> None:
     from sphinx_ragcite.server.app import create_app
     from sphinx_ragcite.server.settings import ServerSettings
 
-    api = page_text(built, "reference/http-api.html")
+    api = page_text(docs_build, "reference/http-api.html")
     spec = create_app(ServerSettings(build_dir=DOCS)).openapi()
     for path, methods in spec["paths"].items():
         for method in methods:
@@ -128,16 +133,18 @@ def test_every_command_and_endpoint_is_in_the_reference(built: Path) -> None:
             assert schema in api
 
 
-def test_answer_json_page_names_every_field(built: Path) -> None:
-    text = page_text(built, "reference/answer-json.html")
+def test_answer_json_page_names_every_field(docs_build: Path) -> None:
+    text = page_text(docs_build, "reference/answer-json.html")
     for model in (Answer, Citation, ShownPassage):
         for name in model.model_fields:
             assert name in text, name
 
 
-def test_index_format_page_names_every_manifest_key_and_role(built: Path) -> None:
-    manifest = json.loads((built / "_ragcite" / "manifest.json").read_text("utf-8"))
-    text = page_text(built, "reference/index-format.html")
+def test_index_format_page_names_every_manifest_key_and_role(docs_build: Path) -> None:
+    manifest = json.loads(
+        (docs_build / "_ragcite" / "manifest.json").read_text("utf-8")
+    )
+    text = page_text(docs_build, "reference/index-format.html")
     for key in manifest:
         assert f"{key}" in text, key
     for role, name in manifest["files"].items():
@@ -147,14 +154,16 @@ def test_index_format_page_names_every_manifest_key_and_role(built: Path) -> Non
         assert generic.rsplit("/", 1)[-1] in text, name
     for key in manifest["embedding"] or {}:
         assert key in text, key
-    passages = (built / "_ragcite" / manifest["files"]["passages"]).read_text("utf-8")
+    passages = (docs_build / "_ragcite" / manifest["files"]["passages"]).read_text(
+        "utf-8"
+    )
     for key in json.loads(passages.splitlines()[0]):
         assert key in text, key
 
 
-def test_screenshots_are_shown_with_alt_text(built: Path) -> None:
+def test_screenshots_are_shown_with_alt_text(docs_build: Path) -> None:
     shown = set()
-    for page in built.rglob("*.html"):
+    for page in docs_build.rglob("*.html"):
         soup = BeautifulSoup(page.read_text("utf-8"), "html.parser")
         for img in soup.find_all("img"):
             src = img.get("src", "")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from helpers.repo import REPO
 
 DOCS = REPO / "docs"
 RECORD = DOCS / "_static" / "screenshots" / "shots.json"

@@ -1,37 +1,32 @@
 """The browser engine's inputs, fuzzed: ``benchmarks/fuzz_engine.py`` in short.
 
 Under ``CI=true`` a missing Node or onnxruntime-web fails instead of
-skipping (conftest): CI must hold the engine to this.
+skipping (``helpers.ci``): CI must hold the engine to this.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, benchmark
+from helpers.ci import skip_or_fail
+from helpers.node import need_node
+from helpers.repo import REPO, benchmark
 
 ORT = REPO / "node_modules" / "onnxruntime-web" / "dist" / "ort.wasm.min.js"
 
+#: Why CI fails where Node or onnxruntime-web is missing.
+WHY = "CI must fuzz the browser engine"
 pytestmark = [pytest.mark.node, pytest.mark.slow, pytest.mark.fuzz]
 
 
 @pytest.fixture(scope="module")
 def runnable() -> None:
-    missing = (
-        "node is not on PATH"
-        if shutil.which("node") is None
-        else "onnxruntime-web is not installed (npm ci)"
-        if not ORT.is_file()
-        else None
-    )
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{missing}: CI must fuzz the browser engine")
-        pytest.skip(missing)
+    """Node and onnxruntime-web; else a skip (a failure under ``CI=true``)."""
+    need_node(WHY)
+    if not ORT.is_file():
+        skip_or_fail("onnxruntime-web is not installed (npm ci)", WHY)
 
 
 def test_fuzzed_engine_inputs_always_get_a_reply_with_a_sentence(

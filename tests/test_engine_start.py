@@ -18,30 +18,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_browser_answers import QUESTION, ask, serve, watched
-from test_widget import CHROMIUM, LAUNCH_ARGS
 
-from conftest import REPO, read_manifest
+from helpers.browser import CHROMIUM, LAUNCH_ARGS, QUESTION, ask, watched
+from helpers.builds import read_manifest
+from helpers.repo import REPO
+from helpers.servers import serve
 
 #: The files a later page must not fetch again (the runtime and the model).
 LARGE = ("model", "ort_wasm")
-
-
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Path:
-    assert "model" in read_manifest(example_site)["files"], "no engine shipped"
-    return example_site
-
-
-@pytest.fixture
-def private(browser):
-    """A private window (Playwright's new_context is off the record: its
-    HTTP cache lives in memory and keeps nothing as large as the model)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = watched(context.new_page())
-    yield page
-    context.close()
-    assert not page.errors, page.errors
 
 
 def bodies(served: list[tuple[str, str, int]], name: str) -> int:
@@ -67,11 +51,11 @@ def cached_urls(page) -> list[str]:
 
 
 def test_a_later_page_in_a_private_window_fetches_neither_model_nor_runtime(
-    private, site: Path
+    watched_page, engine_site: Path
 ) -> None:
-    files = read_manifest(site)["files"]
-    page = private
-    with serve(site) as (base, served):
+    files = read_manifest(engine_site)["files"]
+    page = watched_page
+    with serve(engine_site) as (base, served):
         page.goto(f"{base}/index.html")
         assert ask(page, QUESTION)["metadata"]["engine"] == "browser"
         for later in ("beans.html", "brewing/pour_over.html"):
@@ -86,13 +70,13 @@ def test_a_later_page_in_a_private_window_fetches_neither_model_nor_runtime(
 
 
 def test_the_cache_keeps_only_the_files_of_the_current_build(
-    private, site: Path, tmp_path: Path
+    watched_page, engine_site: Path, tmp_path: Path
 ) -> None:
     """A new build names new files: the next visit deletes the old ones
     from the cache, so it never holds more than one build."""
     root = tmp_path / "html"
-    shutil.copytree(site, root)
-    page = private
+    shutil.copytree(engine_site, root)
+    page = watched_page
     with serve(root) as (base, _):
         page.goto(f"{base}/index.html")
         ask(page, QUESTION)
@@ -117,11 +101,11 @@ def test_the_cache_keeps_only_the_files_of_the_current_build(
 
 
 def test_a_damaged_copy_in_the_cache_is_not_run_but_fetched_again(
-    private, site: Path
+    watched_page, engine_site: Path
 ) -> None:
-    files = read_manifest(site)["files"]
-    page = private
-    with serve(site) as (base, served):
+    files = read_manifest(engine_site)["files"]
+    page = watched_page
+    with serve(engine_site) as (base, served):
         page.goto(f"{base}/index.html")
         ask(page, QUESTION)
         url = f"{base}/_ragcite/{files['model']}"
@@ -142,37 +126,34 @@ def test_a_damaged_copy_in_the_cache_is_not_run_but_fetched_again(
 
 
 def test_the_panel_says_the_engine_is_starting_after_the_download(
-    page, site: Path
+    watched_page, engine_site: Path
 ) -> None:
     """The bar is full for seconds while the runtime compiles and the model
     starts: the label says so instead of "37.9 of 37.9 MB"."""
-    with serve(site) as (base, _):
-        page.goto(f"{base}/index.html")
-        page.evaluate("window.ragcite.open()")
-        page.fill("#ragcite-question", QUESTION)
-        page.press("#ragcite-question", "Enter")
-        page.locator(".ragcite-in-browser").wait_for(state="visible", timeout=120_000)
-        shown = page.evaluate("window.__progress")
-        phases = [m for _, m in page.evaluate("window.__messages") if m == "phase"]
+    with serve(engine_site) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        watched_page.evaluate("window.ragcite.open()")
+        watched_page.fill("#ragcite-question", QUESTION)
+        watched_page.press("#ragcite-question", "Enter")
+        watched_page.locator(".ragcite-in-browser").wait_for(
+            state="visible", timeout=120_000
+        )
+        shown = watched_page.evaluate("window.__progress")
+        phases = [
+            m for _, m in watched_page.evaluate("window.__messages") if m == "phase"
+        ]
     assert "Starting the answer engine…" in shown, shown
     assert shown.index("Starting the answer engine…") > 0  # after the download
     assert phases == ["phase"]
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = watched(context.new_page())
-    yield page
-    context.close()
-    assert not page.errors, page.errors
-
-
-def test_a_plain_http_host_answers_without_cache_storage(browser, site: Path) -> None:
+def test_a_plain_http_host_answers_without_cache_storage(
+    browser, engine_site: Path
+) -> None:
     """On a host over plain HTTP (not localhost) the page is no secure
     context and has no Cache Storage: answers still come, from the HTTP
     cache and the network, with nothing in the console."""
-    with serve(site) as (base, _):
+    with serve(engine_site) as (base, _):
         port = base.rsplit(":", 1)[1]
         other = browser.browser_type.launch(
             executable_path=str(CHROMIUM),
@@ -194,9 +175,13 @@ def test_a_plain_http_host_answers_without_cache_storage(browser, site: Path) ->
 # -- the model as the browser runs it ---------------------------------------------
 
 
-def test_the_shipped_model_looks_rows_up_before_it_dequantises(site: Path) -> None:
+def test_the_shipped_model_looks_rows_up_before_it_dequantises(
+    engine_site: Path,
+) -> None:
     onnx = pytest.importorskip("onnx")
-    model = onnx.load(str(site / "_ragcite" / read_manifest(site)["files"]["model"]))
+    model = onnx.load(
+        str(engine_site / "_ragcite" / read_manifest(engine_site)["files"]["model"])
+    )
     made_by = {out: n for n in model.graph.node for out in n.output}
     tables = {t.name: tuple(t.dims) for t in model.graph.initializer}
     gathers = [n for n in model.graph.node if n.op_type == "Gather"]
@@ -206,13 +191,12 @@ def test_the_shipped_model_looks_rows_up_before_it_dequantises(site: Path) -> No
     assert all(made_by.get(n.input[0]) is None for n in word)
 
 
-def test_node_gives_python_vectors_with_the_shipped_model(site: Path) -> None:
+def test_node_gives_python_vectors_with_the_shipped_model(
+    node: str, engine_site: Path
+) -> None:
     """js/test/encode.test.js over the model the site ships (not the
     package's): Python's vectors, cosine >= 0.9999."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not on PATH")
-    model = site / "_ragcite" / read_manifest(site)["files"]["model"]
+    model = engine_site / "_ragcite" / read_manifest(engine_site)["files"]["model"]
     run = subprocess.run(
         [node, "--test", str(REPO / "js" / "test" / "encode.test.js")],
         env={**os.environ, "RAGCITE_MODEL_ONNX": str(model)},

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from conftest import EXAMPLE_BOOK, Builds, read_passages
-from test_anchors import check_anchors
+from helpers.anchors import check_anchors
+from helpers.builds import Builds, read_passages
+from helpers.repo import EXAMPLE_BOOK
 
 
 @pytest.mark.slow

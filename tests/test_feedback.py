@@ -13,7 +13,7 @@ import pytest
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import serving, wait_until
+from helpers.servers import serving, wait_until
 
 QUESTION = "How long is the bloom?"
 

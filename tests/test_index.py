@@ -23,13 +23,8 @@ from sphinx_ragcite.extension.writer import IndexWriter
 from sphinx_ragcite.formats.embeddings import dequantize, quantize
 from sphinx_ragcite.retrieval.site import Site
 
-from conftest import (
-    EXAMPLE_BOOK,
-    index_files,
-    passages_bytes,
-    read_manifest,
-    sphinx_build,
-)
+from helpers.builds import index_files, passages_bytes, read_manifest, sphinx_build
+from helpers.repo import EXAMPLE_BOOK
 
 
 def test_manifest_lists_every_file_with_its_checksum(example_site: Path) -> None:
@@ -116,7 +111,7 @@ def test_missing_model_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def book(tmp_path: Path) -> Path:
+def book_src(tmp_path: Path) -> Path:
     srcdir = tmp_path / "src"
     shutil.copytree(EXAMPLE_BOOK, srcdir, ignore=shutil.ignore_patterns("_build"))
     return srcdir
@@ -124,26 +119,26 @@ def book(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_incremental_build_embeds_only_changed_passages(
-    book: Path, tmp_path: Path, example_site: Path, own_embedding_cache: None
+    book_src: Path, tmp_path: Path, example_site: Path, own_embedding_cache: None
 ) -> None:
     out, doctrees = tmp_path / "html", tmp_path / "doctrees"
     options = ("-d", str(doctrees))
-    sphinx_build(book, out, *options)
+    sphinx_build(book_src, out, *options)
     total = read_manifest(out)["counts"]["passages"]
     assert read_manifest(out)["embedding"]["embedded"] == total
     assert index_files(out) == index_files(example_site)  # clean == clean
 
-    (book / "water.rst").touch()
-    sphinx_build(book, out, *options)
+    (book_src / "water.rst").touch()
+    sphinx_build(book_src, out, *options)
     assert read_manifest(out)["embedding"]["embedded"] == 0
     assert read_manifest(out)["embedding"]["sentences_embedded"] == 0
     assert index_files(out) == index_files(example_site)  # incremental == clean
 
-    care = book / "care.rst"
+    care = book_src / "care.rst"
     text = care.read_text("utf-8")
     first = text.index("\n\n", text.index("=====\n")) + 2  # first paragraph
     care.write_text(text[:first] + "Freshly edited. " + text[first:], "utf-8")
-    sphinx_build(book, out, *options)
+    sphinx_build(book_src, out, *options)
     assert read_manifest(out)["embedding"]["embedded"] == 1
     # one paragraph's sentences: its first one changed, the others are reused
     assert read_manifest(out)["embedding"]["sentences_embedded"] == 1
@@ -173,10 +168,10 @@ def test_sentence_vectors_are_the_answer_engines_sentences(
 
 @pytest.mark.slow
 def test_without_sentence_vectors_answers_are_the_same(
-    book: Path, tmp_path: Path, example_site: Path
+    book_src: Path, tmp_path: Path, example_site: Path
 ) -> None:
     out = tmp_path / "plain"
-    sphinx_build(book, out, "-D", "ragcite_sentence_vectors=0")
+    sphinx_build(book_src, out, "-D", "ragcite_sentence_vectors=0")
     manifest = read_manifest(out)
     assert "sentence_embeddings" not in manifest["files"]
     lazy, built = Site.load(out), Site.load(example_site)
@@ -195,22 +190,22 @@ def test_without_sentence_vectors_answers_are_the_same(
 
 @pytest.mark.slow
 def test_parallel_build_writes_identical_index(
-    book: Path, tmp_path: Path, example_site: Path
+    book_src: Path, tmp_path: Path, example_site: Path
 ) -> None:
     out = tmp_path / "parallel"
-    sphinx_build(book, out, "-j", "2", "-d", str(tmp_path / "doctrees"))
+    sphinx_build(book_src, out, "-j", "2", "-d", str(tmp_path / "doctrees"))
     assert index_files(out) == index_files(example_site)
 
 
 @pytest.mark.slow
-def test_custom_model_folder_and_bm25_only(book: Path, tmp_path: Path) -> None:
+def test_custom_model_folder_and_bm25_only(book_src: Path, tmp_path: Path) -> None:
     files = default_model_files()
     model = tmp_path / "my-model"
     model.mkdir()
     shutil.copy(files.model, model / "model.onnx")
     shutil.copy(files.tokenizer, model / "tokenizer.json")
     out = tmp_path / "custom"
-    sphinx_build(book, out, "-D", f"ragcite_embedding_model={model}")
+    sphinx_build(book_src, out, "-D", f"ragcite_embedding_model={model}")
     embedding = read_manifest(out)["embedding"]
     assert embedding["model"].startswith("my-model@")
     with pytest.raises(Exception, match="embedding-model"):
@@ -219,7 +214,7 @@ def test_custom_model_folder_and_bm25_only(book: Path, tmp_path: Path) -> None:
     assert hits
 
     out = tmp_path / "bm25only"
-    sphinx_build(book, out, "-D", "ragcite_embeddings=0")
+    sphinx_build(book_src, out, "-D", "ragcite_embeddings=0")
     manifest = read_manifest(out)
     assert manifest["embedding"] is None
     assert "embeddings" not in manifest["files"]
@@ -232,9 +227,11 @@ def test_custom_model_folder_and_bm25_only(book: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_missing_model_folder_warns_and_keeps_bm25(book: Path, tmp_path: Path) -> None:
+def test_missing_model_folder_warns_and_keeps_bm25(
+    book_src: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "html"
-    warnings = sphinx_build(book, out, "-D", "ragcite_embedding_model=/nonexistent")
+    warnings = sphinx_build(book_src, out, "-D", "ragcite_embedding_model=/nonexistent")
     assert "does not exist" in warnings
     assert "[ragcite.model]" in warnings
     assert read_manifest(out)["embedding"] is None

@@ -26,13 +26,6 @@ from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.retrieval.site import Site
 
 
-@pytest.fixture
-def copy(example_site: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "site"
-    shutil.copytree(example_site / "_ragcite", target / "_ragcite")
-    return target
-
-
 def manifest_of(site: Path) -> dict[str, Any]:
     return json.loads((site / "_ragcite" / "manifest.json").read_text())
 
@@ -68,56 +61,58 @@ def fails(site: Path, match: str) -> None:
 # -- item 4: every file a plain file inside _ragcite/ --------------------------
 
 
-def test_a_relative_path_out_of_the_index_is_refused(copy: Path) -> None:
-    outside = copy / "outside"
+def test_a_relative_path_out_of_the_index_is_refused(index_copy: Path) -> None:
+    outside = index_copy / "outside"
     outside.mkdir()
-    manifest = manifest_of(copy)
-    data = (copy / "_ragcite" / manifest["files"]["passages"]).read_bytes()
+    manifest = manifest_of(index_copy)
+    data = (index_copy / "_ragcite" / manifest["files"]["passages"]).read_bytes()
     (outside / "passages.jsonl").write_bytes(data)
-    point_role(copy, "passages", "../outside/passages.jsonl", data)
-    fails(copy, "outside the index")
+    point_role(index_copy, "passages", "../outside/passages.jsonl", data)
+    fails(index_copy, "outside the index")
 
 
-def test_an_absolute_path_is_refused(copy: Path) -> None:
-    manifest = manifest_of(copy)
-    path = (copy / "_ragcite" / manifest["files"]["passages"]).resolve()
-    point_role(copy, "passages", str(path), path.read_bytes())
-    fails(copy, "outside the index")
+def test_an_absolute_path_is_refused(index_copy: Path) -> None:
+    manifest = manifest_of(index_copy)
+    path = (index_copy / "_ragcite" / manifest["files"]["passages"]).resolve()
+    point_role(index_copy, "passages", str(path), path.read_bytes())
+    fails(index_copy, "outside the index")
 
 
-def test_a_symlink_to_an_outside_file_is_refused(copy: Path, tmp_path: Path) -> None:
-    manifest = manifest_of(copy)
-    inside = copy / "_ragcite" / manifest["files"]["passages"]
+def test_a_symlink_to_an_outside_file_is_refused(
+    index_copy: Path, tmp_path: Path
+) -> None:
+    manifest = manifest_of(index_copy)
+    inside = index_copy / "_ragcite" / manifest["files"]["passages"]
     outside = tmp_path / "elsewhere.jsonl"
     outside.write_bytes(inside.read_bytes())
     inside.unlink()
     inside.symlink_to(outside)
-    fails(copy, "symbolic link")
+    fails(index_copy, "symbolic link")
 
 
-def test_a_symlinked_manifest_is_refused(copy: Path, tmp_path: Path) -> None:
-    path = copy / "_ragcite" / "manifest.json"
+def test_a_symlinked_manifest_is_refused(index_copy: Path, tmp_path: Path) -> None:
+    path = index_copy / "_ragcite" / "manifest.json"
     outside = tmp_path / "manifest.json"
     shutil.move(path, outside)
     path.symlink_to(outside)
-    fails(copy, "symbolic link")
+    fails(index_copy, "symbolic link")
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_a_fifo_does_not_hang_the_loader(copy: Path) -> None:
+def test_a_fifo_does_not_hang_the_loader(index_copy: Path) -> None:
     """Run in a child with a deadline: a hang is a failure, not a stuck suite."""
-    os.mkfifo(copy / "_ragcite" / "trap")
-    manifest = manifest_of(copy)
+    os.mkfifo(index_copy / "_ragcite" / "trap")
+    manifest = manifest_of(index_copy)
     if "moved" not in manifest["files"]:
         pytest.skip("this build has no moved links")
-    point_role(copy, "moved", "trap")
+    point_role(index_copy, "moved", "trap")
     code = (
         "import sys\n"
         "from sphinx_ragcite.retrieval.site import Site\n"
         "from sphinx_ragcite.errors import SiteIndexError\n"
         "try:\n"
-        f"    Site.load({str(copy)!r})\n"
+        f"    Site.load({str(index_copy)!r})\n"
         "except SiteIndexError as e:\n"
         "    print(e); sys.exit(2)\n"
     )
@@ -128,17 +123,17 @@ def test_a_fifo_does_not_hang_the_loader(copy: Path) -> None:
     assert "not a regular file" in result.stdout
 
 
-def test_dev_zero_is_not_read(copy: Path) -> None:
-    point_role(copy, "moved" if "moved" in manifest_of(copy)["files"] else "passages",
-               "/dev/zero")  # fmt: skip
-    fails(copy, "outside the index")
+def test_dev_zero_is_not_read(index_copy: Path) -> None:
+    role = "moved" if "moved" in manifest_of(index_copy)["files"] else "passages"
+    point_role(index_copy, role, "/dev/zero")
+    fails(index_copy, "outside the index")
 
 
-def test_a_size_that_disagrees_with_the_manifest(copy: Path) -> None:
-    manifest = manifest_of(copy)
+def test_a_size_that_disagrees_with_the_manifest(index_copy: Path) -> None:
+    manifest = manifest_of(index_copy)
     manifest["bytes"]["passages"] += 1
-    write_manifest(copy, manifest)
-    fails(copy, "the manifest says")
+    write_manifest(index_copy, manifest)
+    fails(index_copy, "the manifest says")
 
 
 # -- item 5: the manifest and the records are validated -------------------------
@@ -167,11 +162,11 @@ def test_a_size_that_disagrees_with_the_manifest(copy: Path) -> None:
         "no-vocab",
     ],
 )
-def test_malformed_manifest_fields(copy: Path, edit: Any, match: str) -> None:
-    manifest = manifest_of(copy)
+def test_malformed_manifest_fields(index_copy: Path, edit: Any, match: str) -> None:
+    manifest = manifest_of(index_copy)
     edit(manifest)
-    write_manifest(copy, manifest)
-    fails(copy, f"damaged.*{match}")
+    write_manifest(index_copy, manifest)
+    fails(index_copy, f"damaged.*{match}")
 
 
 @pytest.mark.parametrize(
@@ -182,35 +177,35 @@ def test_malformed_manifest_fields(copy: Path, edit: Any, match: str) -> None:
         ("not json", "not a passage record"),
     ],
 )
-def test_bad_passage_lines(copy: Path, line: str, match: str) -> None:
-    manifest = manifest_of(copy)
-    path = copy / "_ragcite" / manifest["files"]["passages"]
+def test_bad_passage_lines(index_copy: Path, line: str, match: str) -> None:
+    manifest = manifest_of(index_copy)
+    path = index_copy / "_ragcite" / manifest["files"]["passages"]
     lines = path.read_bytes().splitlines(keepends=True)
     lines[3] = line.encode() + b"\n"
-    replace_role(copy, "passages", b"".join(lines))
-    fails(copy, f"line 4: {match}")
+    replace_role(index_copy, "passages", b"".join(lines))
+    fails(index_copy, f"line 4: {match}")
 
 
-def test_a_repeated_passage_id(copy: Path) -> None:
-    manifest = manifest_of(copy)
-    path = copy / "_ragcite" / manifest["files"]["passages"]
+def test_a_repeated_passage_id(index_copy: Path) -> None:
+    manifest = manifest_of(index_copy)
+    path = index_copy / "_ragcite" / manifest["files"]["passages"]
     lines = path.read_bytes().splitlines(keepends=True)
     lines[1] = lines[0]
-    replace_role(copy, "passages", b"".join(lines))
-    fails(copy, "repeats")
+    replace_role(index_copy, "passages", b"".join(lines))
+    fails(index_copy, "repeats")
 
 
-def test_a_moved_value_that_is_not_a_url(copy: Path) -> None:
-    if "moved" not in manifest_of(copy)["files"]:
-        point_role(copy, "moved", "moved.bad.js")
-        manifest = manifest_of(copy)
+def test_a_moved_value_that_is_not_a_url(index_copy: Path) -> None:
+    if "moved" not in manifest_of(index_copy)["files"]:
+        point_role(index_copy, "moved", "moved.bad.js")
+        manifest = manifest_of(index_copy)
         manifest["files"]["moved"] = "moved.bad.js"
-        write_manifest(copy, manifest)
-        (copy / "_ragcite" / "moved.bad.js").write_bytes(b"")
+        write_manifest(index_copy, manifest)
+        (index_copy / "_ragcite" / "moved.bad.js").write_bytes(b"")
     replace_role(
-        copy, "moved", b'globalThis.ragcite_moved={"a.html#ch1-sec1-p1":[]};\n'
+        index_copy, "moved", b'globalThis.ragcite_moved={"a.html#ch1-sec1-p1":[]};\n'
     )
-    fails(copy, "not a URL")
+    fails(index_copy, "not a URL")
 
 
 def npy(array: np.ndarray) -> bytes:
@@ -221,70 +216,72 @@ def npy(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def test_an_npy_header_claiming_gigabytes(copy: Path) -> None:
+def test_an_npy_header_claiming_gigabytes(index_copy: Path) -> None:
     """A header of shape (300M, 128) over a few bytes: refused, not allocated."""
     data = npy(np.zeros((2, 128), dtype=np.int8))
     header_end = data.index(b"\n") + 1
     header = data[:header_end].replace(b"(2, 128)", b"(300000000, 128)")
     header = header[:-1].ljust(header_end - 1) + b"\n"
     replace_role(
-        copy, "embeddings", header[: len(data[:header_end])] + data[header_end:]
+        index_copy, "embeddings", header[: len(data[:header_end])] + data[header_end:]
     )
-    fails(copy, "shape")
+    fails(index_copy, "shape")
 
 
-def test_embeddings_of_the_wrong_dimension(copy: Path) -> None:
-    count = manifest_of(copy)["counts"]["passages"]
-    replace_role(copy, "embeddings", npy(np.zeros((count, 16), dtype=np.int8)))
-    fails(copy, r"shape \(" + str(count) + ", 16\\)")
+def test_embeddings_of_the_wrong_dimension(index_copy: Path) -> None:
+    count = manifest_of(index_copy)["counts"]["passages"]
+    replace_role(index_copy, "embeddings", npy(np.zeros((count, 16), dtype=np.int8)))
+    fails(index_copy, r"shape \(" + str(count) + ", 16\\)")
 
 
-def test_embeddings_that_are_not_numbers(copy: Path) -> None:
-    count = manifest_of(copy)["counts"]["passages"]
+def test_embeddings_that_are_not_numbers(index_copy: Path) -> None:
+    count = manifest_of(index_copy)["counts"]["passages"]
     scales = np.full(count, np.nan, dtype=np.float32)
-    replace_role(copy, "embedding_scales", npy(scales))
-    fails(copy, "non-numbers")
+    replace_role(index_copy, "embedding_scales", npy(scales))
+    fails(index_copy, "non-numbers")
 
 
-def test_sentence_vectors_with_a_flipped_byte(copy: Path) -> None:
+def test_sentence_vectors_with_a_flipped_byte(index_copy: Path) -> None:
     """The mapped file is checked like a read one: its digest, at load."""
-    manifest = manifest_of(copy)
-    path = copy / "_ragcite" / manifest["files"]["sentence_embeddings"]
+    manifest = manifest_of(index_copy)
+    path = index_copy / "_ragcite" / manifest["files"]["sentence_embeddings"]
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
-    fails(copy, "checksum")
+    fails(index_copy, "checksum")
 
 
-def test_sentence_vectors_of_the_wrong_shape(copy: Path) -> None:
-    total = manifest_of(copy)["embedding"]["sentences"]
-    replace_role(copy, "sentence_embeddings", npy(np.zeros((total, 16), dtype=np.int8)))
-    fails(copy, "sentence_embeddings")
+def test_sentence_vectors_of_the_wrong_shape(index_copy: Path) -> None:
+    total = manifest_of(index_copy)["embedding"]["sentences"]
+    replace_role(
+        index_copy, "sentence_embeddings", npy(np.zeros((total, 16), dtype=np.int8))
+    )
+    fails(index_copy, "sentence_embeddings")
 
 
-def test_sentence_offsets_that_run_backwards(copy: Path) -> None:
-    count = manifest_of(copy)["counts"]["passages"]
+def test_sentence_offsets_that_run_backwards(index_copy: Path) -> None:
+    count = manifest_of(index_copy)["counts"]["passages"]
     offsets = np.zeros(count + 1, dtype=np.int64)
     offsets[1] = 5  # then back to 0
-    replace_role(copy, "sentence_offsets", npy(offsets))
-    fails(copy, "row starts")
+    replace_role(index_copy, "sentence_offsets", npy(offsets))
+    fails(index_copy, "row starts")
 
 
-def test_empty_bm25_parameters(copy: Path) -> None:
-    replace_role(copy, "bm25.params", b"{}")
-    fails(copy, "does not index")
+def test_empty_bm25_parameters(index_copy: Path) -> None:
+    replace_role(index_copy, "bm25.params", b"{}")
+    fails(index_copy, "does not index")
 
 
-def test_bm25_arrays_that_do_not_fit(copy: Path) -> None:
-    replace_role(copy, "bm25.indptr", npy(np.array([0, 5, 3], dtype=np.int32)))
-    fails(copy, "do not fit")
+def test_bm25_arrays_that_do_not_fit(index_copy: Path) -> None:
+    replace_role(index_copy, "bm25.indptr", npy(np.array([0, 5, 3], dtype=np.int32)))
+    fails(index_copy, "do not fit")
 
 
 @pytest.mark.slow
-def test_the_cli_says_what_is_wrong_and_exits_2(copy: Path) -> None:
-    manifest = manifest_of(copy)
+def test_the_cli_says_what_is_wrong_and_exits_2(index_copy: Path) -> None:
+    manifest = manifest_of(index_copy)
     manifest["files"]["passages"] = "../../etc/passwd"
-    write_manifest(copy, manifest)
+    write_manifest(index_copy, manifest)
     result = subprocess.run(
         [
             sys.executable,
@@ -293,7 +290,7 @@ def test_the_cli_says_what_is_wrong_and_exits_2(copy: Path) -> None:
             "search",
             "bloom",
             "--site",
-            str(copy),
+            str(index_copy),
         ],
         capture_output=True,
         text=True,

@@ -9,28 +9,22 @@ saying so, and fails under ``CI=true``.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import REPO
+from helpers.ci import skip_or_fail
+from helpers.repo import REPO
 
 TSC = REPO / "node_modules" / ".bin" / "tsc"
 
 
 @pytest.mark.slow
-def test_tsc_finds_no_type_errors() -> None:
-    missing = None
-    if shutil.which("node") is None:
-        missing = "node is not on PATH"
-    elif not TSC.exists():
-        missing = "TypeScript is not installed: run `npm ci`"
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{missing} (CI=true: the JS types must be checked)")
-        pytest.skip(missing)
+def test_tsc_finds_no_type_errors(node: str) -> None:
+    if not TSC.exists():
+        skip_or_fail(
+            "TypeScript is not installed: run `npm ci`", "the JS types must be checked"
+        )
     pinned = json.loads((REPO / "package.json").read_text())["devDependencies"]
     installed = json.loads(
         (REPO / "node_modules" / "typescript" / "package.json").read_text()

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import REPO
+from helpers.repo import REPO
 
 
 @pytest.mark.slow
-@pytest.mark.node  # under CI=true a skip fails the run (conftest)
-@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
-def test_node_test_runner_passes() -> None:
+@pytest.mark.node  # under CI=true a skip fails the run (plugins/ci.py)
+def test_node_test_runner_passes(node: str) -> None:
     result = subprocess.run(
-        ["node", "--test", "js/test/"],
+        [node, "--test", "js/test/"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import unicodedata
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,17 +40,10 @@ from sphinx_ragcite.text import (
     tokenizer,
 )
 
-from conftest import REPO, ROOTS, read_manifest, sphinx_build
+from helpers.builds import read_manifest, sphinx_build
+from helpers.repo import REPO, ROOTS
 
 CASES = json.loads((REPO / "tests" / "golden" / "tokenizer_cases.json").read_text())
-NODE = shutil.which("node")
-
-
-def needs_node(test: Callable[..., None]) -> Callable[..., None]:
-    """Skips *test* without Node; under ``CI=true`` that skip fails the run
-    (conftest): CI installs Node."""
-    skip = pytest.mark.skipif(NODE is None, reason="node is not on PATH")
-    return pytest.mark.node(skip(test))
 
 
 def test_case_file_specs_are_the_ones_the_build_writes() -> None:
@@ -313,8 +305,8 @@ def test_a_spec_this_version_cannot_reproduce_fails_to_load(books, tmp_path) -> 
         Site.load(site)
 
 
-@needs_node
-def test_static_search_in_node_finds_the_passage(books, tmp_path) -> None:
+@pytest.mark.node  # under CI=true a skip fails the run (plugins/ci.py)
+def test_static_search_in_node_finds_the_passage(node: str, books, tmp_path) -> None:
     runner = r"""
 const fs = require("fs"), path = require("path");
 const [jsdir, input, output] = process.argv.slice(1);
@@ -333,9 +325,8 @@ fs.writeFileSync(output, JSON.stringify(result));
         payload.append({"index": index, "queries": queries})
     src, dst = tmp_path / "in.json", tmp_path / "out.json"
     src.write_text(json.dumps(payload, ensure_ascii=False), "utf-8")
-    assert NODE is not None
     subprocess.run(
-        [NODE, "-e", runner, str(REPO / "js"), str(src), str(dst)],
+        [node, "-e", runner, str(REPO / "js"), str(src), str(dst)],
         check=True,
         timeout=120,
     )
@@ -374,9 +365,9 @@ def vocabulary(code: str) -> list[str]:
     return base + sorted({w + s for w in base[:2000] for s in SUFFIXES})
 
 
-@needs_node
+@pytest.mark.node  # under CI=true a skip fails the run (plugins/ci.py)
 @pytest.mark.parametrize("code", sorted(set(SNOWBALL) - {"en"}))
-def test_js_snowball_stemmers_agree_with_pystemmer(code, tmp_path) -> None:
+def test_js_snowball_stemmers_agree_with_pystemmer(node: str, code, tmp_path) -> None:
     name = SNOWBALL[code]
     words = vocabulary(code)
     assert len(words) > 500, code
@@ -388,8 +379,7 @@ def test_js_snowball_stemmers_agree_with_pystemmer(code, tmp_path) -> None:
         "const w=JSON.parse(fs.readFileSync(process.argv[1],'utf8'));"
         "fs.writeFileSync(process.argv[2],JSON.stringify(w.map(stem)));"
     )
-    assert NODE is not None
-    subprocess.run([NODE, "-e", script, str(src), str(dst)], check=True, timeout=120)
+    subprocess.run([node, "-e", script, str(src), str(dst)], check=True, timeout=120)
     got = json.loads(dst.read_text("utf-8"))
     expected = Stemmer.Stemmer(name).stemWords(words)
     wrong = [(w, j, p) for w, j, p in zip(words, got, expected, strict=True) if j != p]

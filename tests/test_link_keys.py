@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from conftest import REPO, build, read_passages
+from helpers.builds import build, read_passages
+from helpers.repo import REPO
 
 GOLDEN = json.loads((REPO / "tests" / "golden" / "link_keys.json").read_text("utf-8"))
 

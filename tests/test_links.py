@@ -17,7 +17,8 @@ from sphinx_ragcite.extension.link_history import (
 from sphinx_ragcite.extension.passages.records import content_hash
 from sphinx_ragcite.formats.moved import PREFIX
 
-from conftest import ROOTS, read_manifest, read_passages, sphinx_build
+from helpers.builds import read_manifest, read_passages, sphinx_build
+from helpers.repo import ROOTS
 
 PARAS = {
     "a": "The gooseneck kettle pours a thin steady stream onto the coffee bed.",

@@ -23,12 +23,12 @@ from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import (
+from helpers.builds import sphinx_build
+from helpers.servers import (
     free_port,
     health,
     leave_after_first_token,
     serving,
-    sphinx_build,
     sse_events,
     wait_until,
     wait_until_up,

@@ -29,7 +29,9 @@ from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.pages import prefers_markdown
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import EXAMPLE_BOOK, Builds, read_passages, serving
+from helpers.builds import Builds, read_passages
+from helpers.repo import EXAMPLE_BOOK
+from helpers.servers import serving
 
 #: What Chromium and Firefox send for a page they navigate to.
 BROWSER_ACCEPT = (
@@ -185,12 +187,6 @@ def test_no_links_without_llms_txt(example_src: Path, tmp_path: Path) -> None:
 # --- the server -----------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def client(example_site: Path):
-    with TestClient(create_app(ServerSettings(build_dir=example_site))) as client:
-        yield client
-
-
 def expect_links(response: httpx.Response) -> dict[str, str]:
     """rel -> the absolute URL of each ``Link`` of *response*."""
     found = {}
@@ -321,7 +317,9 @@ SECRET = "# Outside the site\n\nNobody should read this over HTTP.\n"
 
 
 @pytest.fixture(scope="module")
-def odd_site(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def symlinked_twins_site(
+    example_site: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     """The example book plus ``weird name.html``, whose twin is a symlink to a
     file outside the site, and ``alias.html``, whose twin links to another
     twin inside it."""
@@ -338,10 +336,14 @@ def odd_site(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return site
 
 
-def test_a_twin_linked_outside_the_site_is_served_by_no_door(odd_site: Path) -> None:
+def test_a_twin_linked_outside_the_site_is_served_by_no_door(
+    symlinked_twins_site: Path,
+) -> None:
     """Negotiation finds the twin by the static files' own lookup, so the
     same containment holds: a symlink out of the site is no twin at all."""
-    with TestClient(create_app(ServerSettings(build_dir=odd_site))) as client:
+    with TestClient(
+        create_app(ServerSettings(build_dir=symlinked_twins_site))
+    ) as client:
         assert client.get("/weird%20name.html.md").status_code == 404
         for accept in ("text/markdown", "text/markdown, text/html;q=0.5"):
             r = client.get("/weird%20name.html", headers={"Accept": accept})
@@ -354,7 +356,9 @@ def test_a_twin_linked_outside_the_site_is_served_by_no_door(odd_site: Path) -> 
         # a twin linked to a file inside the site is served, as the file is
         inside = client.get("/alias.html", headers={"Accept": "text/markdown"})
         assert inside.headers["content-type"] == "text/markdown; charset=utf-8"
-        assert inside.text == (odd_site / "water.html.md").read_text("utf-8")
+        assert inside.text == (symlinked_twins_site / "water.html.md").read_text(
+            "utf-8"
+        )
         assert client.get("/alias.html.md").text == inside.text
 
 

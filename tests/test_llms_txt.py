@@ -19,15 +19,9 @@ from llms_txt import parse_llms_file
 
 from sphinx_ragcite.extension.llms_txt import escape, escape_inline
 
-from conftest import (
-    ROOTS,
-    build,
-    read_manifest,
-    read_passages,
-    serving,
-    serving_files,
-    sphinx_build,
-)
+from helpers.builds import build, read_manifest, read_passages, sphinx_build
+from helpers.repo import ROOTS
+from helpers.servers import serving, serving_files
 
 #: ``[ch3-sec2-p4](water.html#ch3-sec2-p4)``: a passage's ID line in a copy.
 ID_LINE = re.compile(r"^\[(ch\d+-sec\d+-p\d+)\]\(([^)]*)\)$", re.MULTILINE)
@@ -252,7 +246,7 @@ def odd_site(make_app, rootdir: Path, tmp_path: Path, builder: str) -> Path:
 
 
 def passages_of(outdir: Path) -> list[dict]:
-    """conftest's read_passages, split as the server splits (bytes: U+0085 and
+    """``helpers.builds.read_passages``, split as the server splits (bytes: U+0085 and
     U+2028 in a record's text end no line)."""
     manifest = read_manifest(outdir)
     data = (outdir / "_ragcite" / manifest["files"]["passages"]).read_bytes()

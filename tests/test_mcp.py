@@ -15,20 +15,15 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from sphinx_ragcite.contracts import CITATION_DATE_ENV
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import (
-    EXAMPLE_BOOK,
-    ROOTS,
-    ragcite_serve,
-    read_passages,
-    run_async,
-    sphinx_build,
-)
+from helpers.builds import read_passages, sphinx_build
+from helpers.mcp import http_session
+from helpers.repo import EXAMPLE_BOOK, ROOTS
+from helpers.servers import ragcite_serve, run_async
 
 TOOLS = {"search", "ask", "get_passage", "cite"}
 QUESTION = "How long is the bloom?"
@@ -46,16 +41,6 @@ async def stdio_session(site: Path):
     )
     async with (
         stdio_client(params) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-@asynccontextmanager
-async def http_session(url: str):
-    async with (
-        streamable_http_client(url) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -836,7 +821,7 @@ def test_mcp_sites_over_stdio(example_site: Path, example_site_v2: Path) -> None
     """``ragcite mcp --site NAME=BUILD_DIR`` (twice): answers name their site."""
     from mcp import Client
 
-    from conftest import BLOOM_V1, BLOOM_V2
+    from helpers.builds import BLOOM_V1, BLOOM_V2
 
     question = "How long is the bloom?"
     command = mcp_command(

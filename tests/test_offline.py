@@ -25,7 +25,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import EXAMPLE_BOOK, REPO, ragcite_serve, read_manifest, sse_events
+from helpers.builds import read_manifest
+from helpers.repo import EXAMPLE_BOOK, REPO
+from helpers.servers import ragcite_serve, sse_events
 
 #: Applied to every Python child process through PYTHONPATH (uvicorn workers
 #: and Jupyter kernels included, since they inherit the environment).

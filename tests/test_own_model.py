@@ -26,7 +26,8 @@ from sphinx_ragcite.cli import main
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.retrieval.site import Site
 
-from conftest import ROOTS, read_manifest, sphinx_build
+from helpers.builds import read_manifest, sphinx_build
+from helpers.repo import ROOTS
 
 BOOK = ROOTS / "test-languages" / "zh_CN"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
@@ -108,7 +109,7 @@ def make_encoder(folder: Path, texts: list[str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def own_model_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The Chinese test book built with the tiny encoder: (model folder, html)."""
     root = tmp_path_factory.mktemp("own-model")
     src = root / "src"
@@ -129,9 +130,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.mark.slow
 def test_the_manifest_names_the_model_and_keeps_dense_search(
-    built: tuple[Path, Path],
+    own_model_build: tuple[Path, Path],
 ) -> None:
-    model, html = built
+    model, html = own_model_build
     manifest = read_manifest(html)
     assert manifest["tokenizer"]["segment"] == "cjk-bigrams"
     embedding = manifest["embedding"]
@@ -145,9 +146,9 @@ def test_the_manifest_names_the_model_and_keeps_dense_search(
 
 
 def test_dense_and_hybrid_search_rank_with_the_model(
-    built: tuple[Path, Path],
+    own_model_build: tuple[Path, Path],
 ) -> None:
-    model, html = built
+    model, html = own_model_build
     site = Site.load(html, model_dir=str(model))
     assert site.dense_search
     assert site.vectors is not None
@@ -174,9 +175,9 @@ def test_dense_and_hybrid_search_rank_with_the_model(
 
 
 def test_searching_without_the_model_is_a_clear_error(
-    built: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+    own_model_build: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, html = built
+    _, html = own_model_build
     site = Site.load(html)  # loading needs no model: the first question does
     with pytest.raises(SiteIndexError, match=r"tiny-zh@.*--embedding-model"):
         site.search(QUESTION, 3)
@@ -188,9 +189,9 @@ def test_searching_without_the_model_is_a_clear_error(
 
 
 def test_cli_search_with_the_model(
-    built: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+    own_model_build: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model, html = built
+    model, html = own_model_build
     argv = ["search", QUESTION, "--site", str(html), "--embedding-model", str(model)]
     assert main([*argv, "--k", "2", "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)["hits"]

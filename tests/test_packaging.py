@@ -34,7 +34,8 @@ from sphinx_ragcite.extension.browser_assets import (
     ort_runtime_files,
 )
 
-from conftest import REPO, ROOTS, Builds, read_manifest
+from helpers.builds import Builds, read_manifest
+from helpers.repo import REPO, ROOTS
 
 pytestmark = pytest.mark.packaging
 

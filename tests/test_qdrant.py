@@ -2,6 +2,8 @@
 
 Everything runs against qdrant-client's local mode (a folder or ``:memory:``),
 the same client API a Qdrant server answers; nothing touches the network.
+The server's own tests run against a server answering from Qdrant too: the
+``[qdrant]`` runs of ``test_server.py`` (its ``memory_and_qdrant`` tests).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from sphinx_ragcite.retrieval.site import Site
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import EXAMPLE_BOOK, read_passages, sphinx_build, sse_events
+from helpers.builds import read_passages, sphinx_build
+from helpers.repo import EXAMPLE_BOOK
+from helpers.servers import sse_events
 
 QUESTIONS = [q.question for q in load_qa(EXAMPLE_BOOK / "qa.jsonl")]
 #: answer-JSON fields that are measured, not computed
@@ -39,14 +43,6 @@ TIMINGS = {"retrieval_ms", "generation_ms", "verification_ms"}
 @pytest.fixture(scope="module")
 def memory_site(example_site: Path) -> Site:
     return Site.load(example_site)
-
-
-@pytest.fixture(scope="module")
-def qdrant_dir(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example book pushed to a local-mode folder (then closed)."""
-    folder = tmp_path_factory.mktemp("qdrant") / "store"
-    assert main(["push", str(example_site), "--qdrant", str(folder)]) == 0
-    return folder
 
 
 def copy_of(folder: Path, dest: Path) -> Path:
@@ -66,7 +62,7 @@ def qdrant_site(
 
 
 @pytest.fixture(scope="module")
-def edited_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def site_without_altitude(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example book without its water chapter's "Altitude" section."""
     root = tmp_path_factory.mktemp("edited")
     src = root / "src"
@@ -147,13 +143,13 @@ def test_a_second_push_changes_nothing(memory_site: Site) -> None:
 
 @pytest.mark.slow
 def test_a_re_push_removes_passages_the_site_no_longer_has(
-    memory_site: Site, edited_site: Path
+    memory_site: Site, site_without_altitude: Path
 ) -> None:
     client = connect(":memory:")
     push(client, memory_site, name="book", version="1")
-    edited = Site.load(edited_site)
+    edited = Site.load(site_without_altitude)
     result = push(client, edited, name="book", version="1")
-    now = sorted(p["passage_id"] for p in read_passages(edited_site))
+    now = sorted(p["passage_id"] for p in read_passages(site_without_altitude))
     assert stored_ids(client, "ragcite", "book", "1") == now
     gone = {p["passage_id"] for p in memory_site.passages} - set(now)
     assert gone
@@ -167,11 +163,11 @@ def test_a_re_push_removes_passages_the_site_no_longer_has(
 
 @pytest.mark.slow
 def test_versions_share_a_collection_and_keep_their_own_idf(
-    memory_site: Site, edited_site: Path
+    memory_site: Site, site_without_altitude: Path
 ) -> None:
     client = connect(":memory:")
     push(client, memory_site, name="book", version="1")
-    push(client, Site.load(edited_site), name="book", version="2")
+    push(client, Site.load(site_without_altitude), name="book", version="2")
     assert pushed_sites(client, "ragcite") == [("book", "1"), ("book", "2")]
     v1 = QdrantSite.open(":memory:", client=client, site="book", version="1")
     for question in QUESTIONS[:30]:
@@ -274,7 +270,7 @@ def test_cli_search_through_qdrant_prints_the_same_hits(
 @pytest.mark.slow
 def test_clear_errors(
     example_site: Path,
-    edited_site: Path,
+    site_without_altitude: Path,
     qdrant_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -289,7 +285,7 @@ def test_clear_errors(
     assert main([*search, "--qdrant", str(afile)]) == 2
     assert "not a folder" in capsys.readouterr().err
     # a build whose passages differ from the pushed ones (same name and version)
-    rebuilt = ["search", "water", "--site", str(edited_site)]
+    rebuilt = ["search", "water", "--site", str(site_without_altitude)]
     assert main([*rebuilt, "--qdrant", str(qdrant_dir)]) == 2
     assert "rebuilt after it was pushed" in capsys.readouterr().err
     other = copy_of(qdrant_dir, tmp_path / "other")
@@ -565,34 +561,3 @@ def test_serve_qdrant_answers_exactly_as_in_memory(
             assert (y.status_code, y.json()) == (x.status_code, x.json()), path
         health = b.get("/api/health").json()
         assert health["passages"] == a.get("/api/health").json()["passages"]
-
-
-# -- the server's own tests, against a server answering from Qdrant ------------
-
-from test_server import (  # noqa: E402, F401  collected here with the client below
-    test_a_selection_is_trimmed_before_its_length_check,
-    test_ask_returns_the_answer_contract,
-    test_booleans_are_not_numbers,
-    test_cache_returns_the_same_answer,
-    test_health,
-    test_invalid_requests_are_400_with_the_field,
-    test_lone_surrogates_are_a_400_not_a_crash,
-    test_malformed_bodies,
-    test_question_length_bounds_are_accepted,
-    test_search_and_passages,
-    test_search_validation,
-    test_the_cache_does_not_mix_up_styles,
-)
-
-
-@pytest.fixture(scope="module")
-def client(
-    example_site: Path, qdrant_dir: Path, tmp_path_factory: pytest.TempPathFactory
-):
-    folder = copy_of(qdrant_dir, tmp_path_factory.mktemp("served") / "store")
-    settings = ServerSettings(
-        build_dir=example_site, generator="extractive", qdrant=str(folder)
-    )
-    with TestClient(create_app(settings)) as client:
-        assert isinstance(client.app.state.ragcite.site, QdrantSite)
-        yield client

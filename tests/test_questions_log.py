@@ -27,10 +27,10 @@ from sphinx_ragcite.questions.schema import SCHEMA_VERSION, open_log
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import (
+from helpers.builds import read_manifest
+from helpers.servers import (
     free_port,
     ragcite_serve,
-    read_manifest,
     run_async,
     serving,
     sse_events,

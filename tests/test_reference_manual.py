@@ -19,7 +19,7 @@ import pytest
 
 from sphinx_ragcite.text import split_sentences, tokenize
 
-from conftest import Built, read_passages
+from helpers.builds import Built, read_passages
 
 GOLDEN = Path(__file__).parent / "golden" / "reference_passages.txt"
 UPDATE = os.environ.get("RAGCITE_UPDATE_GOLDENS") == "1"

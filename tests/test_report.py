@@ -29,7 +29,8 @@ from sphinx_ragcite.cli.commands import main
 from sphinx_ragcite.questions.report import build_report
 from sphinx_ragcite.questions.schema import open_log
 
-from conftest import benchmark, read_manifest, sphinx_build
+from helpers.builds import read_manifest, sphinx_build
+from helpers.repo import benchmark
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

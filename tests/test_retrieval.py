@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,19 +15,7 @@ from sphinx_ragcite.retrieval.fusion import Candidates, linear, rrf
 from sphinx_ragcite.retrieval.searchable import Filters
 from sphinx_ragcite.retrieval.site import Site, _top
 
-from conftest import EXAMPLE_BOOK
-
-
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Site:
-    return Site.load(example_site)
-
-
-@pytest.fixture
-def copy(example_site: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "site"
-    shutil.copytree(example_site / "_ragcite", target / "_ragcite")
-    return target
+from helpers.repo import EXAMPLE_BOOK
 
 
 @pytest.mark.slow
@@ -147,19 +134,19 @@ def role_path(site: Path, role: str) -> Path:
     return site / "_ragcite" / manifest["files"][role]
 
 
-def test_corrupt_file_is_detected(copy: Path) -> None:
-    path = role_path(copy, "embeddings")
+def test_corrupt_file_is_detected(index_copy: Path) -> None:
+    path = role_path(index_copy, "embeddings")
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(RagciteIndexError, match="corrupt"):
-        Site.load(copy)
+        Site.load(index_copy)
 
 
-def test_missing_file_is_detected(copy: Path) -> None:
-    role_path(copy, "bm25.vocab").unlink()
+def test_missing_file_is_detected(index_copy: Path) -> None:
+    role_path(index_copy, "bm25.vocab").unlink()
     with pytest.raises(RagciteIndexError, match="missing"):
-        Site.load(copy)
+        Site.load(index_copy)
 
 
 @pytest.mark.parametrize(
@@ -169,18 +156,18 @@ def test_missing_file_is_detected(copy: Path) -> None:
         (lambda m: [1, 2], "not an index manifest"),
     ],
 )
-def test_manifest_mismatch(copy: Path, edit, message: str) -> None:
-    path = copy / "_ragcite" / "manifest.json"
+def test_manifest_mismatch(index_copy: Path, edit, message: str) -> None:
+    path = index_copy / "_ragcite" / "manifest.json"
     path.write_text(json.dumps(edit(json.loads(path.read_text()))))
     with pytest.raises(RagciteIndexError, match=message):
-        Site.load(copy)
+        Site.load(index_copy)
 
 
-def test_truncated_manifest(copy: Path) -> None:
-    path = copy / "_ragcite" / "manifest.json"
+def test_truncated_manifest(index_copy: Path) -> None:
+    path = index_copy / "_ragcite" / "manifest.json"
     path.write_text(path.read_text()[:40])
     with pytest.raises(RagciteIndexError, match="cannot be read"):
-        Site.load(copy)
+        Site.load(index_copy)
 
 
 def test_cli_search_json(

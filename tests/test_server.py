@@ -17,13 +17,19 @@ from sphinx_ragcite.contracts import Answer
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import (
-    ScriptedLLM,
+from helpers.llm import ScriptedLLM
+from helpers.servers import (
     free_port,
     leave_after_first_token,
     ragcite_serve,
     sse_events,
     wait_until,
+)
+
+#: The server's tests that also run against a server answering from Qdrant
+#: (local mode): the ``client`` fixture (conftest) with its passages in Qdrant.
+memory_and_qdrant = pytest.mark.parametrize(
+    "client", ["memory", "qdrant"], indirect=True
 )
 
 
@@ -34,13 +40,7 @@ def slow(delay: float = 0.05, pieces: int = 40) -> ScriptedLLM:
     )
 
 
-@pytest.fixture(scope="module")
-def client(example_site: Path):
-    settings = ServerSettings(build_dir=example_site, generator="extractive")
-    with TestClient(create_app(settings)) as client:
-        yield client
-
-
+@memory_and_qdrant
 def test_health(client: TestClient) -> None:
     body = client.get("/api/health").json()
     assert body["status"] == "ok"
@@ -52,6 +52,7 @@ def test_health(client: TestClient) -> None:
     assert body["queue_depth"] == 0
 
 
+@memory_and_qdrant
 def test_ask_returns_the_answer_contract(client: TestClient) -> None:
     response = client.post("/api/ask", json={"question": "How long is the bloom?"})
     assert response.status_code == 200
@@ -62,6 +63,7 @@ def test_ask_returns_the_answer_contract(client: TestClient) -> None:
     assert "default-src 'none'" in response.headers["content-security-policy"]
 
 
+@memory_and_qdrant
 def test_search_and_passages(client: TestClient) -> None:
     hits = client.get("/api/search", params={"q": "descaling", "k": 3}).json()["hits"]
     assert len(hits) == 3
@@ -73,6 +75,7 @@ def test_search_and_passages(client: TestClient) -> None:
     assert missing.json()["error"]["code"] == "not_found"
 
 
+@memory_and_qdrant
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -104,12 +107,14 @@ def test_invalid_requests_are_400_with_the_field(
         assert error["message"]
 
 
+@memory_and_qdrant
 @pytest.mark.parametrize("length", [1, 2000])
 def test_question_length_bounds_are_accepted(client: TestClient, length: int) -> None:
     question = ("why " * 600)[:length].strip() or "w"
     assert client.post("/api/ask", json={"question": question}).status_code == 200
 
 
+@memory_and_qdrant
 @pytest.mark.parametrize(
     ("content", "content_type", "code"),
     [
@@ -129,6 +134,7 @@ def test_malformed_bodies(
     assert response.json()["error"]["code"] == code
 
 
+@memory_and_qdrant
 def test_search_validation(client: TestClient) -> None:
     assert client.get("/api/search").status_code == 400
     assert client.get("/api/search", params={"q": " "}).status_code == 400
@@ -309,6 +315,7 @@ def test_cors_only_for_configured_origins(example_site: Path) -> None:
         assert "access-control-allow-origin" not in other.headers
 
 
+@memory_and_qdrant
 def test_cache_returns_the_same_answer(client: TestClient) -> None:
     body = {"question": "What is the SCA water temperature range?"}
     first = client.post("/api/ask", json=body).json()
@@ -316,6 +323,7 @@ def test_cache_returns_the_same_answer(client: TestClient) -> None:
     assert first == second
 
 
+@memory_and_qdrant
 @pytest.mark.parametrize(
     "body",
     [
@@ -378,6 +386,7 @@ def test_cors_reaches_a_429_and_preflight_spends_no_tokens(example_site: Path) -
     assert codes[2].headers["retry-after"]
 
 
+@memory_and_qdrant
 def test_the_cache_does_not_mix_up_styles(client: TestClient) -> None:
     question = "How fine should the grind be for espresso?"
     styles = []
@@ -435,6 +444,7 @@ def test_head_answers_where_get_does(client: TestClient) -> None:
     assert client.get("/api/nope").status_code == 404
 
 
+@memory_and_qdrant
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -452,6 +462,7 @@ def test_booleans_are_not_numbers(client: TestClient, body: dict, field: str) ->
     assert response.json()["error"]["field"] == field
 
 
+@memory_and_qdrant
 @pytest.mark.slow
 def test_a_selection_is_trimmed_before_its_length_check(client: TestClient) -> None:
     selection = ("Bloom the coffee for thirty seconds. " * 540)[:19_990].rstrip()

@@ -21,7 +21,13 @@ import pytest
 from sphinx_ragcite.server.app import create_app
 from sphinx_ragcite.server.settings import ServerSettings
 
-from conftest import health, leave_after_first_token, serving, sse_events, wait_until
+from helpers.servers import (
+    health,
+    leave_after_first_token,
+    serving,
+    sse_events,
+    wait_until,
+)
 
 pytest.importorskip("uvicorn")
 

@@ -29,14 +29,9 @@ from sphinx_ragcite.server.sites import (
     parse_site_spec,
 )
 
-from conftest import (
-    BLOOM_V1,
-    BLOOM_V2,
-    EXAMPLE_BOOK,
-    ragcite_serve,
-    run_async,
-    sse_events,
-)
+from helpers.builds import BLOOM_V1, BLOOM_V2
+from helpers.repo import EXAMPLE_BOOK
+from helpers.servers import ragcite_serve, run_async, sse_events
 
 QUESTION = "How long is the bloom?"
 
@@ -52,7 +47,7 @@ def sites(example_site: Path, example_site_v2: Path) -> Sites:
 
 
 @pytest.fixture(scope="module")
-def client(example_site: Path, example_site_v2: Path):
+def sites_client(example_site: Path, example_site_v2: Path):
     settings = ServerSettings(
         sites=(("v1", example_site), ("v2", example_site_v2)), rate_limit=0
     )
@@ -194,8 +189,8 @@ def test_sites_of_different_models_are_not_asked_together(
 # -- the API -------------------------------------------------------------------
 
 
-def test_health_lists_the_sites(client: TestClient) -> None:
-    body = client.get("/api/health").json()
+def test_health_lists_the_sites(sites_client: TestClient) -> None:
+    body = sites_client.get("/api/health").json()
     assert [(s["name"], s["version"], s["url"]) for s in body["sites"]] == [
         ("v1", "1.0", "v1/"),
         ("v2", "2.0", "v2/"),
@@ -214,9 +209,9 @@ def test_health_lists_the_sites(client: TestClient) -> None:
     ],
 )
 def test_a_version_scoped_answer_cites_that_version(
-    client: TestClient, sites: Sites, scope: dict, name: str, says: str
+    sites_client: TestClient, sites: Sites, scope: dict, name: str, says: str
 ) -> None:
-    response = client.post("/api/ask", json={"question": QUESTION, **scope})
+    response = sites_client.post("/api/ask", json={"question": QUESTION, **scope})
     assert response.status_code == 200, response.text
     answer = response.json()
     Answer.model_validate(answer)
@@ -231,7 +226,7 @@ def test_a_version_scoped_answer_cites_that_version(
 
 
 def test_no_scoped_question_cites_another_version(
-    client: TestClient, sites: Sites
+    sites_client: TestClient, sites: Sites
 ) -> None:
     """The target: across the QA set, a version-scoped answer (and its
     see-also list when it abstains) never names the other version."""
@@ -243,7 +238,7 @@ def test_no_scoped_question_cites_another_version(
                 {"site": name},
                 {"version": {"v1": "1.0", "v2": "2.0"}[name]},
             ):
-                answer = client.post(
+                answer = sites_client.post(
                     "/api/ask", json={"question": question, **scope}
                 ).json()
                 assert answer["site"] == name
@@ -259,18 +254,18 @@ def test_no_scoped_question_cites_another_version(
 
 
 def test_asked_across_versions_citations_say_which(
-    client: TestClient, sites: Sites
+    sites_client: TestClient, sites: Sites
 ) -> None:
     for body in ({"question": QUESTION}, {"question": QUESTION, "site": "*"}):
-        answer = client.post("/api/ask", json=body).json()
+        answer = sites_client.post("/api/ask", json=body).json()
         assert "site" not in answer  # asked across sites
         assert "version" not in answer  # of different versions
         assert set(answer["metadata"]["retrieved_sites"]) == {"v1", "v2"}
         check_citations(answer, texts_of(sites))
 
 
-def test_the_stream_is_scoped_too(client: TestClient) -> None:
-    with client.stream(
+def test_the_stream_is_scoped_too(sites_client: TestClient) -> None:
+    with sites_client.stream(
         "POST", "/api/ask/stream", json={"question": QUESTION, "site": "v2"}
     ) as response:
         events = sse_events(response.read().decode())
@@ -280,34 +275,42 @@ def test_the_stream_is_scoped_too(client: TestClient) -> None:
     assert BLOOM_V2 in final["answer"]
 
 
-def test_the_cache_keeps_scopes_apart(client: TestClient) -> None:
-    one = client.post("/api/ask", json={"question": QUESTION, "site": "v1"}).json()
-    two = client.post("/api/ask", json={"question": QUESTION, "site": "v2"}).json()
-    again = client.post("/api/ask", json={"question": QUESTION, "site": "v1"}).json()
+def test_the_cache_keeps_scopes_apart(sites_client: TestClient) -> None:
+    one = sites_client.post(
+        "/api/ask", json={"question": QUESTION, "site": "v1"}
+    ).json()
+    two = sites_client.post(
+        "/api/ask", json={"question": QUESTION, "site": "v2"}
+    ).json()
+    again = sites_client.post(
+        "/api/ask", json={"question": QUESTION, "site": "v1"}
+    ).json()
     assert BLOOM_V1 in one["answer"]
     assert BLOOM_V2 in two["answer"]
     assert again == one
 
 
-def test_search_and_passages_take_a_scope(client: TestClient) -> None:
-    hits = client.get(
+def test_search_and_passages_take_a_scope(sites_client: TestClient) -> None:
+    hits = sites_client.get(
         "/api/search", params={"q": "bloom", "k": 5, "site": "v2"}
     ).json()["hits"]
     assert {h["site"] for h in hits} == {"v2"}
     assert all(h["url"].startswith("v2/") for h in hits)
-    both = client.get("/api/search", params={"q": "bloom", "k": 10}).json()["hits"]
+    both = sites_client.get("/api/search", params={"q": "bloom", "k": 10}).json()[
+        "hits"
+    ]
     assert {h["site"] for h in both} == {"v1", "v2"}
 
     pid = hits[0]["passage_id"]
-    ambiguous = client.get(f"/api/passages/{pid}")
+    ambiguous = sites_client.get(f"/api/passages/{pid}")
     assert ambiguous.status_code == 400
     assert ambiguous.json()["error"]["field"] == "site"
-    record = client.get(f"/api/passages/{pid}", params={"site": "v2"}).json()
+    record = sites_client.get(f"/api/passages/{pid}", params={"site": "v2"}).json()
     assert (record["site"], record["version"]) == ("v2", "2.0")
     assert record["url"] == hits[0]["url"]
-    by_version = client.get(f"/api/passages/{pid}", params={"version": "1.0"})
+    by_version = sites_client.get(f"/api/passages/{pid}", params={"version": "1.0"})
     assert by_version.json()["site"] == "v1"
-    assert client.get("/api/passages/ch99-sec0-p1").status_code == 404
+    assert sites_client.get("/api/passages/ch99-sec0-p1").status_code == 404
 
 
 @pytest.mark.parametrize(
@@ -321,31 +324,31 @@ def test_search_and_passages_take_a_scope(client: TestClient) -> None:
     ],
 )
 def test_a_bad_scope_is_a_400_that_says_why(
-    client: TestClient, body: dict, field: str
+    sites_client: TestClient, body: dict, field: str
 ) -> None:
-    response = client.post("/api/ask", json={"question": QUESTION, **body})
+    response = sites_client.post("/api/ask", json={"question": QUESTION, **body})
     assert response.status_code == 400
     error = response.json()["error"]
     assert field in (error["field"] or "")
-    stream = client.post("/api/ask/stream", json={"question": QUESTION, **body})
+    stream = sites_client.post("/api/ask/stream", json={"question": QUESTION, **body})
     assert stream.status_code == 400
-    search = client.get("/api/search", params={"q": "bloom", **body})
+    search = sites_client.get("/api/search", params={"q": "bloom", **body})
     assert search.status_code == 400
 
 
-def test_each_site_is_served_under_its_name(client: TestClient) -> None:
-    listing = client.get("/")
+def test_each_site_is_served_under_its_name(sites_client: TestClient) -> None:
+    listing = sites_client.get("/")
     assert listing.status_code == 200
     assert '<a href="v1/">v1</a>' in listing.text
     assert "default-src 'self'" in listing.headers["content-security-policy"]
-    page = client.get("/v2/brewing/pour_over.html")
+    page = sites_client.get("/v2/brewing/pour_over.html")
     assert page.status_code == 200
     assert BLOOM_V2 in page.text
-    assert BLOOM_V1 in client.get("/v1/brewing/pour_over.html").text
-    assert client.get("/v1/.buildinfo").status_code == 404
-    assert client.get("/v1/../v2/index.html").status_code in (200, 404)
-    assert client.get("/brewing/pour_over.html").status_code == 404
-    moved = client.get("/v2", follow_redirects=False)
+    assert BLOOM_V1 in sites_client.get("/v1/brewing/pour_over.html").text
+    assert sites_client.get("/v1/.buildinfo").status_code == 404
+    assert sites_client.get("/v1/../v2/index.html").status_code in (200, 404)
+    assert sites_client.get("/brewing/pour_over.html").status_code == 404
+    moved = sites_client.get("/v2", follow_redirects=False)
     assert moved.headers["location"].endswith("/v2/")
 
 
@@ -397,11 +400,11 @@ def resolves(client: TestClient, url: str) -> None:
     assert f'id="{anchor}"' in response.text, url
 
 
-def test_every_mcp_url_resolves_on_its_server(client: TestClient) -> None:
+def test_every_mcp_url_resolves_on_its_server(sites_client: TestClient) -> None:
     """Issue 24.3: get_passage, cite and the toc name the site, like search."""
     pid = "ch1-sec1-p1"
     got, cited, exported, toc, ambiguous, listed = mcp_over(
-        client,
+        sites_client,
         [
             ("get_passage", {"passage_id": pid, "site": "v2"}),
             ("cite", {"passage_ids": [pid], "site": "v2", "style": "apa"}),
@@ -415,26 +418,28 @@ def test_every_mcp_url_resolves_on_its_server(client: TestClient) -> None:
     assert not got.is_error, got.content
     assert (record["site"], record["version"]) == ("v2", "2.0")
     assert record["url"].startswith("v2/")
-    assert record == client.get(f"/api/passages/{pid}", params={"site": "v2"}).json()
-    resolves(client, record["url"])
+    assert (
+        record == sites_client.get(f"/api/passages/{pid}", params={"site": "v2"}).json()
+    )
+    resolves(sites_client, record["url"])
     hit = listed.structured_content["hits"][0]
-    resolves(client, hit["url"])
+    resolves(sites_client, hit["url"])
 
     assert not cited.is_error, cited.content
     text = cited.structured_content["text"]
     assert f"{record['url']}" in text, text
     (item,) = json.loads(exported.structured_content["text"])
     assert item["URL"].startswith("v1/")
-    resolves(client, item["URL"])
+    resolves(sites_client, item["URL"])
 
     tocs = json.loads(toc.contents[0].text)["sites"]
     assert [t["site"] for t in tocs] == ["v1", "v2"]
     for listing in tocs:
         chapter = listing["chapters"][1]
         assert chapter["url"].startswith(f"{listing['site']}/")
-        assert client.get(f"/{chapter['url']}").status_code == 200
+        assert sites_client.get(f"/{chapter['url']}").status_code == 200
         first = chapter["sections"][0]["passages"][0]
-        resolves(client, first["url"])
+        resolves(sites_client, first["url"])
 
     assert ambiguous.is_error
     assert "pass site" in ambiguous.content[0].text
@@ -445,7 +450,7 @@ def test_every_mcp_url_resolves_on_its_server(client: TestClient) -> None:
 
 async def mcp_scoped(url: str) -> None:
     """The MCP door takes the same scope: ``ask`` and ``search`` by site/version."""
-    from test_mcp import http_session
+    from helpers.mcp import http_session
 
     async with http_session(url) as session:
         result = await session.call_tool(
@@ -554,7 +559,7 @@ def test_a_union_honours_the_fusion_asked(example_site: Path, mode: str) -> None
 
 @pytest.mark.slow
 def test_one_site_of_several_answers_as_it_does_alone(
-    example_site: Path, client: TestClient
+    example_site: Path, sites_client: TestClient
 ) -> None:
     """Every question of the example book's QA set gets the same answer and
     citations from the book served alone as from the book scoped by ``site``
@@ -563,7 +568,7 @@ def test_one_site_of_several_answers_as_it_does_alone(
     with TestClient(create_app(settings)) as alone:
         for question in questions(1000):
             mine = alone.post("/api/ask", json={"question": question}).json()
-            scoped = client.post(
+            scoped = sites_client.post(
                 "/api/ask", json={"question": question, "site": "v1"}
             ).json()
             assert scoped["answer"] == mine["answer"], question

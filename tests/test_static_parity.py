@@ -8,13 +8,13 @@ token list, stem and ranking must come out identical.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import Stemmer
 
-from benchmarks._parity import CJK_TEXTS, TRICKY, node
+from benchmarks._parity import CJK_TEXTS, TRICKY
+from benchmarks._parity import node as run_node
 from sphinx_ragcite.formats.static import (
     bm25_scores,
     read_static,
@@ -23,16 +23,12 @@ from sphinx_ragcite.formats.static import (
 )
 from sphinx_ragcite.text import SPEC, spec_for, tokenize, tokenizer, words
 
-from conftest import EXAMPLE_BOOK, ROOTS, read_manifest, read_passages
+from helpers.builds import read_manifest, read_passages
+from helpers.repo import EXAMPLE_BOOK, ROOTS
 
-NODE = shutil.which("node")
-#: Under ``CI=true`` a skip here fails the run (conftest): CI installs Node.
-pytestmark = [
-    pytest.mark.node,
-    pytest.mark.skipif(
-        NODE is None, reason="node is not on PATH: the browser scripts cannot run"
-    ),
-]
+#: Every test runs the browser scripts in Node (the ``node`` fixture skips
+#: without it; under ``CI=true`` it fails: CI installs Node).
+pytestmark = [pytest.mark.node, pytest.mark.usefixtures("node")]
 
 
 def source_lines() -> list[str]:
@@ -69,7 +65,7 @@ def texts() -> list[str]:
 
 
 def test_tokenize_parity(texts, tmp_path):
-    got = node("tokenize", {"texts": texts, "spec": SPEC}, tmp_path)
+    got = run_node("tokenize", {"texts": texts, "spec": SPEC}, tmp_path)
     assert len(got) == len(texts)
     for text, (js_words, js_tokens) in zip(texts, got, strict=True):
         assert js_words == words(text), text
@@ -85,7 +81,7 @@ def test_tokenize_parity_every_language(texts, language, tmp_path):
     spec = spec_for(language)
     tok = tokenizer(spec)
     sample = [*CJK_TEXTS, *texts]
-    got = node("tokenize", {"texts": sample, "spec": spec}, tmp_path)
+    got = run_node("tokenize", {"texts": sample, "spec": spec}, tmp_path)
     for text, (js_words, js_tokens) in zip(sample, got, strict=True):
         assert js_words == tok.words(text), text
         if language != "fi":  # Snowball 3.0.1 vs 3.1 (test_languages.py)
@@ -101,7 +97,7 @@ def test_stemmer_parity_on_vocabulary(texts, tmp_path):
     assert len(vocabulary) > 2000
     inflected = sorted({w + s for w in vocabulary if w.isalpha() for s in SUFFIXES})
     every = [*vocabulary, *inflected, "dog's", "dogs'", "'tis", "o'neill's'", "'", "''"]
-    got = node("stem", {"words": every}, tmp_path)
+    got = run_node("stem", {"words": every}, tmp_path)
     expected = Stemmer.Stemmer("english").stemWords(every)
     wrong = [(w, j, p) for w, j, p in zip(every, got, expected, strict=True) if j != p]
     assert not wrong, (
@@ -110,30 +106,24 @@ def test_stemmer_parity_on_vocabulary(texts, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def book(example_site: Path) -> Path:
-    """The example book's build (the session's)."""
-    return example_site
-
-
-@pytest.fixture(scope="module")
-def static_index(book: Path) -> dict:
-    files = read_manifest(book)["files"]
+def static_index(example_site: Path) -> dict:
+    files = read_manifest(example_site)["files"]
     if "static" in files:
-        return read_static((book / "_ragcite" / files["static"]).read_bytes())
+        return read_static((example_site / "_ragcite" / files["static"]).read_bytes())
     # The build does not ship the static index yet: make it from the passages.
     from sphinx_ragcite.formats.bm25 import tokenized
     from sphinx_ragcite.formats.static import static_index as make_static
 
-    records = read_passages(book)
+    records = read_passages(example_site)
     # Through JSON, as the browser gets it.
     return json.loads(json.dumps(make_static(records, tokenized(records))))
 
 
-def test_passage_text_tokenize_parity(book, tmp_path):
+def test_passage_text_tokenize_parity(example_site, tmp_path):
     from sphinx_ragcite.formats.bm25 import indexed_text
 
-    texts = [indexed_text(r) for r in read_passages(book)]
-    got = node("tokenize", {"texts": texts, "spec": SPEC}, tmp_path)
+    texts = [indexed_text(r) for r in read_passages(example_site)]
+    got = run_node("tokenize", {"texts": texts, "spec": SPEC}, tmp_path)
     assert [tokens for _, tokens in got] == [tokenize(t) for t in texts]
 
 
@@ -147,7 +137,9 @@ def test_search_parity(static_index, tmp_path):
     )
     queries = [*questions, *sections, "", "the and of", "coffee coffee coffee", "zzzz"]
     k = 10
-    got = node("search", {"index": static_index, "queries": queries, "k": k}, tmp_path)
+    got = run_node(
+        "search", {"index": static_index, "queries": queries, "k": k}, tmp_path
+    )
     passages = static_index["passages"]
     for query, hits in zip(queries, got, strict=True):
         docs = search_static(static_index, tokenize(query), k)
@@ -162,13 +154,13 @@ def test_search_parity(static_index, tmp_path):
     ]
 
 
-def test_static_scores_are_bm25s_scores(book):
+def test_static_scores_are_bm25s_scores(example_site):
     """The static index's BM25 scores equal the server's (bm25s) to the bit,
     so the answer engine in the browser retrieves what the server does."""
     from sphinx_ragcite.retrieval.site import Site
 
-    site = Site.load(book)
-    static = read_static((book / "_ragcite" / "search.js").read_bytes())
+    site = Site.load(example_site)
+    static = read_static((example_site / "_ragcite" / "search.js").read_bytes())
     lines = (EXAMPLE_BOOK / "qa.jsonl").read_text("utf-8").splitlines()
     questions = [json.loads(line)["question"] for line in lines]
     queries = [*questions, "coffee coffee coffee", "zzzz", ""]

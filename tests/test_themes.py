@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from conftest import build, read_passages, sphinx_build
-from test_anchors import check_anchors, page_of
+from helpers.anchors import check_anchors, page_of
+from helpers.builds import build, read_passages, sphinx_build
 
 #: html_theme -> the distribution that provides it (the ``themes`` extra).
 THEMES = {
@@ -141,9 +141,8 @@ THEME_QUESTION = "How do I heat the water to a given temperature?"
 def test_theme_screenshot(themed: Built, page, request) -> None:
     """The docs' picture of the widget under each theme, answering from the
     autodoc page with the answer server (tools/docs_screenshots.py)."""
-    from test_widget import ask, shot
-
-    from conftest import answer_server
+    from helpers.browser import ask, shot
+    from helpers.servers import answer_server
 
     theme = request.node.callspec.params["themed"]
     with answer_server(themed.outdir, generator="extractive") as url:

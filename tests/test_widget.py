@@ -9,31 +9,28 @@ written to docs/_static/screenshots/.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from conftest import (
-    CHROMIUM,
-    EXAMPLE_BOOK,
-    LAUNCH_ARGS,
-    REPO,
-    ROOTS,
+from helpers.browser import (
+    QUESTION,
+    QUOTE_MARKED,
+    RLO,
     SHOTS,
-    Problems,
-    ScriptedLLM,
-    answer_server,
-    browser,
-    page,
-    read_passages,
-    serving,
-    serving_files,
-    sphinx_build,
+    ask,
+    ask_api,
+    assert_reads_in_order,
+    shot,
+    squeezed,
+    wait_highlighted,
+    words,
 )
+from helpers.builds import read_passages, sphinx_build
+from helpers.llm import ScriptedLLM
+from helpers.repo import EXAMPLE_BOOK, ROOTS
+from helpers.servers import answer_server, serving_files
 
 # Without Chromium the ``browser`` fixture skips each test (fails it under
 # ``CI=true``: CI installs Chromium).
@@ -42,22 +39,7 @@ sync_api = pytest.importorskip(
 )
 uvicorn = pytest.importorskip("uvicorn")
 
-DOC_SHOTS = REPO / "docs" / "_static" / "screenshots"
-UPDATE_SHOTS = os.environ.get("RAGCITE_UPDATE_SCREENSHOTS") == "1"
-#: Names other test modules import from here (the browser, its page, the
-#: launch options): the fixtures live in conftest, one Chromium per session.
-__all__ = ["CHROMIUM", "LAUNCH_ARGS", "Problems", "browser", "page", "serving"]
-QUESTION = "How long is the bloom?"
 PWNED = "window.__pwned"
-IN_VIEW = """(id) => {
-  const el = document.getElementById(id);
-  if (!el) return false;
-  const r = el.getBoundingClientRect();
-  if (r.top < 0 || r.top > innerHeight - 16) return false;
-  if (r.left < 0 || r.left > innerWidth) return false;
-  const hit = document.elementFromPoint(r.left + 4, r.top + 4);
-  return Boolean(hit && (el === hit || el.contains(hit)));
-}"""
 
 
 # -- servers ---------------------------------------------------------------
@@ -76,25 +58,6 @@ def hostile_model() -> ScriptedLLM:
     return model
 
 
-# The example book's servers are the session's (conftest): these names are
-# the ones the widget tests and the modules that alias them use.
-
-
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Path:
-    return example_site
-
-
-@pytest.fixture(scope="module")
-def server(example_server: str) -> str:
-    return example_server
-
-
-@pytest.fixture(scope="module")
-def plain_server(example_files: str) -> str:
-    return example_files
-
-
 @pytest.fixture(scope="module")
 def hostile_server(builds):
     out = builds.sphinx(ROOTS / "test-hostile").outdir
@@ -102,35 +65,11 @@ def hostile_server(builds):
         yield url
 
 
-def ask_api(base: str, question: str, **extra: Any) -> dict:
-    body = json.dumps({"question": question, **extra}).encode()
-    request = urllib.request.Request(
-        f"{base}/api/ask", body, {"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
-
-
-def ask(page, question: str, **options: Any) -> dict:
-    return page.evaluate(
-        "([q, o]) => window.ragcite.ask(q, o)", [question, options or {}]
-    )
-
-
-def wait_highlighted(page, passage_id: str) -> None:
-    page.wait_for_function(
-        "(id) => document.getElementById(id)?.classList.contains('ragcite-highlight')",
-        arg=passage_id,
-        timeout=5000,
-    )
-    page.wait_for_function(IN_VIEW, arg=passage_id, timeout=5000)
-
-
 # -- asking and citations ----------------------------------------------------
 
 
-def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
+def test_ask_with_the_button_shows_a_cited_answer(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
     launcher = page.locator(".ragcite-launcher")
     launcher.click()
     panel = page.get_by_role("dialog", name="Ask this book")
@@ -143,9 +82,9 @@ def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:
     marker = page.locator('a[data-ragcite-n="1"]')
     marker.wait_for(state="visible")
 
-    answer = ask_api(server, QUESTION)
+    answer = ask_api(example_server, QUESTION)
     first = answer["citations"][0]
-    assert marker.get_attribute("href") == f"{server}/{first['url']}"
+    assert marker.get_attribute("href") == f"{example_server}/{first['url']}"
     assert marker.text_content() == "[1]"
     assert page.evaluate(
         "document.querySelector('a[data-ragcite-n=\"1\"]').parentElement.tagName"
@@ -154,14 +93,16 @@ def test_ask_with_the_button_shows_a_cited_answer(page, server: str) -> None:
     assert first["chapter"] in source.text_content()
     assert first["section"] in source.text_content()
     assert "confidence" in source.text_content()
-    assert source.locator("a").get_attribute("href") == f"{server}/{first['url']}"
+    assert (
+        source.locator("a").get_attribute("href") == f"{example_server}/{first['url']}"
+    )
     level = answer["confidence_level"]
     assert page.locator(f".ragcite-badge-{level}").is_visible()
     shot(page, "answer.png", docs=True)
 
 
-def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
+def test_hover_and_focus_preview_show_the_quote(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
     answer = ask(page, QUESTION)
     quote = answer["citations"][0]["quote"]
     preview = page.locator("#ragcite-preview")
@@ -181,27 +122,31 @@ def test_hover_and_focus_preview_show_the_quote(page, server: str) -> None:
     preview.wait_for(state="hidden")
 
 
-def test_click_a_marker_on_another_page_loads_and_highlights(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
+def test_click_a_marker_on_another_page_loads_and_highlights(
+    page, example_server: str
+) -> None:
+    page.goto(f"{example_server}/index.html")
     answer = ask(page, QUESTION)
     target = answer["citations"][0]
     assert not target["url"].startswith("index.html")
     page.click('a[data-ragcite-n="1"]')
-    page.wait_for_url(f"{server}/{target['url']}")
+    page.wait_for_url(f"{example_server}/{target['url']}")
     wait_highlighted(page, target["passage_id"])
     # the last answer comes along to the new page
     page.locator(".ragcite-launcher").click()
     page.locator('a[data-ragcite-n="1"]').wait_for(state="visible")
 
 
-def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -> None:
-    target = ask_api(server, QUESTION)["citations"][0]
-    page_url = f"{server}/{target['url'].split('#')[0]}"
+def test_click_a_marker_on_this_page_scrolls_and_highlights(
+    page, example_server: str
+) -> None:
+    target = ask_api(example_server, QUESTION)["citations"][0]
+    page_url = f"{example_server}/{target['url'].split('#')[0]}"
     page.goto(page_url)
     ask(page, QUESTION)
     page.evaluate("window.__samePage = true")  # lost if the page reloads
     page.click('a[data-ragcite-n="1"]')
-    page.wait_for_url(f"{server}/{target['url']}")
+    page.wait_for_url(f"{example_server}/{target['url']}")
     wait_highlighted(page, target["passage_id"])
     assert page.evaluate("window.__samePage") is True
     page.wait_for_timeout(300)  # let the smooth scroll settle for the picture
@@ -213,10 +158,14 @@ def test_click_a_marker_on_this_page_scrolls_and_highlights(page, server: str) -
     )
 
 
-def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:
-    passages = [p for p in read_passages(site) if p["docname"] == "brewing/espresso"]
+def test_deep_link_highlights_on_load(
+    page, example_server: str, example_site: Path
+) -> None:
+    passages = [
+        p for p in read_passages(example_site) if p["docname"] == "brewing/espresso"
+    ]
     deep = passages[len(passages) * 2 // 3]
-    page.goto(f"{server}/{deep['url']}")
+    page.goto(f"{example_server}/{deep['url']}")
     wait_highlighted(page, deep["passage_id"])
     assert page.evaluate("scrollY") > 0
     assert page.evaluate(QUOTE_MARKED) is None  # a plain deep link has no quote
@@ -224,43 +173,30 @@ def test_deep_link_highlights_on_load(page, server: str, site: Path) -> None:
 
 # -- the quoted words of a followed citation -------------------------------------
 
-#: What the page marks as the quote: CSS highlight ranges, else <mark> slices.
-QUOTE_MARKED = """() => {
-  const h = window.CSS && CSS.highlights && CSS.highlights.get('ragcite-quote');
-  if (h && h.size) return {api: 'highlight', parts: [...h].map((r) => r.toString())};
-  const marks = [...document.querySelectorAll('mark.ragcite-quote')];
-  return marks.length ? {api: 'mark', parts: marks.map((m) => m.textContent)} : null;
-}"""
-
-
-def words(text: str) -> str:
-    return " ".join(text.split())
-
-
-def squeezed(text: str) -> str:
-    """Text as the widget compares it: no whitespace, no table bars."""
-    return "".join(ch for ch in text if not ch.isspace() and ch != "|")
-
 
 def marked_quote(page) -> dict:
     page.wait_for_function(f"({QUOTE_MARKED})() !== null", timeout=5000)
     return page.evaluate(QUOTE_MARKED)
 
 
-def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path):
-    page.goto(f"{server}/index.html")
+def test_followed_citation_marks_the_quoted_words(
+    page, example_server: str, example_site: Path
+):
+    page.goto(f"{example_server}/index.html")
     answer = ask(page, QUESTION)
     target = answer["citations"][0]
     spans = target["quote_spans"]
     assert spans, target
     page.click('a[data-ragcite-n="1"]')  # to another page: the quote goes along
-    page.wait_for_url(f"{server}/{target['url']}")
+    page.wait_for_url(f"{example_server}/{target['url']}")
     wait_highlighted(page, target["passage_id"])
     marked = marked_quote(page)
     assert marked["api"] == "highlight"  # Chromium has the CSS Highlight API
     assert " … ".join(words(part) for part in marked["parts"]) == target["quote"]
     passage = next(
-        p for p in read_passages(site) if p["passage_id"] == target["passage_id"]
+        p
+        for p in read_passages(example_site)
+        if p["passage_id"] == target["passage_id"]
     )
     assert [words(passage["text"][a:b]) for a, b in spans] == [
         words(part) for part in marked["parts"]
@@ -286,16 +222,16 @@ def test_followed_citation_marks_the_quoted_words(page, server: str, site: Path)
     assert page.evaluate(QUOTE_MARKED) is None
 
 
-def test_a_page_without_quotes_js_still_follows_citations(page, server: str):
+def test_a_page_without_quotes_js_still_follows_citations(page, example_server: str):
     """Pages an incremental build kept from before quotes.js load the new
     widget without it: citations still highlight their passage."""
     page.route("**/_static/ragcite/quotes.js*", lambda route: route.abort())
-    page.goto(f"{server}/index.html")
+    page.goto(f"{example_server}/index.html")
     target = ask(page, QUESTION)["citations"][0]
     page.click('a[data-ragcite-n="1"]')
-    page.wait_for_url(f"{server}/{target['url']}")
+    page.wait_for_url(f"{example_server}/{target['url']}")
     wait_highlighted(page, target["passage_id"])
-    assert page.evaluate("window.ragcite_lib.quotes") is None
+    assert page.evaluate("window.ragcite_lib.has('quotes')") is False
     assert page.evaluate(QUOTE_MARKED) is None
 
 
@@ -304,17 +240,19 @@ def reopen(page) -> None:
         page.locator(".ragcite-launcher").click()
 
 
-def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) -> None:
+def test_quote_marks_without_the_highlight_api(
+    page, example_server: str, example_site: Path
+) -> None:
     """<mark> fallback, on this page: table rows, a sentence across a link,
     and a quote the page does not have (the passage alone is highlighted)."""
-    records = {p["passage_id"]: p for p in read_passages(site)}
+    records = {p["passage_id"]: p for p in read_passages(example_site)}
     on_page = [p for p in records.values() if p["docname"] == "grinding"]
     table = next(p for p in on_page if " | " in p["text"])
     after = next(p for p in on_page if p["text"].startswith("The recipes in"))
     other = on_page[1]
     rows = table["text"].split("\n")[2:4]
     sentence = after["text"][: after["text"].index(".") + 1]
-    template = ask_api(server, QUESTION)
+    template = ask_api(example_server, QUESTION)
     base = template["citations"][0]
 
     def cite(n: int, record: dict, quoted: list[str], spans=None) -> dict:
@@ -340,7 +278,7 @@ def test_quote_marks_without_the_highlight_api(page, server: str, site: Path) ->
         ],
     }
     page.add_init_script("delete window.Highlight")
-    page.goto(f"{server}/grinding.html")
+    page.goto(f"{example_server}/grinding.html")
     before = page.evaluate(
         "(id) => document.getElementById(id).innerHTML", table["passage_id"]
     )
@@ -556,8 +494,8 @@ def test_old_link_to_a_renamed_page_from_the_404_page(page, tmp_path) -> None:
 # -- selected text --------------------------------------------------------------
 
 
-def test_selection_mode_cites_the_user_selection(page, server: str) -> None:
-    page.goto(f"{server}/brewing/espresso.html")
+def test_selection_mode_cites_the_user_selection(page, example_server: str) -> None:
+    page.goto(f"{example_server}/brewing/espresso.html")
     page.evaluate(
         """() => {
           const p = document.querySelector('[role=main] p[id^="ch"]');
@@ -588,8 +526,8 @@ def test_selection_mode_cites_the_user_selection(page, server: str) -> None:
     shot(page, "selection.png", docs=True)
 
 
-def test_selection_inside_the_widget_offers_nothing(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
+def test_selection_inside_the_widget_offers_nothing(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
     ask(page, QUESTION)
     page.evaluate(
         """() => {
@@ -704,31 +642,31 @@ def test_ask_about_a_selection_taller_than_the_screen(page, tall_list_site) -> N
 # -- static mode -----------------------------------------------------------------
 
 
-def test_static_mode_without_a_server_lists_passages(page, plain_server: str) -> None:
+def test_static_mode_without_a_server_lists_passages(page, example_files: str) -> None:
     # keyword search alone, as on a site built with ragcite_browser_answers =
     # False (answers in the browser: test_browser_answers.py)
     page.route("**/_static/ragcite/browser.js*", lambda route: route.abort())
-    page.goto(f"{plain_server}/index.html")
+    page.goto(f"{example_files}/index.html")
     result = ask(page, QUESTION)
     assert result["mode"] == "static"
     assert result["hits"]
     links = page.locator(".ragcite-results a.ragcite-link")
     assert links.count() == len(result["hits"])
     first = result["hits"][0]
-    assert links.first.get_attribute("href") == f"{plain_server}/{first['url']}"
+    assert links.first.get_attribute("href") == f"{example_files}/{first['url']}"
     note = page.locator(".ragcite-static-note").text_content()
     assert "need the answer server" in note
     assert page.locator(".ragcite-mode-note").is_visible()
     assert page.locator("a[data-ragcite-n]").count() == 0
     shot(page, "static.png", docs=True)
     links.first.click()
-    page.wait_for_url(f"{plain_server}/{first['url']}")
+    page.wait_for_url(f"{example_files}/{first['url']}")
     wait_highlighted(page, first["passage_id"])
 
 
-def test_static_mode_works_from_disk(page, site: Path) -> None:
+def test_static_mode_works_from_disk(page, example_site: Path) -> None:
     """file:// blocks fetch, but the static index also loads as a script."""
-    page.goto((site / "brewing" / "espresso.html").as_uri())
+    page.goto((example_site / "brewing" / "espresso.html").as_uri())
     result = ask(page, QUESTION)
     assert result["mode"] == "static"
     assert result["hits"]
@@ -790,39 +728,6 @@ NOT_FOUND = ".ragcite-notfound"
 OTHER_THEME = "furo"
 
 
-#: What the panel pictures: the last question and its result, as the widget
-#: keeps them for the next page (``ragcite:last``).
-PICTURED = """() => {
-  let last = null;
-  try { last = JSON.parse(sessionStorage.getItem('ragcite:last') || 'null'); } catch {}
-  if (!last || !last.data) return null;
-  const a = last.data;
-  return {
-    question: last.question, selection: last.selection || null, kind: last.kind,
-    outcome: a.outcome || null,
-    confidence: typeof a.confidence === 'number'
-      ? Math.round(a.confidence * 100) : null,
-    generator: (a.metadata && a.metadata.generator) || null,
-    engine: (a.metadata && a.metadata.engine) || 'server',
-    cited: (a.citations || []).map((c) => c.passage_id).filter(Boolean),
-  };
-}"""
-
-
-def shot(page, name: str, docs: bool = False, book: str = "example_book") -> None:
-    """A screenshot for people to look at; *docs*: one the docs show, copied
-    there with ``RAGCITE_UPDATE_SCREENSHOTS=1`` (tools/docs_screenshots.py),
-    beside a record of what it pictures (``<name>.json`` in SHOTS), which
-    tests/test_docs_screenshots.py holds against this build's answers."""
-    path = SHOTS / name
-    page.screenshot(path=str(path))
-    if docs:
-        record = {"name": name, "book": book, "pictured": page.evaluate(PICTURED)}
-        path.with_suffix(".json").write_text(json.dumps(record, indent=1), "utf-8")
-    if docs and UPDATE_SHOTS:
-        shutil.copyfile(path, DOC_SHOTS / name)
-
-
 @pytest.fixture(scope="module")
 def themed_server(tmp_path_factory):
     """The example book under a second theme, with the answer server."""
@@ -847,8 +752,8 @@ def outcome_page(page, base: str, outcome: str) -> tuple[dict, dict]:
     return expected, shown
 
 
-def test_outcome_answer_shows_markers_and_its_band(page, server: str) -> None:
-    answer, _ = outcome_page(page, server, "answer")
+def test_outcome_answer_shows_markers_and_its_band(page, example_server: str) -> None:
+    answer, _ = outcome_page(page, example_server, "answer")
     assert answer["grounded"] is True
     level = answer["confidence_level"]
     badge = page.locator(f".ragcite-badge-{level}")
@@ -863,8 +768,10 @@ def test_outcome_answer_shows_markers_and_its_band(page, server: str) -> None:
     shot(page, "outcome-answer.png", docs=True)
 
 
-def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):
-    answer, _ = outcome_page(page, server, "passages")
+def test_outcome_passages_link_to_their_best_sentence(
+    page, example_server, example_site: Path
+):
+    answer, _ = outcome_page(page, example_server, "passages")
     assert answer["grounded"] is False
     assert 1 <= len(answer["passages"]) <= 3
     box = page.locator(".ragcite-maybe")
@@ -877,7 +784,7 @@ def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):
     for i, passage in enumerate(answer["passages"]):
         item = items.nth(i)
         link = item.locator("a.ragcite-passage-title")
-        assert link.get_attribute("href") == f"{server}/{passage['url']}"
+        assert link.get_attribute("href") == f"{example_server}/{passage['url']}"
         assert passage["chapter"] in link.text_content()
         assert passage["section"] in link.text_content()
         best = item.locator("mark.ragcite-best")
@@ -892,12 +799,12 @@ def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):
     first = answer["passages"][0]
     items.first.locator("a").focus()
     page.keyboard.press("Enter")
-    page.wait_for_url(f"{server}/{first['url']}")
+    page.wait_for_url(f"{example_server}/{first['url']}")
     wait_highlighted(page, first["passage_id"])
     marked = marked_quote(page)
     assert [words(part) for part in marked["parts"]] == [words(first["quote"])]
     record = next(
-        p for p in read_passages(site) if p["passage_id"] == first["passage_id"]
+        p for p in read_passages(example_site) if p["passage_id"] == first["passage_id"]
     )
     assert [words(record["text"][a:b]) for a, b in first["quote_spans"]] == [
         words(part) for part in marked["parts"]
@@ -914,8 +821,8 @@ def test_outcome_passages_link_to_their_best_sentence(page, server, site: Path):
     assert page.locator("ol.ragcite-passages > li").count() == len(answer["passages"])
 
 
-def test_outcome_not_found_lists_the_closest_pages(page, server: str) -> None:
-    answer, _ = outcome_page(page, server, "not_found")
+def test_outcome_not_found_lists_the_closest_pages(page, example_server: str) -> None:
+    answer, _ = outcome_page(page, example_server, "not_found")
     assert answer["grounded"] is False
     assert answer["passages"] == []
     box = page.locator(".ragcite-notfound")
@@ -927,7 +834,7 @@ def test_outcome_not_found_lists_the_closest_pages(page, server: str) -> None:
     links = page.locator(".ragcite-see-also a")
     assert links.count() == len(see_also) >= 1
     for i, item in enumerate(see_also):
-        assert links.nth(i).get_attribute("href") == f"{server}/{item['url']}"
+        assert links.nth(i).get_attribute("href") == f"{example_server}/{item['url']}"
     assert page.locator(".ragcite-status").text_content() == "No answer in the book."
     shot(page, "outcome-not-found.png", docs=True)
 
@@ -945,10 +852,10 @@ def test_outcomes_under_another_theme(page, themed_server: str, outcome: str) ->
     shot(page, name, docs=True)
 
 
-def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:
+def test_an_old_server_without_outcome_still_renders(page, example_server: str) -> None:
     """Answer JSON from before ``outcome``: grounded false reads as not_found."""
-    page.goto(f"{server}/index.html")
-    question, old = question_for(server, "not_found")
+    page.goto(f"{example_server}/index.html")
+    question, old = question_for(example_server, "not_found")
     old = json.loads(json.dumps(old))  # a copy to change
     for key in ("outcome", "passages"):
         old.pop(key)
@@ -960,7 +867,7 @@ def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:
         old["metadata"]["see_also"]
     )
     page.unroute("**/api/ask/stream")
-    question, grounded = question_for(server, "answer")
+    question, grounded = question_for(example_server, "answer")
     grounded = {k: v for k, v in grounded.items() if k not in ("outcome", "passages")}
     page.route("**/api/ask/stream", lambda route: fake_stream(route, grounded))
     ask(page, question)
@@ -974,9 +881,9 @@ def test_an_old_server_without_outcome_still_renders(page, server: str) -> None:
     assert page.locator("a[data-ragcite-n], .ragcite-answer").count() == 0
 
 
-def test_hostile_passages_cannot_link_or_run(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
-    question, evil = question_for(server, "passages")
+def test_hostile_passages_cannot_link_or_run(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
+    question, evil = question_for(example_server, "passages")
     evil = json.loads(json.dumps(evil))  # a copy to change
     good = evil["passages"][0]
     evil["passages"] = [
@@ -1012,8 +919,8 @@ def fake_stream(route, answer: dict) -> None:
     route.fulfill(status=200, content_type="text/event-stream", body=body)
 
 
-def test_errors_busy_and_low_confidence(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
+def test_errors_busy_and_low_confidence(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
     page.route(
         "**/api/ask/stream",
         lambda route: route.fulfill(
@@ -1052,7 +959,7 @@ def test_errors_busy_and_low_confidence(page, server: str) -> None:
     assert "Retry in 7 s" in text or "Retry in 6 s" in text
 
     page.unroute("**/api/ask/stream")
-    low = ask_api(server, QUESTION)
+    low = ask_api(example_server, QUESTION)
     low.update(confidence=0.2, confidence_level="low")
     page.route("**/api/ask/stream", lambda route: fake_stream(route, low))
     ask(page, QUESTION)
@@ -1122,9 +1029,9 @@ def test_hostile_documents_and_model_stay_inert(page, hostile_server: str) -> No
     )
 
 
-def test_hostile_answer_json_cannot_link_or_run(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
-    evil = ask_api(server, QUESTION)
+def test_hostile_answer_json_cannot_link_or_run(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
+    evil = ask_api(example_server, QUESTION)
     evil["answer"] = (
         "<img src=x onerror=window.__pwned=1> Bloom [1] and [2] "
         "[3](javascript:window.__pwned=1)"
@@ -1160,52 +1067,16 @@ def test_hostile_answer_json_cannot_link_or_run(page, server: str) -> None:
     )
     assert not any("evil.example" in h for h in hrefs)
     assert "<img src=x onerror=window.__pwned=1>" in state["text"]
-    assert page.url == f"{server}/index.html"
-
-
-RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE, never closed
-
-AFTER = """([selector, a, b]) => {
-  // the boxes of the first occurrences of a and b in the element's text
-  // (b searched after a); a marker is named by its own text "[n]"
-  const root = document.querySelector(selector);
-  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  const boxes = [];
-  let want = a;
-  for (let n = walker.nextNode(); n && want !== null; n = walker.nextNode()) {
-    let from = 0;
-    while (want !== null) {
-      const i = n.data.indexOf(want, from);
-      if (i < 0) break;
-      const r = document.createRange();
-      r.setStart(n, i);
-      r.setEnd(n, i + want.length);
-      const box = r.getBoundingClientRect();
-      boxes.push({left: box.left, right: box.right, top: box.top});
-      from = i + want.length;
-      want = want === a ? b : null;
-    }
-  }
-  return boxes;
-}"""
-
-
-def assert_reads_in_order(page, selector: str, a: str, b: str) -> None:
-    """*b* comes after *a* in the text and shows right of it on the same line."""
-    boxes = page.evaluate(AFTER, [selector, a, b])
-    assert len(boxes) == 2, (selector, a, b, boxes)
-    first, second = boxes
-    assert abs(first["top"] - second["top"]) < 4, (a, b, boxes)  # kept on one line
-    assert second["left"] >= first["right"] - 1, (selector, a, b, boxes)
+    assert page.url == f"{example_server}/index.html"
 
 
 def test_bidi_overrides_in_book_and_model_text_stay_inside_their_sentence(
-    page, server: str
+    page, example_server: str
 ) -> None:
     """An unclosed U+202E reverses its own sentence only: the widget's [1]
     stays after its sentence, and other sentences and titles read left to right."""
-    page.goto(f"{server}/index.html")
-    answer = ask_api(server, QUESTION)
+    page.goto(f"{example_server}/index.html")
+    answer = ask_api(example_server, QUESTION)
     good = answer["citations"][0]
     answer["answer"] = (
         f"Heat {RLO}the water. The bloom takes thirty seconds [1]. Grind finer [2]."
@@ -1240,10 +1111,10 @@ def test_bidi_overrides_in_book_and_model_text_stay_inside_their_sentence(
     page.screenshot(path=str(SHOTS / "bidi.png"))
 
 
-def test_the_version_comes_from_the_page(page, server: str) -> None:
+def test_the_version_comes_from_the_page(page, example_server: str) -> None:
     from sphinx_ragcite import __version__
 
-    page.goto(f"{server}/index.html")
+    page.goto(f"{example_server}/index.html")
     page.wait_for_function("() => window.ragcite !== undefined")
     assert page.evaluate("window.ragcite.version") == __version__
     root = page.locator("#ragcite-root")
@@ -1253,13 +1124,10 @@ def test_the_version_comes_from_the_page(page, server: str) -> None:
 # -- several sites ------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def sites_server(example_versions_server: str) -> str:
-    return example_versions_server
-
-
-def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> None:
-    from conftest import BLOOM_V1, BLOOM_V2
+def test_the_widget_asks_the_version_of_its_page(
+    page, example_versions_server: str
+) -> None:
+    from helpers.builds import BLOOM_V1, BLOOM_V2
 
     sent: list[dict] = []
     page.on(
@@ -1271,7 +1139,7 @@ def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> Non
         ),
     )
     for name, says in (("v2", BLOOM_V2), ("v1", BLOOM_V1)):
-        page.goto(f"{sites_server}/{name}/brewing/pour_over.html")
+        page.goto(f"{example_versions_server}/{name}/brewing/pour_over.html")
         answer = ask(page, QUESTION)
         assert sent[-1]["site"] == name
         assert answer["site"] == name
@@ -1279,27 +1147,31 @@ def test_the_widget_asks_the_version_of_its_page(page, sites_server: str) -> Non
         first = answer["citations"][0]
         assert first["site"] == name
         marker = page.locator('a[data-ragcite-n="1"]')
-        assert marker.get_attribute("href") == f"{sites_server}/{first['url']}"
+        assert (
+            marker.get_attribute("href") == f"{example_versions_server}/{first['url']}"
+        )
         assert says in page.locator(".ragcite-answer").text_content()
     page.screenshot(path=str(SHOTS / "sites-v1.png"))
 
 
-def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> None:
-    from conftest import BLOOM_V2
+def test_the_widget_can_ask_another_version_or_all(
+    page, example_versions_server: str
+) -> None:
+    from helpers.builds import BLOOM_V2
 
-    page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+    page.goto(f"{example_versions_server}/v1/brewing/pour_over.html")
     answer = ask(page, QUESTION, site="v2")
     assert answer["site"] == "v2"
     assert BLOOM_V2 in answer["answer"]
     first = answer["citations"][0]
     href = page.locator('a[data-ragcite-n="1"]').get_attribute("href")
-    assert href == f"{sites_server}/v2/{first['url'].removeprefix('v2/')}"
+    assert href == f"{example_versions_server}/v2/{first['url'].removeprefix('v2/')}"
     page.locator('a[data-ragcite-n="1"]').click()
-    page.wait_for_url(f"{sites_server}/v2/**")
+    page.wait_for_url(f"{example_versions_server}/v2/**")
     wait_highlighted(page, first["passage_id"])
     assert BLOOM_V2 in page.locator(f"#{first['passage_id']}").text_content()
 
-    page.goto(f"{sites_server}/v1/index.html")
+    page.goto(f"{example_versions_server}/v1/index.html")
     across = ask(page, QUESTION, site="*")
     assert "site" not in across
     assert set(across["metadata"]["retrieved_sites"]) == {"v1", "v2"}
@@ -1307,15 +1179,15 @@ def test_the_widget_can_ask_another_version_or_all(page, sites_server: str) -> N
         "li[data-ragcite-source] a", "links => links.map(a => a.href)"
     )
     for citation, link in zip(across["citations"], hrefs, strict=False):
-        assert link == f"{sites_server}/{citation['url']}"
+        assert link == f"{example_versions_server}/{citation['url']}"
 
 
 # -- keyboard and themes --------------------------------------------------------------
 
 
-def test_keyboard_only(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
-    target = ask_api(server, QUESTION)["citations"][0]
+def test_keyboard_only(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
+    target = ask_api(example_server, QUESTION)["citations"][0]
     page.keyboard.press("Control+/")
     assert page.evaluate("document.activeElement.id") == "ragcite-question"
     page.keyboard.type(QUESTION)
@@ -1329,7 +1201,7 @@ def test_keyboard_only(page, server: str) -> None:
         pytest.fail("Tab never reached the first marker")
     assert page.locator("#ragcite-preview").is_visible()
     page.keyboard.press("Enter")
-    page.wait_for_url(f"{server}/{target['url']}")
+    page.wait_for_url(f"{example_server}/{target['url']}")
     wait_highlighted(page, target["passage_id"])
 
     # Escape closes the panel and gives focus back
@@ -1341,13 +1213,13 @@ def test_keyboard_only(page, server: str) -> None:
     assert page.evaluate(focused)
 
 
-def test_dark_mode(browser, server: str) -> None:
+def test_dark_mode(browser, example_server: str) -> None:
     context = browser.new_context(
         viewport={"width": 1280, "height": 800}, color_scheme="dark"
     )
     try:
         page = context.new_page()
-        page.goto(f"{server}/brewing/espresso.html")
+        page.goto(f"{example_server}/brewing/espresso.html")
         ask(page, QUESTION)
         page.locator('a[data-ragcite-n="1"]').hover()
         page.locator("#ragcite-preview").wait_for(state="visible")
@@ -1361,13 +1233,13 @@ def test_dark_mode(browser, server: str) -> None:
         context.close()
 
 
-def test_small_screen_panel_fits(browser, server: str) -> None:
+def test_small_screen_panel_fits(browser, example_server: str) -> None:
     context = browser.new_context(
         viewport={"width": 390, "height": 740}, has_touch=True, is_mobile=True
     )
     try:
         page = context.new_page()
-        page.goto(f"{server}/index.html")
+        page.goto(f"{example_server}/index.html")
         ask(page, QUESTION)
         box = page.locator(".ragcite-panel").bounding_box()
         assert box is not None

@@ -9,23 +9,14 @@ import shutil
 from typing import TYPE_CHECKING
 
 import pytest
-from test_widget import (  # the browser fixtures and helpers of the widget tests
-    QUOTE_MARKED,
-    SHOTS,
-    answer_server,
-    ask,
-    browser,
-    page,
-    squeezed,
-    wait_highlighted,
-)
 
-from conftest import ROOTS, read_passages, sphinx_build
+from helpers.browser import QUOTE_MARKED, SHOTS, ask, squeezed, wait_highlighted
+from helpers.builds import read_passages, sphinx_build
+from helpers.repo import ROOTS
+from helpers.servers import answer_server
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-__all__ = ["browser", "page"]  # pytest fixtures, imported to be found
 
 SPHINX_PLURAL = "Evaluating a string as JavaScript violates"
 QUESTIONS = {
@@ -36,7 +27,7 @@ QUESTIONS = {
 
 
 @pytest.fixture(scope="module")
-def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def cjk_books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for language in QUESTIONS:
         root = tmp_path_factory.mktemp(f"widget-{language}")
@@ -47,9 +38,9 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("language", list(QUESTIONS))
-def test_cjk_answer_marks_the_quoted_characters(page, books, language) -> None:
+def test_cjk_answer_marks_the_quoted_characters(page, cjk_books, language) -> None:
     question, suffix = QUESTIONS[language]
-    with answer_server(books[language], generator="extractive") as server:
+    with answer_server(cjk_books[language], generator="extractive") as server:
         page.goto(f"{server}/index.html")
         answer = ask(page, question)
         assert answer["outcome"] == "answer", answer
@@ -69,7 +60,7 @@ def test_cjk_answer_marks_the_quoted_characters(page, books, language) -> None:
         assert marked["api"] == "highlight"
         passage = next(
             p
-            for p in read_passages(books[language])
+            for p in read_passages(cjk_books[language])
             if p["passage_id"] == target["passage_id"]
         )
         # exact: the marked characters are the quoted ones, nothing more

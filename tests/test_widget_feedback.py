@@ -1,8 +1,8 @@
 """Reader -> feedback: "Helpful?" in real Chromium against a real ``ragcite serve``.
 
-The browser and page fixtures are the widget tests' (``test_widget.py``): the
-Debian ``chromium`` driven by Python playwright, failing a test on any page
-error or CSP violation.
+The browser and page fixtures are the session's (conftest): the Debian
+``chromium`` driven by Python playwright, failing a test on any page error
+or CSP violation.
 """
 
 from __future__ import annotations
@@ -11,17 +11,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-import test_widget
-from test_widget import QUESTION, SHOTS, ask
 
-from conftest import ragcite_serve, wait_until
-
-# the widget tests' fixtures: Chromium, a page that fails on errors, and the
-# example book served without a question log
-browser = test_widget.browser
-page = test_widget.page
-site = test_widget.site
-server = test_widget.server
+from helpers.browser import QUESTION, SHOTS, ask
+from helpers.servers import ragcite_serve, wait_until
 
 REASON = "It does not say what to do with a darker roast. <b>bold?</b>"
 
@@ -150,8 +142,8 @@ def test_every_answer_has_its_own_vote(page, logged) -> None:
     wait_until(lambda: (second, 0, None) in feedback_rows(db), 10)
 
 
-def test_no_feedback_control_without_a_log(page, server: str) -> None:
-    page.goto(f"{server}/index.html")
+def test_no_feedback_control_without_a_log(page, example_server: str) -> None:
+    page.goto(f"{example_server}/index.html")
     answer = ask(page, QUESTION)
     assert "answer_id" not in answer
     page.locator('a[data-ragcite-n="1"]').wait_for(state="visible")

@@ -18,21 +18,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pytest
-from test_browser_answers import QUESTION, ask, watched
 
-from conftest import EXAMPLE_BOOK, read_manifest, serving_handler
+from helpers.browser import QUESTION, ask
+from helpers.repo import EXAMPLE_BOOK
+from helpers.servers import serving_handler
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 #: Three pages of the example book a reader opens in turn.
 PAGES = ("index.html", "beans.html", "brewing/pour_over.html")
-
-
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Path:
-    assert "model" in read_manifest(example_site)["files"], "no engine shipped"
-    return example_site
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +43,6 @@ def static_site(builds) -> Path:
     )
     assert built.warnings == ""
     return built.outdir
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = watched(context.new_page())
-    yield page
-    context.close()
-    assert not page.errors, page.errors
 
 
 class OtherApp(http.server.SimpleHTTPRequestHandler):
@@ -128,60 +114,64 @@ def open_pages(page, base: str) -> None:
 
 
 def test_another_apps_health_never_gets_the_question(
-    page, site: Path, tmp_path: Path
+    watched_page, engine_site: Path, tmp_path: Path
 ) -> None:
-    with origin(site, tmp_path, health=True) as (base, served):
-        page.goto(f"{base}/docs/brewing/pour_over.html")
-        answer = ask(page, QUESTION)
+    with origin(engine_site, tmp_path, health=True) as (base, served):
+        watched_page.goto(f"{base}/docs/brewing/pour_over.html")
+        answer = ask(watched_page, QUESTION)
         assert answer["metadata"]["engine"] == "browser"
-        assert page.locator(".ragcite-error").is_hidden()
+        assert watched_page.locator(".ragcite-error").is_hidden()
         assert [r for r in served if r[0] != "GET"] == []
-        assert [m for m, _ in page.requests if m != "GET"] == []
-        assert [u for _, u in page.requests if not u.startswith(f"{base}/")] == []
+        assert [m for m, _ in watched_page.requests if m != "GET"] == []
+        assert [
+            u for _, u in watched_page.requests if not u.startswith(f"{base}/")
+        ] == []
         # the site's own files, and the two places a server could be
         assert outside(served) == ["/api/health"], served
         assert health_asked(served) == ["/docs/api/health", "/api/health"]
 
 
 def test_a_static_host_is_asked_for_a_server_once_per_visit(
-    page, site: Path, tmp_path: Path
+    watched_page, engine_site: Path, tmp_path: Path
 ) -> None:
-    with origin(site, tmp_path, health=False) as (base, served):
-        open_pages(page, base)
+    with origin(engine_site, tmp_path, health=False) as (base, served):
+        open_pages(watched_page, base)
         assert health_asked(served) == ["/docs/api/health", "/api/health"]
         # the only console errors: the browser's own lines for those two 404s
-        assert len(page.console_errors) <= 2, page.console_errors
-        assert all("404" in e for e in page.console_errors), page.console_errors
+        assert len(watched_page.console_errors) <= 2, watched_page.console_errors
+        assert all("404" in e for e in watched_page.console_errors), (
+            watched_page.console_errors
+        )
 
 
 def test_no_server_configured_asks_nothing_and_the_console_stays_clean(
-    page, static_site: Path, tmp_path: Path
+    watched_page, static_site: Path, tmp_path: Path
 ) -> None:
     with origin(static_site, tmp_path, health=True) as (base, served):
-        open_pages(page, base)
-        result = ask(page, QUESTION)
+        open_pages(watched_page, base)
+        result = ask(watched_page, QUESTION)
         assert result["mode"] == "static"
         assert health_asked(served) == []
         assert outside(served) == []
-        assert page.console_errors == [], [s for s in served if s[2] >= 400]
+        assert watched_page.console_errors == [], [s for s in served if s[2] >= 400]
 
 
 def test_a_server_that_fails_on_a_question_gives_way_to_the_browser(
-    page, example_server: str
+    watched_page, example_server: str
 ) -> None:
     """A real ``ragcite serve`` is found; when its answer fails (a proxy's
     502 here), the question goes to the browser (askStatic, then the engine
     where it can run), not to an error. The server's own pages forbid
     WebAssembly (its CSP), so here the browser gives search results and says
     why."""
-    page.route(
+    watched_page.route(
         "**/api/ask/stream",
         lambda route: route.fulfill(status=502, body="<html>Bad Gateway</html>"),
     )
-    page.goto(f"{example_server}/brewing/pour_over.html")
-    result = ask(page, QUESTION)
+    watched_page.goto(f"{example_server}/brewing/pour_over.html")
+    result = ask(watched_page, QUESTION)
     assert result["mode"] == "static"
     assert result["hits"]
-    assert page.locator(".ragcite-error").is_hidden()
-    posts = [u for m, u in page.requests if m == "POST"]
+    assert watched_page.locator(".ragcite-error").is_hidden()
+    posts = [u for m, u in watched_page.requests if m == "POST"]
     assert posts == [f"{example_server}/api/ask/stream"]

@@ -1,7 +1,7 @@
 """Reader -> version picker: two versions of the example book in one server.
 
-The browser, page and two-version server fixtures are the widget tests'
-(``test_widget.py``): the Debian ``chromium`` driven by Python playwright,
+The browser, page and two-version server fixtures are the session's
+(conftest): the Debian ``chromium`` driven by Python playwright,
 failing a test on any page error or CSP violation; the example book (1.0)
 served as ``v1`` beside its edited copy (2.0, the bloom paragraph changed) as
 ``v2``.
@@ -15,22 +15,21 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
 
-import test_widget
-from test_widget import QUESTION, SHOTS, ask, shot
-
-from conftest import BLOOM_V1, BLOOM_V2, free_port, wait_until_up
+from helpers.browser import (
+    QUESTION,
+    RLO,
+    SHOTS,
+    ask,
+    assert_reads_in_order,
+    shot,
+    wait_highlighted,
+)
+from helpers.builds import BLOOM_V1, BLOOM_V2
+from helpers.servers import free_port, wait_until_up
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
-
-# the widget tests' fixtures: Chromium, a page that fails on errors, the
-# example book alone and beside its version 2.0
-browser = test_widget.browser
-page = test_widget.page
-site = test_widget.site
-server = test_widget.server
-sites_server = test_widget.sites_server
 
 PICKER = "Answers from version"
 #: Collects every rendered answer (the widget's ``ragcite:answer`` event).
@@ -79,10 +78,10 @@ def shown_badges(page, within: str) -> list[str]:
 
 
 def test_the_picker_offers_both_versions_and_stands_on_the_page_s(
-    page, sites_server: str
+    page, example_versions_server: str
 ) -> None:
     for name, own, other in (("v1", "1.0", "2.0"), ("v2", "2.0", "1.0")):
-        page.goto(f"{sites_server}/{name}/brewing/pour_over.html")
+        page.goto(f"{example_versions_server}/{name}/brewing/pour_over.html")
         open_panel(page)
         picker = page.get_by_label(PICKER)  # a labelled native <select>
         picker.wait_for(state="visible")
@@ -95,8 +94,8 @@ def test_the_picker_offers_both_versions_and_stands_on_the_page_s(
         assert page.locator("#ragcite-version-note").is_hidden()
 
 
-def test_one_site_served_shows_no_picker(page, server: str) -> None:
-    page.goto(f"{server}/brewing/pour_over.html")
+def test_one_site_served_shows_no_picker(page, example_server: str) -> None:
+    page.goto(f"{example_server}/brewing/pour_over.html")
     open_panel(page)
     answer = ask_in_form(page, QUESTION)
     assert "version" not in answer["citations"][0]
@@ -104,7 +103,9 @@ def test_one_site_served_shows_no_picker(page, server: str) -> None:
     assert page.locator(".ragcite-version-badge").count() == 0
 
 
-def test_switching_asks_the_other_version_and_says_so(page, sites_server: str) -> None:
+def test_switching_asks_the_other_version_and_says_so(
+    page, example_versions_server: str
+) -> None:
     sent: list[dict[str, Any]] = []
     page.on(
         "request",
@@ -114,7 +115,7 @@ def test_switching_asks_the_other_version_and_says_so(page, sites_server: str) -
             else None
         ),
     )
-    page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+    page.goto(f"{example_versions_server}/v1/brewing/pour_over.html")
     open_panel(page)
 
     # the page's own version by default: sources from 1.0, no badge
@@ -124,7 +125,9 @@ def test_switching_asks_the_other_version_and_says_so(page, sites_server: str) -
     assert own["version"] == "1.0"
     assert BLOOM_V1 in own["answer"]
     assert {c["site"] for c in own["citations"]} == {"v1"}
-    assert all(h.startswith(f"{sites_server}/v1/") for h in source_links(page))
+    assert all(
+        h.startswith(f"{example_versions_server}/v1/") for h in source_links(page)
+    )
     assert shown_badges(page, ".ragcite-output") == []
 
     # the keyboard picks 2.0: focus the select, arrow up to the first option
@@ -147,8 +150,10 @@ def test_switching_asks_the_other_version_and_says_so(page, sites_server: str) -
     assert {c["site"] for c in other["citations"]} == {"v2"}
     assert {c["version"] for c in other["citations"]} == {"2.0"}
     links = source_links(page)
-    assert links == [f"{sites_server}/{c['url']}" for c in other["citations"]]
-    assert all(h.startswith(f"{sites_server}/v2/") for h in links)
+    assert links == [
+        f"{example_versions_server}/{c['url']}" for c in other["citations"]
+    ]
+    assert all(h.startswith(f"{example_versions_server}/v2/") for h in links)
     assert BLOOM_V2 in page.locator(".ragcite-answer").text_content()
     # each source, and the answer, say their version is not the page's
     n = len(other["citations"])
@@ -171,12 +176,12 @@ def test_switching_asks_the_other_version_and_says_so(page, sites_server: str) -
     # following a source goes into 2.0
     ask_in_form(page, QUESTION)
     page.locator('a[data-ragcite-n="1"]').click()
-    page.wait_for_url(f"{sites_server}/v2/**")
-    test_widget.wait_highlighted(page, other["citations"][0]["passage_id"])
+    page.wait_for_url(f"{example_versions_server}/v2/**")
+    wait_highlighted(page, other["citations"][0]["passage_id"])
 
 
 def test_the_choice_lasts_the_session_on_the_site_it_was_made(
-    browser, sites_server: str
+    browser, example_versions_server: str
 ) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
@@ -184,7 +189,7 @@ def test_the_choice_lasts_the_session_on_the_site_it_was_made(
         page.set_default_timeout(15_000)
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+        page.goto(f"{example_versions_server}/v1/brewing/pour_over.html")
         open_panel(page)
         page.get_by_label(PICKER).select_option("v2")
         asked = ask_in_form(page, QUESTION)
@@ -205,14 +210,14 @@ def test_the_choice_lasts_the_session_on_the_site_it_was_made(
         assert again["site"] == "v2"
 
         # another page of the same site: the same choice
-        page.goto(f"{sites_server}/v1/index.html")
+        page.goto(f"{example_versions_server}/v1/index.html")
         open_panel(page)
         page.wait_for_function(
             "() => document.getElementById('ragcite-version').value === 'v2'"
         )
 
         # on a page of 2.0 itself, its own version: the choice is per site
-        page.goto(f"{sites_server}/v2/index.html")
+        page.goto(f"{example_versions_server}/v2/index.html")
         open_panel(page)
         # the picker is filled once the sites list arrives: wait for it, as
         # above (read at once, it was still empty in one CI-like run)
@@ -224,7 +229,7 @@ def test_the_choice_lasts_the_session_on_the_site_it_was_made(
         assert options(page)[0] == ("v2", "2.0 (this page)")
 
         # back to the page's own version: forgotten, as the default is
-        page.goto(f"{sites_server}/v1/index.html")
+        page.goto(f"{example_versions_server}/v1/index.html")
         open_panel(page)
         picker.select_option("v1")
         assert page.evaluate("sessionStorage.getItem('ragcite:version:v1')") is None
@@ -237,7 +242,7 @@ def test_the_choice_lasts_the_session_on_the_site_it_was_made(
     fresh = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
         page = fresh.new_page()
-        page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+        page.goto(f"{example_versions_server}/v1/brewing/pour_over.html")
         open_panel(page)
         picker = page.get_by_label(PICKER)
         picker.wait_for(state="visible")
@@ -254,7 +259,7 @@ def test_the_choice_lasts_the_session_on_the_site_it_was_made(
 @contextlib.contextmanager
 def ragcite_serve_on(port: int, *args: str, log: Path) -> Iterator[str]:
     """``ragcite serve ARGS`` in a child process on *port*, so that a page
-    stays on one origin across restarts (conftest's ``ragcite_serve`` picks
+    stays on one origin across restarts (``helpers.servers.ragcite_serve`` picks
     a new port each time)."""
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
@@ -281,7 +286,7 @@ def asked_sites(sent: list[dict[str, Any]]) -> list[str | None]:
 
 
 def test_a_version_removed_while_the_page_is_open_falls_back_once(
-    page, site: Path, example_site_v2: Path, tmp_path: Path
+    page, example_site: Path, example_site_v2: Path, tmp_path: Path
 ) -> None:
     """Issue 33, defect 12: the server restarts without the version the
     reader picked; the next question falls back to the page's own version,
@@ -297,7 +302,7 @@ def test_a_version_removed_while_the_page_is_open_falls_back_once(
         ),
     )
     port = free_port()
-    both = ("--site", f"v1={site}", "--site", f"v2={example_site_v2}")
+    both = ("--site", f"v1={example_site}", "--site", f"v2={example_site_v2}")
     with ragcite_serve_on(port, *both, log=tmp_path / "both.log") as url:
         page.goto(f"{url}/v1/brewing/pour_over.html")
         open_panel(page)
@@ -306,7 +311,9 @@ def test_a_version_removed_while_the_page_is_open_falls_back_once(
     assert asked_sites(sent) == ["v2"]
 
     # the operator drops 2.0; the page stays open, nothing reloads it
-    with ragcite_serve_on(port, "--site", f"v1={site}", log=tmp_path / "v1.log"):
+    with ragcite_serve_on(
+        port, "--site", f"v1={example_site}", log=tmp_path / "v1.log"
+    ):
         sent.clear()
         answer = ask_in_form(page, QUESTION)
         assert asked_sites(sent) == ["v2", "v1"]  # refused once, asked again once
@@ -343,7 +350,9 @@ def test_a_version_removed_while_the_page_is_open_falls_back_once(
         )
 
 
-def test_a_second_refusal_is_shown_not_asked_again(page, sites_server: str) -> None:
+def test_a_second_refusal_is_shown_not_asked_again(
+    page, example_versions_server: str
+) -> None:
     """However often the server says "no such site", the widget asks once
     more and then shows the refusal."""
     refusal = {
@@ -359,7 +368,7 @@ def test_a_second_refusal_is_shown_not_asked_again(page, sites_server: str) -> N
         sent.append(json.loads(route.request.post_data or "{}"))
         route.fulfill(status=400, json=refusal)
 
-    page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+    page.goto(f"{example_versions_server}/v1/brewing/pour_over.html")
     open_panel(page)
     page.get_by_label(PICKER).select_option("v2")
     page.route("**/api/ask/stream", refuse)
@@ -416,12 +425,12 @@ DIGIT_AND_END = """([selector, digit]) => {
 
 
 def test_a_version_with_a_bidi_override_reorders_nothing_after_it(
-    page, sites_server: str
+    page, example_versions_server: str
 ) -> None:
     """Issue 33, defect 13: a conf.py version holding U+202E (or any
     right-to-left text) stays inside its label, in the picker's options, the
     status line and the note under the picker."""
-    rlo = test_widget.RLO
+    rlo = RLO
     versions = {"v1": f"{rlo}1.0", "v2": f"{rlo}2.0"}
 
     def tampered(route) -> None:
@@ -435,7 +444,7 @@ def test_a_version_with_a_bidi_override_reorders_nothing_after_it(
         route.fulfill(json=health)
 
     page.route("**/api/health", tampered)
-    page.goto(f"{sites_server}/v1/brewing/pour_over.html")
+    page.goto(f"{example_versions_server}/v1/brewing/pour_over.html")
     open_panel(page)
     picker = page.get_by_label(PICKER)
     picker.wait_for(state="visible")
@@ -445,8 +454,8 @@ def test_a_version_with_a_bidi_override_reorders_nothing_after_it(
         ("v1", f"\u2068{rlo}1.0\u2069 (this page)"),
     ]
     page.evaluate(OPTION_IN_A_SPAN, "v1")
-    test_widget.assert_reads_in_order(page, "#ragcite-test-option", "(", "this")
-    test_widget.assert_reads_in_order(page, "#ragcite-test-option", "this", "page")
+    assert_reads_in_order(page, "#ragcite-test-option", "(", "this")
+    assert_reads_in_order(page, "#ragcite-test-option", "this", "page")
     page.evaluate("document.getElementById('ragcite-test-option').remove()")
 
     def ends_after_its_version(selector: str, digit: str) -> None:

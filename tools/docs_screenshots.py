@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DOC_SHOTS = REPO / "docs" / "_static" / "screenshots"
 RECORD = DOC_SHOTS / "shots.json"
-#: Where the tests write screenshots and their records (tests/conftest.py).
+#: Where the tests write screenshots and their records (tests/helpers/browser.py).
 SHOTS = Path("/tmp/ragcite-shots")
 #: The test files that take screenshots the docs show.
 TEST_FILES = (

@@ -16,7 +16,6 @@ is screenshot in Chromium (full page, 1200 px wide) into
 from __future__ import annotations
 
 import argparse
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from benchmarks._harness import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SITE = REPO / "benchmarks" / "results" / ".sites" / "click-docs" / "html"
@@ -64,12 +65,6 @@ VOTES = [
     ("How do I log to a file from my command?", False, "Not about logging at all"),
     ("How do I accept a file argument?", False, "I wanted an example with a path"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def session(log: Path) -> None:

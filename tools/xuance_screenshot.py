@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -45,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from benchmarks._harness import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = "xuance-docs-zh"
@@ -79,12 +80,6 @@ QUOTE_MARKED = """() => {
   const marks = [...document.querySelectorAll('mark.ragcite-quote')];
   return marks.length ? {api: 'mark', parts: marks.map((m) => m.textContent)} : null;
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def squeezed(text: str) -> str:
