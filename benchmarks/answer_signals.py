@@ -19,14 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sphinx_ragcite.answer.sentences import content_words
-from sphinx_ragcite.answer.units import (
-    _CODE_TOKEN,
-    _NUMBER,
-    _NUMBER_WORD,
-    looks_like_code,
-    names_someone,
-    question_kind,
-)
+from sphinx_ragcite.answer.spec import CODE_TOKEN, KIND_NUMBER, NUMBER_WORD
+from sphinx_ragcite.answer.units import looks_like_code, names_someone, question_kind
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -167,17 +161,17 @@ def type_match(kind: str, text: str, question: str = "") -> float:
     if kind == "place":
         return float(new(_PATH) or names_someone(text, asked))
     if kind == "number":
-        return float(new(_NUMBER) or new(_NUMBER_WORD))
+        return float(new(KIND_NUMBER) or new(NUMBER_WORD))
     if kind == "option":
         return float(new(_OPTION))
     if kind == "code":
-        return float(new(_CODE_TOKEN) or new(_OPTION))
+        return float(new(CODE_TOKEN) or new(_OPTION))
     if kind == "yesno":
         return float(bool(_POLARITY.search(text)))
     if kind == "procedure":
-        return float(bool(_PROCEDURE.search(text)) or bool(_CODE_TOKEN.search(text)))
+        return float(bool(_PROCEDURE.search(text)) or bool(CODE_TOKEN.search(text)))
     return float(  # named: a name, code, a quoted term or a number it adds
-        names_someone(text, asked) or new(_OPTION) or new(_QUOTED) or new(_NUMBER)
+        names_someone(text, asked) or new(_OPTION) or new(_QUOTED) or new(KIND_NUMBER)
     )
 
 

@@ -62,6 +62,8 @@ MAX_SELECTION = 20_000
 #: Passages an answer is drawn from by default, and at most over HTTP.
 DEFAULT_K = 6
 MAX_K = 20
+#: Characters of a reader's feedback reason, after trimming.
+MAX_REASON = 500
 
 #: A site's name on a server of several (``ragcite serve --site NAME=...``):
 #: the first folder of its URLs, ``/v1.2/guide.html``.
@@ -88,16 +90,22 @@ def parse_passage_id(value: str) -> tuple[int, int, int] | None:
     return int(match["c"]), int(match["s"]), int(match["p"])
 
 
-_SPACES = re.compile(r"[ \t\r\f\v\n]+")
+#: The runs of whitespace a snippet keeps as one space.
+SNIPPET_SPACES = re.compile(r"[ \t\r\f\v\n]+")
+#: A snippet's characters at most, and at least where a word boundary cuts it.
+SNIPPET_CHARS = 200
+SNIPPET_MIN_CHARS = 50
 
 
-def make_snippet(text: str, limit: int = 200, minimum: int = 50) -> str:
+def make_snippet(
+    text: str, limit: int = SNIPPET_CHARS, minimum: int = SNIPPET_MIN_CHARS
+) -> str:
     """A passage's ``snippet``: a prefix of its text cut at a word boundary.
 
     In Chinese, Japanese and Korean text every character boundary next to a
     CJK character is a word boundary.
     """
-    flat = _SPACES.sub(" ", text).strip()
+    flat = SNIPPET_SPACES.sub(" ", text).strip()
     if len(flat) <= limit:
         return flat
     cut = flat.rfind(" ", 0, limit + 1)

@@ -344,7 +344,8 @@ def tokenize(text: str) -> list[str]:
     return ENGLISH.tokenize(text)
 
 
-_ABBREVIATIONS = frozenset(
+#: A full stop after these ends no sentence.
+ABBREVIATIONS = frozenset(
     {"e.g", "i.e", "etc", "vs", "approx", "dr", "mr", "mrs", "ms", "no", "fig",
      "cf", "ca", "al", "st", "eq"}
 )  # fmt: skip
@@ -354,10 +355,13 @@ _ABBREVIATIONS = frozenset(
 #: Chinese and Japanese end a sentence with 。！？ (or the full-width and
 #: half-width forms ．｡), closing quotes and brackets included, with or
 #: without a space after.
-_BOUNDARY = re.compile(
+BOUNDARY = re.compile(
     r"(?<=[.!?…])[\"”’)]*\s+(?=\[|[\"“(]?[A-Z0-9])"
     r"|(?<=[。！？．｡])[」』）】〕”’\")]*\s*(?=\S)"
 )
+
+#: Closing quotes and brackets between a sentence's end and the boundary.
+CLOSERS = '"”’)'
 
 
 @dataclass(frozen=True)
@@ -373,10 +377,10 @@ def split_sentences(text: str) -> list[Sentence]:
     offset = 0
     for line in text.split("\n"):
         start = 0
-        for match in _BOUNDARY.finditer(line):
-            before = line[start : match.start()].rstrip('"”’)')
+        for match in BOUNDARY.finditer(line):
+            before = line[start : match.start()].rstrip(CLOSERS)
             last = before.rsplit(None, 1)[-1].rstrip(".").lower() if before else ""
-            if last in _ABBREVIATIONS or re.fullmatch(r"[a-z]", last):
+            if last in ABBREVIATIONS or re.fullmatch(r"[a-z]", last):
                 continue
             _add(out, line, start, match.start(), offset)
             start = match.end()

@@ -1,11 +1,13 @@
 """The browser's answer engine (``js/engine.js``) answers as the Python one.
 
-Three layers: the JS twins of the Python constants and patterns are the same
-(``test_twins``); the text functions give the same results on many texts
-(sentences, content words, numbers, word counts, question kinds, answer
-kinds, code); and on every dev set the whole engine gives the same outcome
-and cited passage IDs for >= 0.99 of the questions, confidence within 0.02
-(``js/test/parity.test.js`` on case files of ``tools/write_parity_cases.py``).
+The constants and patterns the engines share reach JS from
+``sphinx_ragcite/answer/spec.py`` through ``js/spec.js`` (fresh:
+``tests/test_js_spec.py``). On that, two layers: the text functions give the
+same results on many texts (sentences, content words, numbers, word counts,
+question kinds, answer kinds, code); and on every dev set the whole engine
+gives the same outcome and cited passage IDs for >= 0.99 of the questions,
+confidence within 0.02 (``js/test/parity.test.js`` on case files of
+``tools/write_parity_cases.py``).
 
 The example book runs everywhere Node does; the other dev sets where
 ``../shared`` holds their corpora (marker ``corpora``). Under ``CI=true`` a
@@ -16,58 +18,26 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sphinx_ragcite.answer import (
-    citations,
-    confidence,
-    grounding,
-    ranker,
-    selection,
-    sentences,
-    units,
-)
 from sphinx_ragcite.answer import engine as py_engine
-from sphinx_ragcite.contracts import (
-    DEFAULT_K,
-    HIGH_CONFIDENCE,
-    MAX_K,
-    MAX_QUESTION,
-    MAX_SELECTION,
-    MEDIUM_CONFIDENCE,
-    USER_SELECTION,
-    make_snippet,
-)
-from sphinx_ragcite.retrieval import fusion
-from sphinx_ragcite.retrieval.searchable import SearchRequest
-from sphinx_ragcite.text import MIXED, STOPWORDS, split_sentences
+from sphinx_ragcite.answer import sentences, units
+from sphinx_ragcite.contracts import make_snippet
+from sphinx_ragcite.text import split_sentences
 from tools import write_parity_cases as cases_tool
 
-from conftest import EXAMPLE_BOOK, REPO, benchmark
+from helpers.repo import EXAMPLE_BOOK, REPO, benchmark
 
 JS = REPO / "js"
 GOLDEN = REPO / "tests" / "golden" / "parity_example_book.json"
 
 
 @pytest.fixture(scope="session")
-def node() -> str:
-    """Node's path; a failure under CI=true when it is missing, else a skip."""
-    found = shutil.which("node")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node is not on PATH: CI must check the browser engine")
-        pytest.skip("node is not on PATH: the browser engine cannot run")
-    return found
-
-
-@pytest.fixture(scope="session")
-def example_site() -> Path:
+def harness_example_site() -> Path:
     """The example book built with the extension, once (the benchmarks' cached
     build, keyed by the build code and the book's sources)."""
     return benchmark("_harness").example_build()[0]
@@ -83,64 +53,12 @@ const U = require(path.join(jsdir, "units.js"));
 const R = require(path.join(jsdir, "ranker.js"));
 const V = require(path.join(jsdir, "verify.js"));
 const A = require(path.join(jsdir, "answer.js"));
-const F = require(path.join(jsdir, "fusion.js"));
-const RT = require(path.join(jsdir, "retrieve.js"));
-const E = require(path.join(jsdir, "engine.js"));
-const SA = require(path.join(jsdir, "selection_answer.js"));
-const T = require(path.join(jsdir, "tokenize.js"));
 const data = JSON.parse(fs.readFileSync(input, "utf8"));
 const sorted = (set) => [...set].sort();
 const at = (text, offset) => S.pythonOffset(text, offset);
 const cp = (text, s) => [at(text, s.start), at(text, s.end), s.text];
 let result;
-if (task === "twins") {
-  result = {
-    units: {
-      SOURCES: U.SOURCES, IGNORECASE: [...U.IGNORECASE].sort(),
-      QUESTION_KINDS: U.QUESTION_KINDS,
-      MAX_FOLLOW_LINES: U.MAX_FOLLOW_LINES, MAX_UNIT_WORDS: U.MAX_UNIT_WORDS,
-      MIN_UNIT_WORDS: U.MIN_UNIT_WORDS, CODE_SYMBOLS: U.CODE_SYMBOLS,
-      CJK_PROSE: U.CJK_PROSE, PROSE_MARKS: U.PROSE_MARKS,
-      OPENERS: sorted(new Set([...S.STOPWORDS, ...U.OPENER_WORDS])),
-      UNIT_FEATURES: U.UNIT_FEATURES, LISTWISE: U.LISTWISE, FEATURES: U.FEATURES,
-    },
-    sentences: {
-      STOPWORDS: S.STOPWORDS, MIXED: S.MIXED, ABBREVIATIONS: sorted(S.ABBREVIATIONS),
-      BOUNDARY: S.BOUNDARY_SOURCE, NUMBER: S.NUMBER_SOURCE,
-      FILLER: sorted(new Set(T.tokenize(S.FILLER_WORDS, S.ENGLISH))),
-    },
-    ranker: {
-      STRICT_KINDS: sorted(R.STRICT_KINDS), SECOND_CANDIDATES: R.SECOND_CANDIDATES,
-      SHOWN_PASSAGES: R.SHOWN_PASSAGES,
-    },
-    verify: {
-      SUPPORT_SIMILARITY: V.SUPPORT_SIMILARITY, SUPPORT_OVERLAP: V.SUPPORT_OVERLAP,
-      BRACKETED_NUMBER: V.BRACKETED_NUMBER, SUPPORT_THRESHOLD: V.SUPPORT_THRESHOLD,
-      TWIN_MARGIN: V.TWIN_MARGIN, USER_SELECTION: V.USER_SELECTION,
-      BRACKET: V.BRACKET, SOURCE: V.SOURCE, CHAPTER: V.CHAPTER,
-      MARKER: S.MARKER_SOURCE, LEADING_MARKERS: S.LEADING_MARKERS_SOURCE,
-    },
-    selection: {
-      SELECTION_CONTEXT: SA.SELECTION_CONTEXT, HOLDING_SEARCH: SA.HOLDING_SEARCH,
-      HOLDING_WORDS: SA.HOLDING_WORDS, PASSAGE_WEIGHT: SA.PASSAGE_WEIGHT,
-      MIN_WORDS: SA.MIN_WORDS, RANK_BONUS: SA.RANK_BONUS, SECOND_FLOOR: SA.SECOND_FLOOR,
-      MAX_SENTENCES: SA.MAX_SENTENCES, MAX_WORDS: SA.MAX_WORDS,
-      SECOND_SHARE: SA.SECOND_SHARE, OTHER_PASSAGE_SHARE: SA.OTHER_PASSAGE_SHARE,
-      REDUNDANT: SA.REDUNDANT, USER_SELECTION: SA.USER_SELECTION,
-    },
-    answer: {
-      NOT_FOUND: A.NOT_FOUND, MAYBE_HERE: A.MAYBE_HERE, SEE_ALSO: A.SEE_ALSO,
-      SHOWN_FIELDS: A.SHOWN_FIELDS, SEE_ALSO_FIELDS: A.SEE_ALSO_FIELDS,
-      HIGH_CONFIDENCE: A.HIGH_CONFIDENCE, MEDIUM_CONFIDENCE: A.MEDIUM_CONFIDENCE,
-      FIT: A.FIT, CURVE: A.CURVE,
-    },
-    retrieval: { LINEAR_ALPHA: F.LINEAR_ALPHA, DEPTH: RT.DEPTH },
-    engine: {
-      DEFAULT_K: E.DEFAULT_K, MAX_K: E.MAX_K, MAX_QUESTION: E.MAX_QUESTION,
-      MAX_SELECTION: E.MAX_SELECTION,
-    },
-  };
-} else if (task === "texts") {
+if (task === "texts") {
   result = data.texts.map((text) => ({
     sentences: S.splitSentences(text).map((s) => cp(text, s)),
     words: sorted(S.contentWords(text)),
@@ -180,107 +98,6 @@ def run_node(node: str, task: str, payload: dict[str, Any], tmp_path: Path) -> A
         timeout=300,
     )
     return json.loads(dst.read_text("utf-8"))
-
-
-def test_twins(node: str, tmp_path: Path) -> None:
-    """Every constant and pattern the JS engine copies is Python's."""
-    got = run_node(node, "twins", {}, tmp_path)
-    patterns = {
-        "BACK_REFERENCE": units._BACK_REFERENCE,
-        "YEAR": units._YEAR,
-        "NUMBER": units._NUMBER,
-        "NUMBER_WORD": units._NUMBER_WORD,
-        "MONTH": units._MONTH,
-        "CAPITALISED": units._CAPITALISED,
-        "CAUSE": units._CAUSE,
-        "DEFINITION": units._DEFINITION,
-        "CODE_TOKEN": units._CODE_TOKEN,
-        "CODE_LINE": units._CODE_LINE,
-    }
-    assert got["units"]["SOURCES"] == {k: p.pattern for k, p in patterns.items()}
-    assert got["units"]["IGNORECASE"] == sorted(
-        k for k, p in patterns.items() if p.flags & re.IGNORECASE
-    )
-    assert got["units"]["QUESTION_KINDS"] == [
-        [kind, p.pattern] for kind, p in units.QUESTION_KINDS
-    ]
-    assert all(not p.flags & re.IGNORECASE for _, p in units.QUESTION_KINDS)
-    for name in ("MAX_FOLLOW_LINES", "MAX_UNIT_WORDS", "MIN_UNIT_WORDS"):
-        assert got["units"][name] == getattr(units, name), name
-    assert got["units"]["CODE_SYMBOLS"] == units.CODE_SYMBOLS
-    assert set(got["units"]["CJK_PROSE"]) == units._CJK_PROSE
-    assert got["units"]["OPENERS"] == sorted(units._OPENERS)
-    assert got["units"]["UNIT_FEATURES"] == list(units.UNIT_FEATURES)
-    assert got["units"]["LISTWISE"] == list(units.LISTWISE)
-    assert got["units"]["FEATURES"] == list(units.FEATURES)
-    assert got["sentences"]["STOPWORDS"] == list(STOPWORDS)
-    assert got["sentences"]["MIXED"] == MIXED.spec
-    from sphinx_ragcite import text as text_module
-
-    assert got["sentences"]["ABBREVIATIONS"] == sorted(text_module._ABBREVIATIONS)
-    assert got["sentences"]["BOUNDARY"] == text_module._BOUNDARY.pattern
-    assert got["sentences"]["NUMBER"] == sentences._NUMBER.pattern
-    assert got["sentences"]["FILLER"] == sorted(sentences._FILLER)
-    assert got["ranker"] == {
-        "STRICT_KINDS": sorted(ranker.STRICT_KINDS),
-        "SECOND_CANDIDATES": ranker.SECOND_CANDIDATES,
-        "SHOWN_PASSAGES": ranker.SHOWN_PASSAGES,
-    }
-    assert got["verify"] == {
-        "SUPPORT_SIMILARITY": grounding.SUPPORT_SIMILARITY,
-        "SUPPORT_OVERLAP": grounding.SUPPORT_OVERLAP,
-        "BRACKETED_NUMBER": py_engine._BRACKETED_NUMBER.pattern,
-        "SUPPORT_THRESHOLD": grounding.SUPPORT_THRESHOLD,
-        "TWIN_MARGIN": grounding.TWIN_MARGIN,
-        "USER_SELECTION": USER_SELECTION,
-        "BRACKET": citations._BRACKET.pattern,
-        "SOURCE": citations._SOURCE.pattern,
-        "CHAPTER": citations._CHAPTER.pattern,
-        "MARKER": sentences._MARKER.pattern,
-        "LEADING_MARKERS": sentences._LEADING_MARKERS.pattern.removeprefix("^"),
-    }
-    assert citations._SOURCE.flags & re.IGNORECASE
-    assert citations._CHAPTER.flags & re.IGNORECASE
-    assert sentences._MARKER.flags & sentences._LEADING_MARKERS.flags & re.IGNORECASE
-    assert got["selection"] == {
-        name: getattr(selection, name)
-        for name in (
-            "SELECTION_CONTEXT", "HOLDING_SEARCH", "HOLDING_WORDS", "PASSAGE_WEIGHT",
-            "MIN_WORDS", "RANK_BONUS", "SECOND_FLOOR", "MAX_SENTENCES", "MAX_WORDS",
-            "SECOND_SHARE", "OTHER_PASSAGE_SHARE", "REDUNDANT",
-        )
-    } | {"USER_SELECTION": USER_SELECTION}  # fmt: skip
-    assert got["answer"] == {
-        "NOT_FOUND": py_engine.NOT_FOUND,
-        "MAYBE_HERE": py_engine.MAYBE_HERE,
-        "SEE_ALSO": py_engine.SEE_ALSO,
-        "SHOWN_FIELDS": list(py_engine.SHOWN_FIELDS),
-        "SEE_ALSO_FIELDS": list(py_engine.SEE_ALSO_FIELDS),
-        "HIGH_CONFIDENCE": HIGH_CONFIDENCE,
-        "MEDIUM_CONFIDENCE": MEDIUM_CONFIDENCE,
-        "FIT": {
-            "similarity": confidence.FIT_SIMILARITY,
-            "overlap": confidence.FIT_OVERLAP,
-        },
-        "CURVE": {
-            "bias": confidence.BIAS,
-            "fit": confidence.W_FIT,
-            "relevance": confidence.W_RELEVANCE,
-            "support": confidence.W_SUPPORT,
-        },
-    }
-    assert got["retrieval"] == {
-        "LINEAR_ALPHA": fusion.LINEAR_ALPHA,
-        "DEPTH": SearchRequest("q").depth,
-    }
-    assert py_engine.AnswerEngine.k == DEFAULT_K
-    assert py_engine.AnswerEngine.fusion == "linear"
-    assert got["engine"] == {
-        "DEFAULT_K": DEFAULT_K,
-        "MAX_K": MAX_K,
-        "MAX_QUESTION": MAX_QUESTION,
-        "MAX_SELECTION": MAX_SELECTION,
-    }
 
 
 #: Strings picked to catch a Python/JS disagreement in the text functions.
@@ -340,8 +157,13 @@ def passage_texts(site: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_text_functions(node: str, example_site: Path, tmp_path: Path) -> None:
-    texts = [*TRICKY, *questions(), *source_paragraphs(), *passage_texts(example_site)]
+def test_text_functions(node: str, harness_example_site: Path, tmp_path: Path) -> None:
+    texts = [
+        *TRICKY,
+        *questions(),
+        *source_paragraphs(),
+        *passage_texts(harness_example_site),
+    ]
     assert len(texts) > 1500
     got = run_node(node, "texts", {"texts": texts}, tmp_path)
     for text, js in zip(texts, got, strict=True):
@@ -371,11 +193,11 @@ def test_kind_match(node: str, tmp_path: Path) -> None:
     assert {0.0, 0.5, 1.0} <= set(expected)  # not vacuous
 
 
-def test_units(node: str, example_site: Path, tmp_path: Path) -> None:
+def test_units(node: str, harness_example_site: Path, tmp_path: Path) -> None:
     """Answer units of multi-line texts (lists, code blocks, back references)."""
     from sphinx_ragcite.answer.evidence import Evidence
 
-    texts = [*TRICKY, *source_paragraphs(), *passage_texts(example_site)]
+    texts = [*TRICKY, *source_paragraphs(), *passage_texts(harness_example_site)]
     texts = [t for t in texts if t.strip()]
     got = run_node(node, "units", {"texts": texts}, tmp_path)
     extended = 0
@@ -436,19 +258,22 @@ def parity(
 
 
 @pytest.mark.slow
-def test_example_book_parity(node: str, example_site: Path, tmp_path: Path) -> None:
+def test_example_book_parity(
+    node: str, harness_example_site: Path, tmp_path: Path
+) -> None:
     """The committed case file when it was written from this very build and
     ranker (its digest), else one written now from the Python engine."""
     golden = json.loads(GOLDEN.read_text("utf-8"))
-    if golden["digest"] == cases_tool.site_digest(example_site):
+    if golden["digest"] == cases_tool.site_digest(harness_example_site):
         case_file = GOLDEN
     else:
         questions = cases_tool.qa_questions(EXAMPLE_BOOK / "qa.jsonl")
         case_file = tmp_path / "example_book.json"
         cases_tool.write(
-            case_file, cases_tool.cases_for("example_book", example_site, questions)
+            case_file,
+            cases_tool.cases_for("example_book", harness_example_site, questions),
         )
-    figures = parity(node, case_file, tmp_path, example_site)
+    figures = parity(node, case_file, tmp_path, harness_example_site)
     # 90 questions, every sixth also asked about a selection
     assert figures["questions"] == 90 + 15
     assert figures["parity"] >= 0.99
@@ -471,7 +296,7 @@ DEV_SETS = [name for name in benchmark("devsets").SETS if name != "example_book"
 @pytest.mark.parametrize("name", DEV_SETS)
 def test_dev_set_parity(node: str, name: str, tmp_path: Path) -> None:
     """Each dev set built as answer_quality.py builds it (its cache; with
-    ``$RAGCITE_CORPUS_CONF``, see conftest), the Python engine's answers
+    ``$RAGCITE_CORPUS_CONF``, see plugins/environment.py), the Python engine's answers
     written now, the JS engine's compared."""
     try:
         site, questions = cases_tool.dev_set(name)

@@ -185,10 +185,14 @@ LAYERS: list[tuple[str, ...]] = [
 #: hands over to the build side (lazily, so a query command never loads it).
 ENTRY = ("sphinx_ragcite", "sphinx_ragcite.extension")
 #: All the build side imports of the package: what its files are made of,
-#: the encoder, and the answer ranker it ships. Never a reader of its own
-#: output (``retrieval``): build and query time meet only through the files.
+#: the encoder, the answer ranker it ships, and the values both engines share
+#: (``answer/spec.py``, which ``js/spec.js`` is written from). Never a reader
+#: of its own output (``retrieval``): build and query time meet only through
+#: the files.
 BUILD_IMPORTS = frozenset({*LAYERS[0], "text", "contracts", "formats", "encoder"})
-BUILD_IMPORTS_TOO = frozenset({"sphinx_ragcite.answer.ranker"})
+BUILD_IMPORTS_TOO = frozenset(
+    {"sphinx_ragcite.answer.ranker", "sphinx_ragcite.answer.spec"}
+)
 
 RANK = {name: at for at, layer in enumerate(LAYERS) for name in layer}
 KNOWN = {module_name(p) for p in MODULES}

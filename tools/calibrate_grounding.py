@@ -1,12 +1,14 @@
 """Calibrate the grounding thresholds and the confidence curve on the QA set.
 
 Why: the answer engine keeps a generated sentence only when its support clears
-``grounding.SUPPORT_THRESHOLD`` and maps (fit, relevance, support) to a
+``spec.SUPPORT_THRESHOLD`` and maps (fit, relevance, support) to a
 confidence with a logistic curve. (Abstention is the answer ranker's gate,
 trained by ``train_answer_ranker.py``.) Those constants must come from measurement,
 not taste. This script measures them on ``example_book/qa.jsonl`` and prints
 the values to put in the code, with 5-fold cross-validated figures so the
-in-sample numbers are not the only evidence.
+in-sample numbers are not the only evidence. They live in
+``sphinx_ragcite/answer/spec.py``; after changing them run
+``python tools/write_js_spec.py``, which carries them to the browser engine.
 
 Run: ``python tools/calibrate_grounding.py [--site BUILD_DIR]`` (takes the
 example book's build of ``benchmarks/_harness.py``, built if needed).

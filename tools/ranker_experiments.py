@@ -1,7 +1,7 @@
 """Which answer-ranker signals and which model help, leave-one-set-out (issue 36).
 
 Each variant is the units' own signals of the engine
-(``sphinx_ragcite.answer.units.UNIT_FEATURES``) with some of issue 36's
+(``sphinx_ragcite.answer.spec.UNIT_FEATURES``) with some of issue 36's
 candidates (``benchmarks.answer_signals.CANDIDATES``) added, the listwise
 signals always, and a choice of model for the unit model, the gate's unit
 model and the gate (logistic, or scikit-learn's gradient-boosted trees). For
@@ -33,7 +33,7 @@ import numpy as np
 
 from benchmarks._harness import RESULTS, envelope, table, write_result
 from benchmarks.answer_signals import CANDIDATES
-from sphinx_ragcite.answer.units import FEATURES, UNIT_FEATURES
+from sphinx_ragcite.answer.spec import FEATURES, UNIT_FEATURES
 from tools import train_answer_ranker as train
 
 #: Issue 36's candidate signals, in groups that go in or out together.

@@ -6,7 +6,7 @@ click, requests, the Python Packaging User Guide, Flask, attrs, emcee,
 RQAlpha in Chinese and a SQuAD dev sample; Jinja and XuanCe never) the
 engine retrieves and splits the evidence into answer units exactly as at
 query time; each unit's signals
-(``sphinx_ragcite.answer.units.FEATURES``) are labelled 1 when it holds a gold
+(``sphinx_ragcite.answer.spec.FEATURES``) are labelled 1 when it holds a gold
 answer, 0.3 when only its passage does (or is a gold passage), else 0. A
 logistic model with an L2 penalty is fitted by Newton's method, and the
 abstention threshold is chosen to maximise a utility per question (answered
@@ -42,7 +42,8 @@ from benchmarks import answer_signals, devsets, near_topic
 from benchmarks._harness import RESULTS, envelope, table, write_result
 from sphinx_ragcite.answer.evidence import build_evidence
 from sphinx_ragcite.answer.ranker import unit_rows
-from sphinx_ragcite.answer.units import FEATURES, GATE_FEATURES
+from sphinx_ragcite.answer.spec import FEATURES
+from sphinx_ragcite.answer.units import GATE_FEATURES
 
 REPO = Path(__file__).resolve().parents[1]
 

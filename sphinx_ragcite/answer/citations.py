@@ -6,22 +6,22 @@ Understands ``[2]``, ``[1, 3]``, ``[ch3-sec2-p4]``, ``[Source: water.html]`` and
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from sphinx_ragcite.contracts import PASSAGE_ID
+from sphinx_ragcite.answer.spec import (
+    BRACKET,
+    CHAPTER,
+    PASSAGE_ID,
+    REFERENCE_SEPARATOR,
+    SOURCE,
+    USER_SELECTION,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sphinx_ragcite.answer.evidence import Evidence
-
-_BRACKET = re.compile(r"\[([^\[\]\n]{1,80})\]")
-_SOURCE = re.compile(r"^source\s*:\s*(.+)$", re.IGNORECASE)
-_CHAPTER = re.compile(
-    r"\bChapter\s+(\d+)(?:\s*,?\s*Section\s+(\d+(?:\.\d+)*))?", re.IGNORECASE
-)
 
 
 def parse_markers(
@@ -37,15 +37,15 @@ def parse_markers(
         elif index not in claimed:
             claimed.append(index)
 
-    for match in _BRACKET.finditer(text):
+    for match in BRACKET.finditer(text):
         inner = match.group(1).strip()
-        source = _SOURCE.match(inner)
+        source = SOURCE.match(inner)
         if source:
             add(_by_source(source.group(1).strip(), evidence), match.group(0))
             continue
-        for ref in re.split(r"\s*[,;]\s*", inner):
+        for ref in REFERENCE_SEPARATOR.split(inner):
             add(_by_reference(ref, evidence), f"[{ref}]")
-    for match in _CHAPTER.finditer(text):
+    for match in CHAPTER.finditer(text):
         add(_by_chapter(match.group(1), match.group(2), evidence), match.group(0))
     return claimed, unknown
 
@@ -54,8 +54,8 @@ def _by_reference(ref: str, evidence: Sequence[Evidence]) -> int | None:
     if ref.isdigit():
         n = int(ref)
         return n - 1 if 1 <= n <= len(evidence) else None
-    if PASSAGE_ID.match(ref) or ref.lower() in ("user-selection", "user selection"):
-        key = "user-selection" if ref.lower().startswith("user") else ref
+    if PASSAGE_ID.match(ref) or ref.lower() in (USER_SELECTION, "user selection"):
+        key = USER_SELECTION if ref.lower().startswith("user") else ref
         return next((i for i, e in enumerate(evidence) if e.key == key), None)
     return None
 

@@ -8,7 +8,9 @@ over three signals: how well the cited claim answers the question
 claim's verified support.
 tools/calibrate_grounding.py fits it on example_book/qa.jsonl (label: the
 cited passage is a gold passage or contains the gold answer) and prints how
-the confidence bands relate to actual correctness.
+the confidence bands relate to actual correctness. Its weights (``FIT_*``,
+``BIAS``, ``W_*``) are in :mod:`sphinx_ragcite.answer.spec`, which the
+browser's engine shares.
 """
 
 from __future__ import annotations
@@ -16,18 +18,14 @@ from __future__ import annotations
 import math
 
 from sphinx_ragcite.answer.sentences import content_words
-
-#: Weights of :func:`answer_fit`: a sentence's similarity to the question and
-#: its share of the question's content words. The first answer engine's
-#: sentence score, chosen by grid search on example_book/qa.jsonl; the curve
-#: below is fitted over it, so a change to them needs a refit.
-FIT_SIMILARITY = 0.55
-FIT_OVERLAP = 0.35
-# Fitted by tools/calibrate_grounding.py; see the module docstring.
-BIAS = -2.18
-W_FIT = 1.98
-W_RELEVANCE = 1.59
-W_SUPPORT = 1.0
+from sphinx_ragcite.answer.spec import (
+    BIAS,
+    FIT_OVERLAP,
+    FIT_SIMILARITY,
+    W_FIT,
+    W_RELEVANCE,
+    W_SUPPORT,
+)
 
 
 def answer_fit(

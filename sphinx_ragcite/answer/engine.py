@@ -28,6 +28,14 @@ from sphinx_ragcite.answer.selection import (
     rank_sentences,
 )
 from sphinx_ragcite.answer.sentences import content_words, numbers, strip_markup
+from sphinx_ragcite.answer.spec import (
+    BRACKETED_NUMBER,
+    MAYBE_HERE,
+    NOT_FOUND,
+    SEE_ALSO,
+    SEE_ALSO_FIELDS,
+    SHOWN_FIELDS,
+)
 from sphinx_ragcite.answer.units import question_kind
 from sphinx_ragcite.contracts import (
     Answer,
@@ -57,24 +65,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-NOT_FOUND = "I could not find an answer to this in the book."
-#: The answer text of the ``passages`` outcome (no claim is made).
-MAYBE_HERE = "I am not sure; the book may answer this in these passages."
-#: What a shown passage keeps of its record.
-SHOWN_FIELDS: tuple[str, ...] = (
-    *("passage_id", "url", "chapter", "section", "heading_path", "snippet"),
-    *("site", "version"),
-)
 #: Tokens the model may write (set by hand: room for the one or two short
 #: sentences the prompt asks for).
 MAX_TOKENS = 120
-#: Nearest passages an abstention lists.
-SEE_ALSO = 3
-#: What a see-also entry keeps of a record (site/version: several sites served).
-SEE_ALSO_FIELDS: tuple[str, ...] = (
-    *("passage_id", "url", "chapter", "section", "snippet"),
-    *("site", "version"),
-)
 
 
 @dataclass(frozen=True)
@@ -535,13 +528,10 @@ def quote_units(
     return Verified(claims)
 
 
-_BRACKETED_NUMBER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-
-
 def defuse_markers(text: str) -> str:
     """``x[0]`` in quoted code would read as a citation marker: a word joiner
     after the bracket keeps it as it looks and out of the marker syntax."""
-    return _BRACKETED_NUMBER.sub("[\u2060\\1]", text)
+    return BRACKETED_NUMBER.sub("[\u2060\\1]", text)
 
 
 _NEGATION = re.compile(r"\b(no|not|never|none|cannot|without)\b|n[’']t\b", re.I)

@@ -21,21 +21,17 @@ from sphinx_ragcite.answer.sentences import (
     split_claims,
     strip_markers,
 )
+from sphinx_ragcite.answer.spec import (
+    SUPPORT_OVERLAP,
+    SUPPORT_SIMILARITY,
+    SUPPORT_THRESHOLD,
+    TWIN_MARGIN,
+)
 
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence
     from sphinx_ragcite.encoder import Embedder
     from sphinx_ragcite.text import Sentence
-
-#: Weights of sentence similarity and content-word coverage in support: set
-#: by hand, equal; the threshold below is calibrated over them.
-SUPPORT_SIMILARITY = 0.5
-SUPPORT_OVERLAP = 0.5
-#: Calibrated on example_book/qa.jsonl (tools/calibrate_grounding.py).
-SUPPORT_THRESHOLD = 0.65
-#: How much less a selection's twin passage may support a claim and be cited
-#: (set by hand).
-TWIN_MARGIN = 0.02
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sphinx_ragcite.answer.sentences import content_words
-from sphinx_ragcite.answer.units import (
+from sphinx_ragcite.answer.spec import (
     FEATURES,
-    GATE_FEATURES,
+    SECOND_CANDIDATES,
+    SHOWN_PASSAGES,
+    STRICT_KINDS,
     UNIT_FEATURES,
+)
+from sphinx_ragcite.answer.units import (
+    GATE_FEATURES,
     Unit,
     features,
     listwise,
@@ -246,15 +251,7 @@ def answerability(candidates: Sequence[Candidate], ranker: Ranker) -> float:
     return float(ranker.gate(row)[0])
 
 
-#: Question kinds no unit lacking their kind of answer may answer. Who-questions
-#: only: the one kind where a wrong-kind best unit was never right on the dev
-#: sets (quantities and dates are written in too many ways; see
-#: benchmarks/README.md).
-STRICT_KINDS = frozenset({"who"})
 _KIND_MISMATCH = FEATURES.index("kind_mismatch")
-#: Units after the best that may be its second (set by hand; how close a second
-#: must be is the trained ``Ranker.second``).
-SECOND_CANDIDATES = 3
 
 
 def choose(
@@ -290,10 +287,6 @@ def choose(
         chosen.append(other)
         break
     return chosen
-
-
-#: Passages the "passages" outcome shows at most.
-SHOWN_PASSAGES = 3
 
 
 def passage_confidences(

@@ -11,7 +11,8 @@ Its numbers are those of the first answer engine, which ranked sentences this
 way for every question and was measured on ``example_book/qa.jsonl``: the
 weights by a grid search, the floor by ``tools/calibrate_grounding.py``
 as it was then (git history); the rest were set by hand. Selection mode has
-no question set of its own to measure them again.
+no question set of its own to measure them again. They are in
+:mod:`sphinx_ragcite.answer.spec`, which the browser's engine shares.
 """
 
 from __future__ import annotations
@@ -21,40 +22,26 @@ from typing import TYPE_CHECKING
 
 from sphinx_ragcite.answer.confidence import answer_fit
 from sphinx_ragcite.answer.sentences import content_words, word_count
+from sphinx_ragcite.answer.spec import (
+    HOLDING_SEARCH,
+    HOLDING_WORDS,
+    OTHER_PASSAGE_SHARE,
+    PASSAGE_WEIGHT,
+    RANK_BONUS,
+    REDUNDANT,
+    SECOND_FLOOR,
+    SECOND_SHARE,
+    SELECTION_CONTEXT,
+    SELECTION_MAX_SENTENCES,
+    SELECTION_MAX_WORDS,
+    SELECTION_MIN_WORDS,
+)
 from sphinx_ragcite.answer.units import looks_like_code
 
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence
     from sphinx_ragcite.encoder import Embedder
     from sphinx_ragcite.retrieval.searchable import SearchableSite
-
-#: Characters of a selection the sentences are ranked against, with the
-#: question (set by hand: a long selection's opening says what it is about).
-SELECTION_CONTEXT = 1000
-#: BM25 hits searched for the passages a selection lies in, and the length
-#: of the word runs that must match for one to hold it (set by hand).
-HOLDING_SEARCH = 10
-HOLDING_WORDS = 5
-#: Weight of a sentence's passage relevance beside its fit (grid search).
-PASSAGE_WEIGHT = 0.5
-#: A sentence shorter than this says nothing on its own (set by hand).
-MIN_WORDS = 4
-#: A sentence after the best is quoted only when its fit plus this bonus over
-#: its passage's retrieval rank reaches :data:`SECOND_FLOOR`: the first
-#: engine's abstention rule (both chosen on the QA set for abstention), which
-#: selection mode, never abstaining, keeps for a second sentence.
-RANK_BONUS = 0.1
-SECOND_FLOOR = 0.54
-#: Sentences quoted at most, and their words (set by hand: an answer is short).
-MAX_SENTENCES = 2
-MAX_WORDS = 80
-#: A second sentence needs this share of the best one's score, and this share
-#: when it comes from another passage, whose citation it adds (set by hand).
-SECOND_SHARE = 0.9
-OTHER_PASSAGE_SHARE = 0.95
-#: A sentence more similar than this to one already quoted adds nothing
-#: (set by hand).
-REDUNDANT = 0.85
 
 
 @dataclass(frozen=True)
@@ -99,7 +86,9 @@ def rank_sentences(
         sims = item.vectors @ vector
         prior = PASSAGE_WEIGHT * item.relevance
         for s, sentence in enumerate(item.sentences):
-            if word_count(sentence.text) < MIN_WORDS or looks_like_code(sentence.text):
+            if word_count(sentence.text) < SELECTION_MIN_WORDS or looks_like_code(
+                sentence.text
+            ):
                 continue
             value = answer_fit(asked, float(sims[s]), sentence.text)
             bonus = RANK_BONUS / max(item.rank, 1)
@@ -115,7 +104,7 @@ def compose(ranked: list[RankedSentence], evidence: list[Evidence]) -> str:
     chosen: list[RankedSentence] = []
     words = 0
     for candidate in ranked:
-        if len(chosen) == MAX_SENTENCES:
+        if len(chosen) == SELECTION_MAX_SENTENCES:
             break
         if chosen and (
             candidate.score < SECOND_SHARE * chosen[0].score
@@ -129,7 +118,7 @@ def compose(ranked: list[RankedSentence], evidence: list[Evidence]) -> str:
         ):
             continue  # another passage must be nearly as good to be cited too
         size = word_count(candidate.text)
-        if chosen and words + size > MAX_WORDS:
+        if chosen and words + size > SELECTION_MAX_WORDS:
             continue
         vector = evidence[candidate.evidence].vectors[candidate.sentence]
         if any(

@@ -5,31 +5,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from sphinx_ragcite.answer.spec import FILLER_WORDS, LEADING_MARKERS, MARKER, NUMBER
 from sphinx_ragcite.text import MIXED, is_cjk, split_sentences, tokenize, words
 
-# Question words and fillers carry no evidence; on top of Lucene's stop words.
-_FILLER = frozenset(
-    tokenize(
-        "what which who whom whose when where why how do does did should would "
-        "could can may might must i you we my your our me us about much many "
-        "long so than too very just also any some all each other more most use "
-        "used using make makes made get gets one ones way ways"
-    )
-)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_MARKER = re.compile(
-    r"\s*(?:\[[^\[\]\n]{1,80}\]|\((?:chapter|section|source)\b[^()\n]{0,80}\))",
-    re.IGNORECASE,
-)
-
-
-#: Markers, bracketed or a parenthesised "(Chapter 5, Section 5.1.2)", that
-#: the splitter left at the start of the next sentence.
-_LEADING_MARKERS = re.compile(
-    r"^(?:(?:\[[^\[\]\n]{1,80}\]|\((?:chapter|section|source)\b[^()\n]{0,80}\))"
-    r"\s*)+",
-    re.IGNORECASE,
-)
+_FILLER = frozenset(tokenize(" ".join(FILLER_WORDS)))
 
 
 def split_claims(text: str) -> list[str]:
@@ -41,7 +20,7 @@ def split_claims(text: str) -> list[str]:
     claims: list[str] = []
     for sentence in split_sentences(text):
         piece = sentence.text
-        lead = _LEADING_MARKERS.match(piece)
+        lead = LEADING_MARKERS.match(piece)
         if lead and claims:
             claims[-1] += " " + lead.group(0).strip()
             piece = piece[lead.end() :]
@@ -79,12 +58,12 @@ def content_words(text: str) -> frozenset[str]:
 
 
 def numbers(text: str) -> frozenset[str]:
-    return frozenset(n.replace(",", "") for n in _NUMBER.findall(text))
+    return frozenset(n.replace(",", "") for n in NUMBER.findall(text))
 
 
 def strip_markers(text: str) -> str:
     """Remove ``[1]``-style markers (they are re-added after verification)."""
-    return _MARKER.sub("", text).strip()
+    return MARKER.sub("", text).strip()
 
 
 def word_count(text: str) -> int:

@@ -18,95 +18,33 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sphinx_ragcite.answer.sentences import content_words, word_count
+from sphinx_ragcite.answer.spec import (
+    BACK_REFERENCE,
+    CAPITALISED,
+    CAUSE,
+    CJK_PROSE,
+    CODE_LINE,
+    CODE_SYMBOLS,
+    CODE_TOKEN,
+    DEFINITION,
+    FEATURES,
+    KIND_NUMBER,
+    LISTWISE,
+    MAX_FOLLOW_LINES,
+    MAX_UNIT_WORDS,
+    MIN_UNIT_WORDS,
+    MONTH,
+    NUMBER_WORD,
+    OPENER_WORDS,
+    PROSE_MARKS,
+    QUESTION_KINDS,
+    UNIT_FEATURES,
+    YEAR,
+)
 from sphinx_ragcite.text import STOPWORDS, Sentence
 
 if TYPE_CHECKING:
     from sphinx_ragcite.answer.evidence import Evidence
-
-# What makes a unit was set by hand when units were introduced; the ranker
-# (ranker.json) is trained on units so made, so changing one means retraining.
-#: Lines a unit may take from the block a sentence introduces.
-MAX_FOLLOW_LINES = 6
-#: Words of a unit beyond which it stops growing.
-MAX_UNIT_WORDS = 80
-#: Words below which a lone sentence (not code) is no unit.
-MIN_UNIT_WORDS = 3
-#: Share of a text's characters that are symbols above which it is code.
-CODE_SYMBOLS = 0.15
-
-_BACK_REFERENCE = re.compile(
-    r"^(this|that|these|those|it|they|such|then|otherwise|however|instead)\b",
-    re.IGNORECASE,
-)
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-#: Quantities written out ("eight seats", "nearly three hundred years").
-_NUMBER_WORD = re.compile(
-    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-    r"(thir|four|fif|six|seven|eigh|nine)teen|(twen|thir|for|fif|six|seven|"
-    r"eigh|nine)ty|hundreds?|thousands?|millions?|billions?|dozens?|half|"
-    r"twice|double|triple|several|zero|none)\b",
-    re.IGNORECASE,
-)
-_MONTH = re.compile(
-    r"\b(January|February|March|April|May|June|July|August|September|October|"
-    r"November|December|century|centuries|decades?)\b"
-)
-_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
-#: Capitalised words that open a sentence without naming anyone.
-_OPENERS = frozenset(STOPWORDS) | frozenset(
-    {
-        "its", "his", "her", "he", "she", "we", "you", "our", "your", "my", "those",
-        "after", "before", "when", "while", "although", "however", "during", "since",
-        "until", "once", "here", "today", "many", "some", "most", "each", "every",
-        "all", "both", "also", "thus", "so", "what", "which", "who", "how", "why",
-        "where", "one", "two", "three", "other", "another", "first", "later",
-        "finally", "instead", "historically", "typically", "usually",
-    }
-)  # fmt: skip
-_CAUSE = re.compile(
-    r"\b(because|since|so that|in order to|to avoid|to prevent|to make sure|"
-    r"reason|due to|thus|therefore|otherwise|so you|which means|allows?|lets?)\b",
-    re.IGNORECASE,
-)
-_DEFINITION = re.compile(r"\b(is|are|means|refers to|stands for|describes)\b")
-_CODE_TOKEN = re.compile(
-    r"(--?[a-z][\w-]*|\w+\(|\w+=\S|\w+\.\w+\(|`|\$ |>>> |/\w+|\w+_\w+|\.\w{2,4}\b)"
-)
-
-#: Question kinds and the words that ask for them, first match wins. A
-#: question's opening words decide first ("How can I count how often -v was
-#: given?" asks how to, "Why doesn't PyPI show how many downloads?" why);
-#: words further in only when the opening does not say; "what is" and
-#: yes/no openings last, since the words after them often say more.
-QUESTION_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("when", re.compile(r"^(when|what year|which year|in what year|what date)\b")),
-    ("who", re.compile(r"^(who|whom|whose)\b")),
-    ("why", re.compile(r"^why\b")),
-    ("howto", re.compile(r"^(how (do|can|should|would) (i|you|we)|how to)\b")),
-    ("where", re.compile(r"^where\b")),
-    (
-        "quantity",
-        re.compile(
-            r"\b(how (many|much|long|often|far|old|large|big|high|fast|hot)|"
-            r"percentage|proportion|temperature|ratio|what (size|amount|number))\b"
-        ),
-    ),
-    ("who", re.compile(r"\bwhich (person|people|company)\b")),
-    ("why", re.compile(r"\bwhat is the (reason|point|purpose)\b")),
-    (
-        "howto",
-        re.compile(
-            r"\b(what|which) (command|option|flag|argument|parameter|function|"
-            r"file|setting|decorator|method|class|key|field|tool)\b"
-        ),
-    ),
-    ("definition", re.compile(r"^what (is|are|does)\b")),
-    (
-        "yesno",
-        re.compile(r"^(is|are|can|could|does|do|did|should|will|must|may)\b"),
-    ),
-)
 
 
 def question_kind(question: str) -> str:
@@ -118,25 +56,15 @@ def question_kind(question: str) -> str:
     return "other"
 
 
-#: Chinese and Japanese prose punctuation (full-width): not code symbols.
-#: None of it is English typography, so English units are judged as before.
-_CJK_PROSE = frozenset("、。，．；：？！（）「」『』《》〈〉【】〔〕～・")
+#: Characters that are no code symbols besides letters, digits and spaces.
+_PROSE = frozenset(PROSE_MARKS + CJK_PROSE)
+#: Capitalised words that open a sentence without naming anyone.
+_OPENERS = frozenset(STOPWORDS) | frozenset(OPENER_WORDS)
 
 
 def looks_like_code(text: str) -> bool:
-    symbols = sum(
-        1
-        for c in text
-        if not (c.isalnum() or c.isspace() or c in ".,;:'\"()-%°" or c in _CJK_PROSE)
-    )
+    symbols = sum(1 for c in text if not (c.isalnum() or c.isspace() or c in _PROSE))
     return symbols > CODE_SYMBOLS * max(len(text), 1)
-
-
-#: Lines that are code though few of their characters are symbols.
-_CODE_LINE = re.compile(
-    r"^(@[\w.]+|def |class |import |from [\w.]+ import |\$ |>>> |\.\.\. |return\b|"
-    r"[\w.]+\(.*\)$|[\w.]+ = |\S+=\S+,?$|\"[^\"]*\",|[\])}]+[,:]?$)"
-)
 
 
 def _code_blocks(sentences: tuple[Sentence, ...], blocks: list[int]) -> set[int]:
@@ -146,7 +74,7 @@ def _code_blocks(sentences: tuple[Sentence, ...], blocks: list[int]) -> set[int]
     for sentence, block in zip(sentences, blocks, strict=True):
         text = sentence.text
         lines.setdefault(block, []).append(
-            looks_like_code(text) or bool(_CODE_LINE.match(text))
+            looks_like_code(text) or bool(CODE_LINE.match(text))
         )
     return {b for b, flags in lines.items() if sum(flags) * 2 > len(flags)}
 
@@ -155,7 +83,7 @@ def names_someone(text: str, asked: set[str]) -> bool:
     """A capitalised word the question does not contain and that is not a
     sentence's opening word: "Deacons assist elders" names someone, "The
     French press is a jug" does not (asked who invented it)."""
-    for match in _CAPITALISED.finditer(text):
+    for match in CAPITALISED.finditer(text):
         word = match.group(0).lower()
         if word not in asked and word not in _OPENERS:
             return True
@@ -174,17 +102,17 @@ def kind_match(kind: str, text: str, question: str = "") -> float:
         return any(m.group(0).lower() not in asked for m in pattern.finditer(text))
 
     if kind == "when":
-        return float(new(_YEAR) or new(_NUMBER) or new(_NUMBER_WORD) or new(_MONTH))
+        return float(new(YEAR) or new(KIND_NUMBER) or new(NUMBER_WORD) or new(MONTH))
     if kind == "quantity":
-        return float(new(_NUMBER) or new(_NUMBER_WORD))
+        return float(new(KIND_NUMBER) or new(NUMBER_WORD))
     if kind == "who":
         return float(names_someone(text, asked))
     if kind == "why":
-        return float(bool(_CAUSE.search(text)))
+        return float(bool(CAUSE.search(text)))
     if kind == "howto":
-        return float(bool(_CODE_TOKEN.search(text)))
+        return float(bool(CODE_TOKEN.search(text)))
     if kind == "definition":
-        return float(bool(_DEFINITION.search(text)))
+        return float(bool(DEFINITION.search(text)))
     return 0.5
 
 
@@ -222,11 +150,7 @@ def units_of(e: int, item: Evidence) -> list[Unit]:
         if sentence.text.endswith(("?", "？")) or (code and not _opens(i, blocks)):
             continue  # questions are not answers; code rides with its start
         first, last = i, i
-        if (
-            i > 0
-            and _BACK_REFERENCE.match(sentence.text)
-            and blocks[i - 1] == blocks[i]
-        ):
+        if i > 0 and BACK_REFERENCE.match(sentence.text) and blocks[i - 1] == blocks[i]:
             first = i - 1
         introduces = sentence.text.rstrip().endswith((":", "："))
         if introduces or code:
@@ -286,44 +210,6 @@ def _unit(
     return Unit(e, first, last, body, start, end, extended)
 
 
-#: The signals of one unit on its own.
-UNIT_FEATURES = (
-    "similarity",  # best cosine of the question and the unit's sentences
-    "overlap",  # share of the question's content words in the unit
-    "heading_overlap",  # ... in the unit and its passage's headings
-    "idf_overlap",  # share of the question's idf mass in the unit
-    "idf_heading",  # ... in the unit and its headings
-    "idf_passage",  # ... in the whole passage
-    "similarity_gap",  # the unit's similarity below its passage's best unit
-    "relevance",  # cosine of the question and the whole passage
-    "bm25",  # the passage's BM25 score over the best retrieved one
-    "inverse_rank",  # 1 / the passage's retrieval rank
-    "kind_match",  # the unit holds the kind of answer asked for
-    "kind_mismatch",  # a typed question whose kind the unit lacks
-    "extended",  # the unit grew past its sentence
-    "code_share",  # share of the unit's lines that look like code
-    "log_words",  # log(1 + words)
-    "leading",  # the passage's first sentence
-    "similarity_x_overlap",
-)
-#: Signals whose distance below the best unit of the question is a signal too
-#: (a unit is judged against its rivals, not alone).
-LISTWISE = (
-    "similarity",
-    "overlap",
-    "idf_overlap",
-    "idf_heading",
-    "idf_passage",
-    "relevance",
-    "bm25",
-    "similarity_x_overlap",
-)
-#: Every signal the ranker weighs: each unit's own, then the listwise ones.
-FEATURES = (
-    *UNIT_FEATURES,
-    *(f"{name}_below_best" for name in LISTWISE),
-    "similarity_rank",  # 1 / (1 + the unit's place by similarity)
-)
 #: What the answerability gate and its unit model see: a unit's own signals.
 #: With the listwise ones as well, the gate fitted each training set's
 #: abstentions and transferred worse to a set held out (more false

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from sphinx_ragcite.retrieval.fusion import Candidates
 
 
+#: How many of each ranking hybrid search fuses, unless a search says.
+DEPTH = 50
+
+
 @dataclass(frozen=True)
 class Filters:
     """Restrict a search to some documents (glob-free prefixes) or chapters."""
@@ -51,7 +55,7 @@ class SearchRequest:
     fusion: Fusion = "rrf"
     filters: Filters | None = None
     #: how many of each ranking hybrid search fuses
-    depth: int = 50
+    depth: int = DEPTH
     #: the query's embedding, when the caller has it already
     query_vector: np.ndarray | None = None
 

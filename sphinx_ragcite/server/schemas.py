@@ -24,6 +24,7 @@ from sphinx_ragcite.contracts import (
     MAX_K,
     MAX_PASSAGE_ID,
     MAX_QUESTION,
+    MAX_REASON,
     MAX_SELECTION,
     AnswerMode,
     CitationStyle,
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
 SCOPE_TEXT = 100
 #: Documents or chapters one filter lists.
 MAX_FILTER = 50
-#: Characters of a feedback reason.
-MAX_REASON = 500
 #: An ``answer_id``: ``secrets.token_hex(16)``.
 ANSWER_ID = re.compile(r"[0-9a-f]{32}")
 #: Bytes JSON can spend on one character of a string: a character above
