@@ -56,7 +56,7 @@ from benchmarks._harness import (
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-#: What the worker fetches before the first answer (js/worker.js LOADED).
+#: What the worker fetches before the first answer (js/files.js FIRST_ANSWER_ROLES).
 FIRST_ANSWER_ROLES = (
     *("model", "ort_wasm", "ort_js", "ort_mjs", "tokenizer", "static"),
     *("embeddings", "embedding_scales", "shards", "ranker"),

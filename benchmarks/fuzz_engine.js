@@ -265,7 +265,7 @@ function mutateBytes(bytes, r) {
 }
 
 /** The JSON inside the static index file, with its prefix. */
-const STATIC_PREFIX = "globalThis.ragcite_static_index=";
+const { STATIC_PREFIX } = require(path.join(JS, "spec.js"));
 
 function mutateFile(role, bytes, r) {
   if (r.chance(0.25) && role !== "shards") return mutateBytes(bytes, r);

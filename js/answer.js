@@ -19,6 +19,7 @@
 /** @typedef {import("./types").EngineEvidence} Evidence */
 /** @typedef {import("./types").EngineCandidate} Candidate */
 /** @typedef {import("./types").EngineClaim} Claim */
+/** @typedef {import("./types").PassageRecord} PassageRecord */
 
 (function () {
   "use strict";
@@ -28,20 +29,12 @@
   const R = lib.need("ranker");
   const E = lib.need("evidence");
 
-  /** `engine.NOT_FOUND` and `engine.MAYBE_HERE`: the texts of abstentions. */
-  const NOT_FOUND = "I could not find an answer to this in the book.";
-  const MAYBE_HERE = "I am not sure; the book may answer this in these passages.";
-  /** `engine.SEE_ALSO`: nearest passages an abstention lists. */
-  const SEE_ALSO = 3;
-  /** `engine.SHOWN_FIELDS` and `SEE_ALSO_FIELDS`: what they keep of a record. */
-  const SHOWN_FIELDS = ["passage_id", "url", "chapter", "section", "heading_path", "snippet", "site", "version"];
-  const SEE_ALSO_FIELDS = ["passage_id", "url", "chapter", "section", "snippet", "site", "version"];
-  /** `contracts.HIGH_CONFIDENCE` and `MEDIUM_CONFIDENCE`: the bands' lower bounds. */
-  const HIGH_CONFIDENCE = 0.9;
-  const MEDIUM_CONFIDENCE = 0.7;
-  /** `confidence.py`: `answer_fit`'s weights and the citation confidence curve. */
-  const FIT = { similarity: 0.55, overlap: 0.35 };
-  const CURVE = { bias: -2.18, fit: 1.98, relevance: 1.59, support: 1.0 };
+  const spec = lib.need("spec");
+  // the abstentions' texts, what a passage keeps of its record, the
+  // confidence bands, `answer_fit`'s weights and the confidence curve
+  const { NOT_FOUND, MAYBE_HERE, SEE_ALSO, SHOWN_FIELDS, SEE_ALSO_FIELDS } = spec;
+  const { HIGH_CONFIDENCE, MEDIUM_CONFIDENCE, FIT_SIMILARITY, FIT_OVERLAP } = spec;
+  const { BIAS, W_FIT, W_RELEVANCE, W_SUPPORT } = spec;
 
   /** @param {number} value */
   function confidenceLevel(value) {
@@ -64,7 +57,7 @@
       for (const w of asked) if (words.has(w)) shared++;
       overlap = shared / asked.size;
     }
-    return FIT.similarity * similarity + FIT.overlap * overlap;
+    return FIT_SIMILARITY * similarity + FIT_OVERLAP * overlap;
   }
 
   /**
@@ -74,7 +67,7 @@
    * @param {number} support
    */
   function citationConfidence(fit, relevance, support) {
-    const z = CURVE.bias + CURVE.fit * fit + CURVE.relevance * relevance + CURVE.support * support;
+    const z = BIAS + W_FIT * fit + W_RELEVANCE * relevance + W_SUPPORT * support;
     return R.pyRound(1.0 / (1.0 + Math.exp(-z)), 4);
   }
 
@@ -94,7 +87,7 @@
   /**
    * A record's fields of `names` that it has.
    * @param {Record<string, any>} record
-   * @param {string[]} names
+   * @param {readonly string[]} names
    */
   function pick(record, names) {
     /** @type {Record<string, any>} */
@@ -115,9 +108,6 @@
     return [from, from + S.codePoints(text.slice(start, end))];
   }
 
-  /** `contracts._SPACES`. */
-  const SNIPPET_SPACES = /[ \t\r\f\v\n]+/g;
-
   /**
    * `contracts.make_snippet`: a prefix of a text cut at a word boundary
    * (next to a CJK character, every character boundary is one).
@@ -125,8 +115,8 @@
    * @param {number} [limit]
    * @param {number} [minimum]
    */
-  function makeSnippet(text, limit = 200, minimum = 50) {
-    const flat = Array.from(S.pyStrip(text.replace(SNIPPET_SPACES, " ")));
+  function makeSnippet(text, limit = spec.SNIPPET_CHARS, minimum = spec.SNIPPET_MIN_CHARS) {
+    const flat = Array.from(S.pyStrip(text.replace(S.pyPattern(spec.SNIPPET_SPACES, "g"), " ")));
     const rstrip = (/** @type {string[]} */ chars) => S.pyStrip(chars.join(""), "right");
     if (flat.length <= limit) return flat.join("");
     let cut = flat.lastIndexOf(" ", limit);
@@ -258,7 +248,7 @@
     return R.passageConfidences(candidates, ranker).map(([confidence, best]) => {
       const item = evidence[best.unit.evidence];
       return /** @type {ShownPassage} */ ({
-        ...pick(item.record, SHOWN_FIELDS),
+        ...pick(/** @type {PassageRecord} */ (item.record), SHOWN_FIELDS), // a book passage's
         quote: item.text.slice(best.unit.start, best.unit.end),
         quote_spans: [span(item.text, best.unit.start, best.unit.end)],
         confidence,
@@ -271,7 +261,7 @@
    * @param {Evidence[]} evidence
    */
   function seeAlso(evidence) {
-    return evidence.slice(0, SEE_ALSO).map((e) => pick(e.record, SEE_ALSO_FIELDS));
+    return evidence.slice(0, SEE_ALSO).map((e) => pick(/** @type {PassageRecord} */ (e.record), SEE_ALSO_FIELDS));
   }
 
   /**
@@ -354,15 +344,6 @@
   }
 
   const api = {
-    NOT_FOUND,
-    MAYBE_HERE,
-    SEE_ALSO,
-    SHOWN_FIELDS,
-    SEE_ALSO_FIELDS,
-    HIGH_CONFIDENCE,
-    MEDIUM_CONFIDENCE,
-    FIT,
-    CURVE,
     confidenceLevel,
     answerFit,
     makeSnippet,

@@ -19,6 +19,9 @@
  */
 
 /** @typedef {import("./types").Answer} Answer */
+/** @typedef {import("./types").StaticHit} StaticHit */
+/** @typedef {import("./types").WorkerRequest} WorkerRequest */
+/** @typedef {import("./types").WorkerReply} WorkerReply */
 
 /**
  * The download as the worker reports it: bytes (uncompressed) of the whole
@@ -26,7 +29,7 @@
  * @typedef {object} LoadProgress
  * @property {number} loaded
  * @property {number} total
- * @property {Record<string, {loaded: number, total: number}>} files
+ * @property {import("./types").FileBytes} files
  * @property {"download" | "starting"} [phase] "starting" once every file is
  *   in and the runtime compiles and the model's session starts (seconds with
  *   nothing more to download)
@@ -68,7 +71,6 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   const SEARCH = "these are the passages that best match your question";
@@ -111,6 +113,13 @@
   /** Failures the next question may try again (the network may come back). */
   const RETRY = new Set(["network", "engine"]);
 
+  /**
+   * A request to the worker, as `worker.js` reads it.
+   * @param {Worker} target
+   * @param {WorkerRequest} request
+   */
+  const send = (target, request) => target.postMessage(request);
+
   class BrowserAnswerError extends Error {
     /**
      * @param {string} kind a key of WHY, or "replaced" (a newer question)
@@ -140,7 +149,8 @@
     /** @type {Promise<void> | null} */
     let ready = null;
     let nextId = 1;
-    /** @type {Map<number, {resolve: (a: any) => void, reject: (e: Error) => void}>} */
+    /** A request's reply: an answer to an ask, hits to a search. */
+    /** @type {Map<number, {resolve: (reply: Answer | StaticHit[]) => void, reject: (e: Error) => void}>} */
     const pending = new Map();
     /** @type {Set<(p: LoadProgress) => void>} */
     const progressListeners = new Set();
@@ -188,6 +198,7 @@
 
     /** @param {MessageEvent} event */
     function onMessage(event) {
+      /** @type {WorkerReply | null | undefined} the worker's (`worker.js`) */
       const data = event.data;
       if (!data || typeof data !== "object") return;
       if (data.type === "progress") {
@@ -205,9 +216,10 @@
         if (settleReady) settleReady(null);
         settleReady = null;
       } else if (data.type === "answer" || data.type === "hits" || data.type === "error") {
-        const waiting = data.id !== undefined ? pending.get(data.id) : undefined;
-        if (waiting) {
-          pending.delete(data.id);
+        const id = data.id;
+        const waiting = id !== undefined ? pending.get(id) : undefined;
+        if (id !== undefined && waiting) {
+          pending.delete(id);
           if (data.type === "answer") waiting.resolve(data.answer);
           else if (data.type === "hits") waiting.resolve(data.hits);
           else waiting.reject(new BrowserAnswerError(String(data.kind || "engine"), String(data.message || "")));
@@ -252,7 +264,7 @@
           fail(new BrowserAnswerError(env.refused && env.refused() ? "csp" : "missing", detail));
         }, CSP_REPORT_MS);
       });
-      worker.postMessage({ type: "load", manifest: String(where.manifestUrl) });
+      send(worker, { type: "load", manifest: String(where.manifestUrl) });
       return true;
     }
 
@@ -270,7 +282,8 @@
       if (!running) throw new BrowserAnswerError(failure || "engine");
       const id = nextId++;
       return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
+        // the worker answers an ask with an answer
+        pending.set(id, { resolve: (reply) => resolve(/** @type {Answer} */ (reply)), reject });
         if (signal) {
           signal.addEventListener(
             "abort",
@@ -280,7 +293,7 @@
             { once: true },
           );
         }
-        running.postMessage({ type: "ask", id, question, selection: selection || null });
+        send(running, { type: "ask", id, question, selection: selection || null });
       });
     }
 
@@ -296,8 +309,9 @@
       }
       const id = nextId++;
       return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        running.postMessage({ type: "search", id, question: query, k });
+        // and a search with hits
+        pending.set(id, { resolve: (reply) => resolve(/** @type {StaticHit[]} */ (reply)), reject });
+        send(running, { type: "search", id, question: query, k });
       });
     }
 

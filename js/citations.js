@@ -75,8 +75,9 @@
   const g = /** @type {any} */ (globalThis);
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
-  /** The anchor grammar of DESIGN.md, as a location hash. */
-  const PASSAGE_HASH = /^#ch[0-9]+-sec[0-9]+-p[0-9]+$/;
+  const spec = lib.need("spec");
+  /** The anchor grammar of DESIGN.md (`contracts.PASSAGE_ID`, `^ch...$`), as a location hash. */
+  const PASSAGE_HASH = new RegExp(`^#${spec.PASSAGE_ID.source.slice(1).replaceAll("(?P<", "(?<")}`);
   /** `[1]`, and `[1, 2]` as a run of markers. */
   const MARKER = /\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]/g;
   const SAFE_PROTOCOLS = new Set(["http:", "https:", "file:"]);
@@ -317,7 +318,7 @@
       if (!c || typeof c !== "object") continue;
       const n = c.n;
       if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || byN.has(n)) continue;
-      const selection = c.source_type === "selection" || c.passage_id === "user-selection";
+      const selection = c.source_type === "selection" || c.passage_id === spec.USER_SELECTION;
       const score = typeof c.confidence_score === "number" ? c.confidence_score : null;
       byN.set(n, {
         n,

@@ -33,13 +33,10 @@
   const A = lib.need("answer");
   const SA = lib.need("selection_answer");
 
-  /** `AnswerEngine.k`: passages retrieved (the ranker is trained on this many). */
-  const DEFAULT_K = 6;
-  /** `contracts.MAX_K` and `MAX_QUESTION`: the limits of a request. */
-  const MAX_K = 20;
-  const MAX_QUESTION = 2000;
-  /** `contracts.MAX_SELECTION`: the longest selection a request may send. */
-  const MAX_SELECTION = 20000;
+  // `AnswerEngine.k`, passages retrieved (the ranker is trained on this many),
+  // and the limits of a request (`contracts.py`)
+  const spec = lib.need("spec");
+  const { DEFAULT_K, MAX_K, MAX_QUESTION, MAX_SELECTION } = spec;
   /** Half a UTF-16 surrogate pair (`schemas._valid_text` refuses it). */
   const LONE_SURROGATE = /[\ud800-\udfff]/u;
 
@@ -229,7 +226,7 @@
     return { answer };
   }
 
-  const api = { DEFAULT_K, MAX_K, MAX_QUESTION, MAX_SELECTION, RefusedError, createEngine };
+  const api = { RefusedError, createEngine };
   lib.provide("engine", api);
   if (typeof module === "object") module.exports = api;
 })();

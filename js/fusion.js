@@ -27,7 +27,7 @@
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** `fusion.LINEAR_ALPHA`: the weight of BM25 in linear fusion. */
-  const LINEAR_ALPHA = 0.5;
+  const LINEAR_ALPHA = lib.need("spec").LINEAR_ALPHA;
   const f32 = Math.fround;
 
   /**
@@ -76,7 +76,7 @@
     return [...linear(candidates)].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, k);
   }
 
-  const api = { LINEAR_ALPHA, linear, fuse };
+  const api = { linear, fuse };
   lib.provide("fusion", api);
   if (typeof module === "object") module.exports = api;
 })();

@@ -9,6 +9,12 @@
  * labelled `<select>`) and a "Version 2.0" badge on each source, passage
  * and the answer itself whose version is not the page's.
  *
+ * This file is the shell: `createPanel` keeps the state, opens and closes
+ * the panel, limits the question, and `createOutput` puts under the form
+ * what a question brings. The elements come from `render.js` (pure
+ * functions: data in, elements out), previews of a marker's quote from
+ * `previews.js`, the "Helpful?" form from `feedback.js`.
+ *
  * Every model, document and user string enters the page through
  * `textContent` (book and model text sentence by sentence in `<bdi>`); the
  * only `href`s are index URLs that passed `citations.resolveUrl`.
@@ -19,9 +25,9 @@
 /** @typedef {import("./types").Answer} Answer */
 /** @typedef {import("./types").StaticResult} StaticResult */
 /** @typedef {import("./citations.js").SourceModel} SourceModel */
-/** @typedef {import("./citations.js").LinkModel} LinkModel */
 /** @typedef {import("./citations.js").ShownModel} ShownModel */
 /** @typedef {import("./settings.js").Shortcut} Shortcut */
+/** @typedef {import("./previews.js").Previews} Previews */
 /** @typedef {import("./client.js").WidgetError} WidgetError */
 /** @typedef {import("./client.js").VersionChoice} VersionChoice */
 
@@ -99,17 +105,27 @@
  * @property {() => void} hidePreview
  */
 
+/**
+ * What the panel reads of the widget's settings.
+ * @typedef {{root: string, shortcut: Shortcut | null, version: string, apiBase?: URL | null, site?: string}} PanelSettings
+ */
+
+/**
+ * What the output shares with the shell.
+ * @typedef {object} Shell
+ * @property {() => Widget | null} widget the DOM, once built
+ * @property {() => Widget} ensure the DOM, built on first use
+ * @property {Previews} previews
+ */
+
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** `contracts.MAX_QUESTION`, in code points as the server counts them. */
-  const MAX_QUESTION = 2000;
-  const MAX_REASON = 500;
+  const MAX_QUESTION = lib.need("spec").MAX_QUESTION;
   const ANSWER_ID = /^[0-9a-f]{32}$/;
-  const PLACEHOLDER = "Ask a question about this book…";
 
   /**
    * Characters as Python's `len` counts them (code points): an emoji is
@@ -135,19 +151,20 @@
   }
 
   /**
-   * @param {{root: string, shortcut: Shortcut | null, version: string, apiBase?: URL | null, site?: string}} settings
+   * Under the question form: the status line, errors, and what a question
+   * brings (streamed text, an answer as its outcome says, search results).
+   * It keeps the shown answer's sources and passages, which the previews
+   * read, and the page's version, which decides the version badges.
+   * @param {Shell} shell
+   * @param {PanelSettings} settings
    * @param {PanelHooks} hooks
-   * @returns {Panel}
    */
-  function createPanel(settings, hooks) {
+  function createOutput(shell, settings, hooks) {
     const C = lib.need("citations");
-    const { capital, el, icon, isolated, link, reducedMotion, title } = lib.need("dom");
-    const { shortcut } = settings;
+    const R = lib.need("render");
+    const { el, isolated } = lib.need("dom");
+    const { widget, ensure, previews } = shell;
 
-    /** @type {Widget | null} */
-    let widget = null;
-    /** @type {Element | null} */
-    let returnFocus = null;
     /** @type {Map<number, SourceModel>} */
     let sources = new Map();
     /** @type {Map<number, ShownModel>} the passages of a "passages" outcome, by rank */
@@ -158,139 +175,219 @@
     let retryTimer;
     /** The page's own conf.py version: sources of another get a badge. */
     let pageVersion = "";
+
+    /** @param {string} text */
+    function setStatus(text) {
+      const w = widget();
+      if (w) w.status.textContent = text;
+    }
+
+    /**
+     * "Questions now go to version 2.0.", or "Version 2.0 is no longer
+     * served; questions now go to version 1.0 (this page)."; each label
+     * (conf.py text) in its own `<bdi>`.
+     * @param {string} now the label of the version asked from now on, ""
+     *   for the server's default (every site it serves)
+     * @param {string} [gone] the label of a version no longer served
+     */
+    function sayVersion(now, gone) {
+      const w = widget();
+      if (!w) return;
+      const to = now ? ["version ", el("bdi", { text: now }), "."] : ["every site the server serves."];
+      w.status.replaceChildren(
+        ...(gone ? ["Version ", el("bdi", { text: gone }), " is no longer served; questions now go to "] : ["Questions now go to "]),
+        ...to,
+      );
+    }
+
+    /**
+     * @param {WidgetError} error
+     * @param {() => void} retry
+     */
+    function showError(error, retry) {
+      const w = widget();
+      if (!w) return;
+      window.clearInterval(retryTimer);
+      w.error.replaceChildren();
+      w.error.hidden = false;
+      w.error.className = `ragcite-error ragcite-error-${error.kind}`;
+      if (error.kind === "busy" || error.kind === "rate") {
+        let left = error.retryAfter;
+        const count = el("span", { class: "ragcite-retry-count" });
+        const button = el("button", { type: "button", class: "ragcite-retry", text: "Retry now" });
+        const tick = () => {
+          count.textContent = left > 0 ? `Retry in ${left} s.` : "You can retry now.";
+          if (left <= 0) window.clearInterval(retryTimer);
+          left -= 1;
+        };
+        const head = error.kind === "busy" ? "The answer server is busy." : error.message;
+        w.error.append(el("strong", {}, isolated(head), " "), count, " ", button);
+        button.addEventListener("click", () => {
+          window.clearInterval(retryTimer);
+          retry();
+        });
+        tick();
+        retryTimer = window.setInterval(tick, 1000);
+        setStatus("");
+        return;
+      }
+      const head = error.kind === "invalid" || error.kind === "unserved" ? "Cannot ask that: " : error.kind === "static" ? "" : "Error: ";
+      w.error.append(head ? el("strong", { text: head }) : "", isolated(error.message));
+      setStatus("");
+    }
+
+    function resetOutput() {
+      const w = ensure();
+      window.clearInterval(retryTimer);
+      previews.hide();
+      w.output.replaceChildren();
+      w.output.removeAttribute("data-ragcite-outcome");
+      w.error.replaceChildren();
+      w.error.hidden = true;
+      sources = new Map();
+      shown = new Map();
+      streamed = null;
+      w.root.classList.remove("ragcite-has-answer");
+    }
+
+    /** @param {string} text */
+    function streamText(text) {
+      const w = ensure();
+      if (!streamed) {
+        streamed = document.createTextNode("");
+        w.output.append(el("p", { class: "ragcite-answer ragcite-streaming" }, el("bdi", {}, streamed)));
+      }
+      streamed.appendData(text);
+    }
+
+    /**
+     * The page's own version is known (or changed): show each version badge
+     * whose version is another.
+     * @param {string} page
+     */
+    function setPage(page) {
+      pageVersion = page;
+      const w = widget();
+      if (!w) return;
+      for (const badge of w.output.querySelectorAll("[data-ragcite-version]")) {
+        R.setBadge(/** @type {HTMLElement} */ (badge), pageVersion);
+      }
+    }
+
+    /**
+     * An answer JSON, as its outcome says: a cited answer with its confidence
+     * band; the passages that may hold the answer; or word that the book does
+     * not cover it. Anything not grounded is never shown as an answer.
+     * @param {Answer} answer
+     */
+    function renderOutcome(answer) {
+      const w = ensure();
+      resetOutput();
+      w.root.classList.add("ragcite-has-answer");
+      const outcome = C.outcomeOf(answer);
+      w.output.setAttribute("data-ragcite-outcome", outcome);
+      if (outcome === "passages") {
+        const models = C.buildShown(answer, settings);
+        shown = new Map(models.map((p) => [p.rank, p]));
+        w.output.append(...R.mayAnswer(answer, models, pageVersion));
+        const n = models.length;
+        setStatus(`No sure answer; ${n} passage${n === 1 ? "" : "s"} may hold it.`);
+        return;
+      }
+      if (outcome === "not_found") {
+        w.output.append(...R.notCovered(answer, C.buildSeeAlso(answer, settings), pageVersion));
+        setStatus("No answer in the book.");
+        return;
+      }
+      const models = C.buildSources(answer, settings);
+      sources = new Map(models.map((s) => [s.n, s]));
+      w.output.append(...R.citedAnswer(answer, models, sources, pageVersion));
+      const n = models.length;
+      setStatus(`Answer ready, ${n} source${n === 1 ? "" : "s"}.`);
+    }
+
+    /**
+     * An answer JSON, as its outcome says (see `renderOutcome`), with
+     * "Helpful?" under it when it has an `answer_id` the server takes votes on.
+     * @param {Answer} answer
+     */
+    function renderAnswer(answer) {
+      renderOutcome(answer);
+      const meta = answer.metadata;
+      if (meta && typeof meta === "object" && meta.engine === "browser") {
+        ensure().output.append(R.inBrowserNote());
+      }
+      const id = answer.answer_id;
+      if (typeof id === "string" && ANSWER_ID.test(id) && hooks.takesFeedback()) {
+        ensure().output.append(lib.need("feedback").feedbackForm(id, hooks.sendFeedback));
+      }
+    }
+
+    /**
+     * @param {StaticResult} result
+     * @param {string} [why] a note on why there is no generated answer
+     * @param {{label: string, run: () => void}} [action] a button after it
+     */
+    function renderStatic(result, why, action) {
+      const w = ensure();
+      resetOutput();
+      w.output.append(...R.searchResults(result, settings.root, why, action));
+      w.root.classList.add("ragcite-has-answer");
+      const n = result.hits.length;
+      setStatus(`${n} matching passage${n === 1 ? "" : "s"}.`);
+    }
+
+    return {
+      setStatus,
+      sayVersion,
+      showError,
+      resetOutput,
+      streamText,
+      setPage,
+      renderAnswer,
+      renderStatic,
+      /** @param {number} n */
+      source: (n) => sources.get(n),
+      /** @param {number} rank */
+      shown: (rank) => shown.get(rank),
+    };
+  }
+
+  /**
+   * @param {PanelSettings} settings
+   * @param {PanelHooks} hooks
+   * @returns {Panel}
+   */
+  function createPanel(settings, hooks) {
+    const R = lib.need("render");
+    const { el } = lib.need("dom");
+
+    /** @type {Widget | null} */
+    let widget = null;
+    /** @type {Element | null} */
+    let returnFocus = null;
     /** The picker's options as last built, to build them only on change. */
     let offered = "";
+    /** @type {import("./render.js").ProgressParts | null} */
+    let progressParts = null;
+    /** @type {(() => void) | null} */
+    let cancelLoad = null;
 
-    // -- building ---------------------------------------------------------
+    const previews = lib.need("previews").createPreviews({
+      widget: () => widget,
+      source: (n) => output.source(n),
+      shown: (rank) => output.shown(rank),
+      follow: hooks.follow,
+    });
+    const output = createOutput({ widget: () => widget, ensure, previews }, settings, hooks);
 
-    /** @returns {Widget} */
+    /** The widget's elements, listened to and put on the page. @returns {Widget} */
     function build() {
-      const launcher = el(
-        "button",
-        {
-          type: "button",
-          class: "ragcite-launcher",
-          "aria-haspopup": "dialog",
-          "aria-expanded": "false",
-          "aria-controls": "ragcite-panel",
-          "aria-keyshortcuts": shortcut ? shortcut.aria : null,
-          title: shortcut ? `Ask the book (${shortcut.label})` : "Ask the book",
-        },
-        icon(),
-        el("span", { class: "ragcite-launcher-label", text: "Ask the book" }),
-      );
-
-      const closeButton = el("button", {
-        type: "button",
-        class: "ragcite-close",
-        "aria-label": "Close",
-        title: "Close (Esc)",
-        text: "×",
-      });
-      const header = el(
-        "div",
-        { class: "ragcite-header" },
-        el("h2", { class: "ragcite-title", id: "ragcite-title", text: "Ask this book" }),
-        shortcut ? el("kbd", { class: "ragcite-kbd", text: shortcut.label, title: "Keyboard shortcut" }) : null,
-        closeButton,
-      );
-
-      const modeNote = el("div", { class: "ragcite-mode-note", hidden: true });
-      const versionSelect = el("select", {
-        id: "ragcite-version",
-        class: "ragcite-version-select",
-        "aria-describedby": "ragcite-version-note",
-      });
-      const versionNote = el("span", { id: "ragcite-version-note", class: "ragcite-version-note", hidden: true });
-      const versions = el(
-        "div",
-        { class: "ragcite-versions", hidden: true },
-        el("label", { for: "ragcite-version", class: "ragcite-version-label", text: "Answers from version" }),
-        versionSelect,
-        versionNote,
-      );
-      const selectionText = el("q", { class: "ragcite-selection-text" });
-      const selectionClear = el("button", {
-        type: "button",
-        class: "ragcite-selection-clear",
-        text: "Ask the whole book instead",
-      });
-      const selectionBox = el(
-        "div",
-        { class: "ragcite-selection", hidden: true },
-        el("span", { class: "ragcite-selection-label", text: "About your selection: " }),
-        selectionText,
-        selectionClear,
-      );
-
-      const question = el("textarea", {
-        id: "ragcite-question",
-        class: "ragcite-question",
-        rows: 3,
-        // no maxlength: it counts UTF-16 units (1,000 emoji filled it);
-        // limitQuestion() keeps the limit in code points
-        placeholder: PLACEHOLDER,
-        "aria-describedby": "ragcite-count ragcite-hint",
-        autocomplete: "off",
-        spellcheck: "true",
-      });
-      const counter = el("span", { id: "ragcite-count", class: "ragcite-count", text: `0 / ${MAX_QUESTION}` });
-      const submit = el("button", { type: "submit", class: "ragcite-submit", text: "Ask" });
-      const form = el(
-        "form",
-        { class: "ragcite-form", novalidate: true },
-        el("label", { for: "ragcite-question", class: "ragcite-visually-hidden", text: "Your question" }),
-        question,
-        el(
-          "div",
-          { class: "ragcite-form-row" },
-          el("span", { id: "ragcite-hint", class: "ragcite-hint", text: "Enter to ask · Shift+Enter for a new line" }),
-          counter,
-          submit,
-        ),
-      );
-
-      const status = el("div", { class: "ragcite-status", role: "status", "aria-live": "polite" });
-      const error = el("div", { class: "ragcite-error", role: "alert", hidden: true });
-      const output = el("div", { class: "ragcite-output", "aria-live": "polite", "aria-busy": "false" });
-      const body = el("div", { class: "ragcite-body" }, status, error, output);
-
-      const panel = el(
-        "div",
-        {
-          id: "ragcite-panel",
-          class: "ragcite-panel",
-          role: "dialog",
-          "aria-modal": "false",
-          "aria-labelledby": "ragcite-title",
-          hidden: true,
-        },
-        header,
-        modeNote,
-        versions,
-        selectionBox,
-        form,
-        body,
-      );
-      const preview = el("div", { id: "ragcite-preview", class: "ragcite-preview", role: "tooltip", hidden: true });
-      const askSelection = el(
-        "button",
-        { type: "button", class: "ragcite-ask-selection", hidden: true },
-        icon(),
-        el("span", { text: "Ask about this" }),
-      );
-      const root = el(
-        "div",
-        { id: "ragcite-root", class: "ragcite-root", "data-ragcite-version": settings.version },
-        launcher,
-        panel,
-        preview,
-        askSelection,
-      );
-
-      launcher.addEventListener("click", () => (isOpen() ? close() : open()));
+      const { widget: w, closeButton, selectionClear } = R.skeleton(settings, MAX_QUESTION);
+      const { question, form } = w;
+      w.launcher.addEventListener("click", () => (isOpen() ? close() : open()));
       closeButton.addEventListener("click", () => close());
-      versionSelect.addEventListener("change", () => hooks.chooseVersion(versionSelect.value));
+      w.versionSelect.addEventListener("change", () => hooks.chooseVersion(w.versionSelect.value));
       selectionClear.addEventListener("click", () => {
         hooks.clearSelection();
         question.focus();
@@ -306,48 +403,11 @@
         event.preventDefault();
         hooks.submit(question.value);
       });
-      output.addEventListener("click", onOutputClick);
-      output.addEventListener("pointerdown", (event) => {
-        if (event.pointerType === "touch") lastTouch = Date.now();
-      });
-      output.addEventListener("touchstart", () => (lastTouch = Date.now()), { passive: true });
-      output.addEventListener("mouseover", onMarkerEnter);
-      output.addEventListener("mouseout", onMarkerLeave);
-      output.addEventListener("focusin", onMarkerEnter);
-      output.addEventListener("focusout", onMarkerLeave);
-      output.addEventListener("keydown", (event) => {
-        const marker = markerOf(event.target);
-        if (marker && !marker.hasAttribute("href") && (event.key === "Enter" || event.key === " ")) {
-          event.preventDefault();
-          showSource(marker);
-        }
-      });
-      preview.addEventListener("mouseenter", () => window.clearTimeout(previewTimer));
-      preview.addEventListener("mouseleave", () => hidePreviewSoon());
-      askSelection.addEventListener("mousedown", (event) => event.preventDefault()); // keep the selection
-      askSelection.addEventListener("click", () => hooks.askSelection());
-      document.body.append(root);
-      return {
-        root,
-        launcher,
-        panel,
-        modeNote,
-        versions,
-        versionSelect,
-        versionNote,
-        selectionBox,
-        selectionText,
-        form,
-        question,
-        counter,
-        submit,
-        body,
-        status,
-        error,
-        output,
-        preview,
-        askSelection,
-      };
+      previews.listen(w);
+      w.askSelection.addEventListener("mousedown", (event) => event.preventDefault()); // keep the selection
+      w.askSelection.addEventListener("click", () => hooks.askSelection());
+      document.body.append(w.root);
+      return w;
     }
 
     /** @returns {Widget} */
@@ -358,8 +418,6 @@
       }
       return widget;
     }
-
-    // -- opening and closing ------------------------------------------------
 
     function updateCounter() {
       if (!widget) return;
@@ -387,7 +445,7 @@
             : firstCodePoints(value, MAX_QUESTION);
         box.value = before.length >= over ? kept + value.slice(caret) : kept;
         box.setSelectionRange(kept.length, kept.length);
-        setStatus(`Your question was cut to ${MAX_QUESTION.toLocaleString("en")} characters, the limit.`);
+        output.setStatus(`Your question was cut to ${MAX_QUESTION.toLocaleString("en")} characters, the limit.`);
       }
       updateCounter();
     }
@@ -412,7 +470,7 @@
     /** @param {boolean} [restoreFocus] */
     function close(restoreFocus = true) {
       if (!widget || !isOpen()) return;
-      hidePreview();
+      previews.hide();
       widget.panel.hidden = true;
       widget.launcher.setAttribute("aria-expanded", "false");
       widget.root.classList.remove("ragcite-open");
@@ -451,11 +509,6 @@
       }
     }
 
-    /** @type {{box: HTMLDivElement, bar: HTMLProgressElement, label: HTMLSpanElement, cancel: HTMLButtonElement} | null} */
-    let progressParts = null;
-    /** @type {(() => void) | null} */
-    let cancelLoad = null;
-
     /**
      * The answer engine's download: "Loading the answer engine: 12.3 of
      * 24.9 MB" over a progress bar, and a Cancel button.
@@ -471,15 +524,11 @@
         return;
       }
       if (!progressParts) {
-        const bar = el("progress", { class: "ragcite-progress-bar", max: 1, value: 0, "aria-labelledby": "ragcite-progress-label" });
-        const label = el("span", { id: "ragcite-progress-label", class: "ragcite-progress-label" });
-        const button = el("button", { type: "button", class: "ragcite-progress-cancel", text: "Cancel" });
-        button.addEventListener("click", () => {
+        progressParts = R.progressParts();
+        progressParts.cancel.addEventListener("click", () => {
           if (cancelLoad) cancelLoad();
         });
-        const box = el("div", { class: "ragcite-progress", role: "group", "aria-label": "Answer engine download" }, label, bar, button);
-        w.body.insertBefore(box, w.output);
-        progressParts = { box, bar, label, cancel: button };
+        w.body.insertBefore(progressParts.box, w.output);
       }
       cancelLoad = cancel || null;
       const { loaded, total } = progress;
@@ -505,7 +554,6 @@
      */
     function showVersions(choices, chosen, page) {
       const w = ensure();
-      pageVersion = page;
       const key = JSON.stringify(choices.map((c) => [c.name, c.label]));
       if (key !== offered) {
         offered = key;
@@ -519,686 +567,7 @@
       w.versionNote.hidden = !other;
       if (other && page) w.versionNote.replaceChildren("This page is version ", el("bdi", { text: page }), ".");
       else w.versionNote.textContent = other ? "Not this page's version." : "";
-      refreshBadges();
-    }
-
-    /**
-     * A "Version 2.0" badge, shown while the version is not the page's
-     * (`refreshBadges` keeps it so when the page's version becomes known).
-     * @param {string} version
-     * @param {string} [cls] more classes
-     */
-    function versionBadge(version, cls = "") {
-      if (!version) return null;
-      const badge = el("span", {
-        class: `ragcite-version-badge${cls ? ` ${cls}` : ""}`,
-        "data-ragcite-version": version,
-        text: `Version ${version}`,
-      });
-      setBadge(badge);
-      return badge;
-    }
-
-    /** @param {HTMLElement} badge */
-    function setBadge(badge) {
-      const version = badge.getAttribute("data-ragcite-version") || "";
-      const other = lib.need("client").otherVersion(version, pageVersion);
-      badge.hidden = !other;
-      const { isolate } = lib.need("client");
-      badge.title = other ? `From version ${isolate(version)} of the book; this page is version ${isolate(pageVersion)}` : "";
-    }
-
-    function refreshBadges() {
-      if (!widget) return;
-      for (const badge of widget.output.querySelectorAll("[data-ragcite-version]")) {
-        setBadge(/** @type {HTMLElement} */ (badge));
-      }
-    }
-
-    /**
-     * The `version` of each well-formed item of a list, in the order the
-     * citation models keep them (`citations.buildShown`, `buildLinks` skip
-     * anything but objects).
-     * @param {unknown} list
-     * @returns {string[]}
-     */
-    function versionsOf(list) {
-      if (!Array.isArray(list)) return [];
-      return list
-        .filter((item) => item && typeof item === "object")
-        .map((item) => (typeof item.version === "string" ? item.version : ""));
-    }
-
-    // -- previews -----------------------------------------------------------
-
-    /** @type {HTMLElement | null} */
-    let previewFor = null;
-    /** @type {number | undefined} */
-    let previewTimer;
-    /** When the last touch began: touches preview first, then follow. */
-    let lastTouch = 0;
-    /** @type {HTMLElement | null} the marker a tap has previewed */
-    let tapped = null;
-    const touching = () => Date.now() - lastTouch < 1500;
-
-    /**
-     * @param {EventTarget | null} target
-     * @returns {HTMLElement | null}
-     */
-    function markerOf(target) {
-      const node = target instanceof Element ? target : null;
-      const marker = node && node.closest("[data-ragcite-n]");
-      return marker && widget && widget.output.contains(marker) ? /** @type {HTMLElement} */ (marker) : null;
-    }
-
-    /** @param {Event} event */
-    function onMarkerEnter(event) {
-      const marker = markerOf(event.target);
-      if (marker && !touching()) showPreview(marker);
-    }
-
-    /** @param {Event} event */
-    function onMarkerLeave(event) {
-      const marker = markerOf(event.target);
-      const to = /** @type {MouseEvent | FocusEvent} */ (event).relatedTarget;
-      if (marker && !(to instanceof Node && marker.contains(to))) hidePreviewSoon();
-    }
-
-    /** @param {HTMLElement} marker */
-    function showPreview(marker) {
-      const w = widget;
-      const source = sources.get(Number(marker.getAttribute("data-ragcite-n")));
-      if (!w || !source) return;
-      window.clearTimeout(previewTimer);
-      if (previewFor && previewFor !== marker) previewFor.removeAttribute("aria-describedby");
-      const p = w.preview;
-      p.replaceChildren(
-        el("div", { class: "ragcite-preview-title" }, `[${source.n}] `, title(source)),
-        el("blockquote", { class: "ragcite-preview-quote" }, isolated(C.clip(source.quote, 320))),
-        el(
-          "div",
-          { class: "ragcite-preview-meta" },
-          source.level ? `${capital(source.level)} confidence` : "",
-          source.href && touching() ? " · Tap again to open the passage" : "",
-        ),
-      );
-      p.hidden = false;
-      previewFor = marker;
-      marker.setAttribute("aria-describedby", "ragcite-preview");
-      placePreview(marker);
-    }
-
-    /** @param {HTMLElement} marker */
-    function placePreview(marker) {
-      if (!widget) return;
-      const p = widget.preview;
-      const rect = marker.getBoundingClientRect();
-      const width = Math.min(340, window.innerWidth - 16);
-      p.style.width = `${width}px`;
-      const height = p.offsetHeight;
-      let top = rect.top - height - 8;
-      if (top < 8) top = Math.min(rect.bottom + 8, window.innerHeight - height - 8);
-      const left = Math.min(Math.max(8, rect.left + rect.width / 2 - width / 2), window.innerWidth - width - 8);
-      p.style.top = `${Math.round(Math.max(8, top))}px`;
-      p.style.left = `${Math.round(left)}px`;
-    }
-
-    function hidePreviewSoon() {
-      window.clearTimeout(previewTimer);
-      previewTimer = window.setTimeout(hidePreview, 150);
-    }
-
-    function hidePreview() {
-      window.clearTimeout(previewTimer);
-      if (!widget) return;
-      widget.preview.hidden = true;
-      if (previewFor) previewFor.removeAttribute("aria-describedby");
-      previewFor = null;
-      tapped = null;
-    }
-
-    /**
-     * Scroll the source list entry of a marker into view (markers without link).
-     * @param {HTMLElement} marker
-     */
-    function showSource(marker) {
-      const n = marker.getAttribute("data-ragcite-n");
-      const item = widget && widget.output.querySelector(`li[data-ragcite-source="${Number(n)}"]`);
-      if (!item) return;
-      item.scrollIntoView({ block: "nearest", behavior: reducedMotion() ? "auto" : "smooth" });
-      item.classList.add("ragcite-source-flash");
-      window.setTimeout(() => item.classList.remove("ragcite-source-flash"), 1500);
-      showPreview(marker);
-    }
-
-    /** @param {MouseEvent} event */
-    function onOutputClick(event) {
-      const marker = markerOf(event.target);
-      if (marker) {
-        if (touching() && tapped !== marker) {
-          // first tap previews, the second follows
-          event.preventDefault();
-          showPreview(marker);
-          tapped = marker;
-          return;
-        }
-        if (!marker.hasAttribute("href")) {
-          event.preventDefault();
-          showSource(marker);
-          return;
-        }
-        hidePreview();
-        const a = /** @type {HTMLAnchorElement} */ (marker);
-        hooks.follow(event, a, quoteOf(a));
-        return;
-      }
-      const target = event.target instanceof Element ? event.target : null;
-      const anchor = /** @type {HTMLAnchorElement | null} */ (target && target.closest("a[href][data-ragcite-link]"));
-      if (anchor) hooks.follow(event, anchor, quoteOf(anchor));
-    }
-
-    /**
-     * The quote of the citation a link belongs to (a marker, or a source's
-     * title), or the best sentence of a shown passage, when the link goes to
-     * that passage; null for see-also and search-result links.
-     * @param {HTMLAnchorElement} anchor
-     */
-    function quoteOf(anchor) {
-      const rank = anchor.getAttribute("data-ragcite-shown");
-      if (rank) {
-        const p = shown.get(Number(rank));
-        return p && p.marked && p.href === anchor.href ? p.marked : null;
-      }
-      const item = anchor.closest("li[data-ragcite-source]");
-      const n = anchor.getAttribute("data-ragcite-n") || (item && item.getAttribute("data-ragcite-source"));
-      const s = n ? sources.get(Number(n)) : undefined;
-      return s && s.marked && s.href === anchor.href ? s.marked : null;
-    }
-
-    // -- rendering ------------------------------------------------------------
-
-    /** @param {string} text */
-    function setStatus(text) {
-      if (widget) widget.status.textContent = text;
-    }
-
-    /**
-     * "Questions now go to version 2.0.", or "Version 2.0 is no longer
-     * served; questions now go to version 1.0 (this page)."; each label
-     * (conf.py text) in its own `<bdi>`.
-     * @param {string} now the label of the version asked from now on, ""
-     *   for the server's default (every site it serves)
-     * @param {string} [gone] the label of a version no longer served
-     */
-    function sayVersion(now, gone) {
-      if (!widget) return;
-      const to = now ? ["version ", el("bdi", { text: now }), "."] : ["every site the server serves."];
-      widget.status.replaceChildren(
-        ...(gone ? ["Version ", el("bdi", { text: gone }), " is no longer served; questions now go to "] : ["Questions now go to "]),
-        ...to,
-      );
-    }
-
-    /**
-     * @param {WidgetError} error
-     * @param {() => void} retry
-     */
-    function showError(error, retry) {
-      const w = widget;
-      if (!w) return;
-      window.clearInterval(retryTimer);
-      w.error.replaceChildren();
-      w.error.hidden = false;
-      w.error.className = `ragcite-error ragcite-error-${error.kind}`;
-      if (error.kind === "busy" || error.kind === "rate") {
-        let left = error.retryAfter;
-        const count = el("span", { class: "ragcite-retry-count" });
-        const button = el("button", { type: "button", class: "ragcite-retry", text: "Retry now" });
-        const tick = () => {
-          count.textContent = left > 0 ? `Retry in ${left} s.` : "You can retry now.";
-          if (left <= 0) window.clearInterval(retryTimer);
-          left -= 1;
-        };
-        const head = error.kind === "busy" ? "The answer server is busy." : error.message;
-        w.error.append(el("strong", {}, isolated(head), " "), count, " ", button);
-        button.addEventListener("click", () => {
-          window.clearInterval(retryTimer);
-          retry();
-        });
-        tick();
-        retryTimer = window.setInterval(tick, 1000);
-        setStatus("");
-        return;
-      }
-      const head = error.kind === "invalid" || error.kind === "unserved" ? "Cannot ask that: " : error.kind === "static" ? "" : "Error: ";
-      w.error.append(head ? el("strong", { text: head }) : "", isolated(error.message));
-      setStatus("");
-    }
-
-    function resetOutput() {
-      const w = ensure();
-      window.clearInterval(retryTimer);
-      hidePreview();
-      w.output.replaceChildren();
-      w.output.removeAttribute("data-ragcite-outcome");
-      w.error.replaceChildren();
-      w.error.hidden = true;
-      sources = new Map();
-      shown = new Map();
-      streamed = null;
-      w.root.classList.remove("ragcite-has-answer");
-    }
-
-    /** @param {string} text */
-    function streamText(text) {
-      const w = ensure();
-      if (!streamed) {
-        streamed = document.createTextNode("");
-        w.output.append(el("p", { class: "ragcite-answer ragcite-streaming" }, el("bdi", {}, streamed)));
-      }
-      streamed.appendData(text);
-    }
-
-    /** @param {string} text */
-    function heading(text) {
-      return el("h3", { class: "ragcite-subheading", text });
-    }
-
-    /**
-     * @param {LinkModel[]} links
-     * @param {string} cls
-     * @param {string[]} [versions] the version of each link (several sites)
-     */
-    function linkList(links, cls, versions = []) {
-      const list = el("ol", { class: cls });
-      for (const [i, item] of links.entries()) {
-        list.append(
-          el(
-            "li",
-            { class: "ragcite-link-item" },
-            link(item.href, { class: "ragcite-link", "data-ragcite-link": item.passageId }, title(item)),
-            versionBadge(versions[i] || "", "ragcite-badge-inline"),
-            item.snippet ? el("p", { class: "ragcite-snippet" }, isolated(C.clip(item.snippet, 240))) : null,
-          ),
-        );
-      }
-      return list;
-    }
-
-    /**
-     * The answer paragraph: isolated text and `<sup><a data-ragcite-n>` markers.
-     * @param {string} text
-     */
-    function renderText(text) {
-      const p = el("p", { class: "ragcite-answer" });
-      for (const seg of C.parseAnswer(text, sources.keys())) {
-        if ("text" in seg) {
-          p.append(isolated(seg.text));
-          continue;
-        }
-        const s = /** @type {SourceModel} */ (sources.get(seg.marker));
-        const a = el("a", {
-          class: s.href ? "ragcite-marker" : "ragcite-marker ragcite-marker-nolink",
-          "data-ragcite-n": s.n,
-          href: s.href,
-          tabindex: s.href ? null : 0,
-          role: s.href ? null : "button",
-          "aria-label": `Source ${s.n}: ${C.sourceTitle(s)}`,
-          text: `[${s.n}]`,
-        });
-        p.append(el("sup", { class: "ragcite-sup" }, a));
-      }
-      return p;
-    }
-
-    /**
-     * @param {SourceModel} s
-     * @param {string} version its citation's `version` (several sites)
-     */
-    function renderSource(s, version) {
-      const head = s.selection
-        ? el("span", { class: "ragcite-source-title ragcite-source-selection" }, title(s))
-        : link(s.href, { class: "ragcite-source-title ragcite-link", "data-ragcite-link": s.passageId }, title(s));
-      const confidence = s.level
-        ? el("span", {
-            class: `ragcite-source-confidence ragcite-level-${s.level}`,
-            text: `${capital(s.level)} confidence${s.confidence !== null ? ` (${Math.round(s.confidence * 100)}%)` : ""}`,
-          })
-        : null;
-      return el(
-        "li",
-        { class: "ragcite-source", value: s.n, "data-ragcite-source": s.n, id: `ragcite-source-${s.n}` },
-        head,
-        s.snippet ? el("p", { class: "ragcite-snippet" }, isolated(C.clip(s.snippet, 240))) : null,
-        el(
-          "div",
-          { class: "ragcite-source-meta" },
-          versionBadge(version),
-          confidence,
-          s.selection ? el("span", { class: "ragcite-source-kind", text: " · no link: your own selection" }) : null,
-        ),
-      );
-    }
-
-    /**
-     * A percentage of a 0-1 score.
-     * @param {number} score
-     */
-    function percent(score) {
-      return `${Math.round(score * 100)}%`;
-    }
-
-    /**
-     * One passage of the "passages" outcome: its title linking to it, its
-     * best sentence marked among the snippet's words, how likely it answers.
-     * @param {ShownModel} p
-     * @param {string} version its passage's `version` (several sites)
-     */
-    function renderShown(p, version) {
-      const { before, quote, after } = p.context;
-      return el(
-        "li",
-        { class: "ragcite-passage", "data-ragcite-rank": p.rank },
-        link(
-          p.href,
-          { class: "ragcite-passage-title ragcite-link", "data-ragcite-link": p.passageId, "data-ragcite-shown": p.rank },
-          title(p),
-        ),
-        el(
-          "blockquote",
-          { class: "ragcite-passage-quote" },
-          before ? el("span", { class: "ragcite-passage-context" }, isolated(before)) : null,
-          el("span", { class: "ragcite-visually-hidden", text: "Best sentence: " }),
-          el("mark", { class: "ragcite-best" }, isolated(quote)),
-          after ? el("span", { class: "ragcite-passage-context" }, isolated(after)) : null,
-        ),
-        p.confidence !== null || version
-          ? el(
-              "div",
-              { class: "ragcite-source-meta" },
-              versionBadge(version),
-              p.confidence !== null
-                ? el("span", { class: "ragcite-passage-likely", text: `${percent(p.confidence)} likely to answer` })
-                : null,
-            )
-          : null,
-      );
-    }
-
-    /**
-     * The "passages" outcome: no claim, the passages that may hold the answer.
-     * @param {Answer} answer
-     */
-    function renderPassages(answer) {
-      const models = C.buildShown(answer, settings);
-      shown = new Map(models.map((p) => [p.rank, p]));
-      const list = el("ol", { class: "ragcite-passages" });
-      const versions = versionsOf(answer.passages);
-      for (const p of models) list.append(renderShown(p, versions[p.rank - 1] || ""));
-      ensure().output.append(
-        el(
-          "div",
-          { class: "ragcite-maybe" },
-          el("h3", { class: "ragcite-outcome-title", text: "The book may answer this here:" }),
-          el("p", {
-            class: "ragcite-outcome-text",
-            text: "No sure answer, so none is given. Each link opens the passage at its best sentence.",
-          }),
-        ),
-        list,
-      );
-      const n = models.length;
-      setStatus(`No sure answer; ${n} passage${n === 1 ? "" : "s"} may hold it.`);
-    }
-
-    /**
-     * The "not_found" outcome: the book does not cover it; the closest pages.
-     * @param {Answer} answer
-     */
-    function renderNotFound(answer) {
-      const seeAlso = C.buildSeeAlso(answer, settings);
-      const out = ensure().output;
-      out.append(
-        el(
-          "div",
-          { class: "ragcite-notfound" },
-          el("h3", { class: "ragcite-outcome-title", text: "This book does not seem to cover that" }),
-          el("p", {
-            class: "ragcite-outcome-text",
-            text: seeAlso.length
-              ? "No passage answers the question; these pages come closest."
-              : "No passage answers the question. Try other words.",
-          }),
-        ),
-      );
-      const meta = answer.metadata;
-      const versions = versionsOf(meta && typeof meta === "object" ? meta.see_also : null);
-      if (seeAlso.length) out.append(heading("Closest pages"), linkList(seeAlso, "ragcite-see-also", versions));
-      setStatus("No answer in the book.");
-    }
-
-    /**
-     * "Helpful? Yes / No" under an answer; after "No", an optional reason
-     * and a Send button. Each vote is sent at once, so leaving after "No"
-     * still counts; a later one (the reason, or the other button) replaces
-     * it on the server. The buttons say which is chosen (`aria-pressed`);
-     * a status line says what happened.
-     * @param {string} answerId
-     */
-    function renderFeedback(answerId) {
-      const yes = el("button", { type: "button", class: "ragcite-feedback-button", "aria-pressed": "false", text: "Yes" });
-      const no = el("button", { type: "button", class: "ragcite-feedback-button", "aria-pressed": "false", text: "No" });
-      const reason = el("textarea", {
-        id: "ragcite-feedback-reason",
-        class: "ragcite-feedback-reason",
-        rows: 2,
-        maxlength: MAX_REASON,
-        "aria-describedby": "ragcite-feedback-count",
-        autocomplete: "off",
-      });
-      const count = el("span", { id: "ragcite-feedback-count", class: "ragcite-count", text: `0 / ${MAX_REASON}` });
-      const send = el("button", { type: "submit", class: "ragcite-feedback-send", text: "Send" });
-      const form = el(
-        "form",
-        { class: "ragcite-feedback-form", novalidate: true, hidden: true },
-        el("label", { for: "ragcite-feedback-reason", class: "ragcite-feedback-ask", text: "What was missing or wrong? (optional)" }),
-        reason,
-        el("div", { class: "ragcite-form-row" }, count, send),
-      );
-      const status = el("p", { class: "ragcite-feedback-status", role: "status", "aria-live": "polite" });
-      const box = el(
-        "div",
-        { class: "ragcite-feedback", role: "group", "aria-labelledby": "ragcite-feedback-label" },
-        el(
-          "div",
-          { class: "ragcite-feedback-row" },
-          el("span", { id: "ragcite-feedback-label", class: "ragcite-feedback-label", text: "Helpful?" }),
-          yes,
-          no,
-        ),
-        form,
-        status,
-      );
-      let sending = false;
-
-      /**
-       * @param {boolean} helpful
-       * @param {string | null} text
-       * @returns {Promise<boolean>} whether it was stored
-       */
-      async function vote(helpful, text) {
-        if (sending) return false;
-        sending = true;
-        yes.setAttribute("aria-pressed", String(helpful));
-        no.setAttribute("aria-pressed", String(!helpful));
-        box.setAttribute("aria-busy", "true");
-        try {
-          await hooks.sendFeedback(answerId, helpful, text);
-          return true;
-        } catch (error) {
-          const message = error instanceof Error && error.message ? error.message : "try again later.";
-          status.replaceChildren("Could not send your feedback: ", isolated(message));
-          return false;
-        } finally {
-          sending = false;
-          box.removeAttribute("aria-busy");
-        }
-      }
-
-      yes.addEventListener("click", async () => {
-        form.hidden = true;
-        if (await vote(true, null)) status.textContent = "Thanks for your feedback.";
-      });
-      no.addEventListener("click", async () => {
-        if (!(await vote(false, null))) return;
-        status.textContent = "Thanks for your feedback. You can say what was missing or wrong.";
-        form.hidden = false;
-        reason.focus();
-      });
-      reason.addEventListener("input", () => {
-        count.textContent = `${reason.value.length} / ${MAX_REASON}`;
-      });
-      reason.addEventListener("keydown", (event) => {
-        if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-          event.preventDefault();
-          form.requestSubmit();
-        }
-      });
-      form.addEventListener("submit", async (event) => {
-        event.preventDefault();
-        const text = reason.value.trim().slice(0, MAX_REASON);
-        if (!(await vote(false, text || null))) return;
-        form.hidden = true;
-        status.textContent = text ? "Thanks: your note was sent." : "Thanks for your feedback.";
-        no.focus();
-      });
-      return box;
-    }
-
-    /**
-     * An answer JSON, as its outcome says (see `renderOutcome`), with
-     * "Helpful?" under it when it has an `answer_id` the server takes votes on.
-     * @param {Answer} answer
-     */
-    function renderAnswer(answer) {
-      renderOutcome(answer);
-      const meta = answer.metadata;
-      if (meta && typeof meta === "object" && meta.engine === "browser") {
-        ensure().output.append(
-          el("p", {
-            class: "ragcite-footnote ragcite-in-browser",
-            text: "Answered in your browser: your question did not leave this page.",
-          }),
-        );
-      }
-      const id = answer.answer_id;
-      if (typeof id === "string" && ANSWER_ID.test(id) && hooks.takesFeedback()) {
-        ensure().output.append(renderFeedback(id));
-      }
-    }
-
-    /**
-     * An answer JSON, as its outcome says: a cited answer with its confidence
-     * band; the passages that may hold the answer; or word that the book does
-     * not cover it. Anything not grounded is never shown as an answer.
-     * @param {Answer} answer
-     */
-    function renderOutcome(answer) {
-      const w = ensure();
-      resetOutput();
-      w.root.classList.add("ragcite-has-answer");
-      const outcome = C.outcomeOf(answer);
-      w.output.setAttribute("data-ragcite-outcome", outcome);
-      if (outcome === "passages") return renderPassages(answer);
-      if (outcome === "not_found") return renderNotFound(answer);
-
-      const models = C.buildSources(answer, settings);
-      sources = new Map(models.map((s) => [s.n, s]));
-      const out = w.output;
-      const level = ["high", "medium", "low"].includes(answer.confidence_level)
-        ? answer.confidence_level
-        : C.confidenceLevel(answer.confidence);
-      const badges = el("div", { class: "ragcite-badges" });
-      if (level) {
-        const score = typeof answer.confidence === "number" && Number.isFinite(answer.confidence) ? answer.confidence : null;
-        badges.append(
-          el("span", {
-            class: `ragcite-badge ragcite-badge-${level}`,
-            text: `${capital(level)} confidence${score !== null ? ` · ${percent(score)}` : ""}`,
-            title: score !== null ? `A calibrated ${percent(score)} chance that the cited passage answers the question` : null,
-          }),
-        );
-      }
-      if (answer.mode === "selection") {
-        badges.append(el("span", { class: "ragcite-badge ragcite-badge-mode", text: "About your selection" }));
-      }
-      const asked = versionBadge(typeof answer.version === "string" ? answer.version : "", "ragcite-badge");
-      if (asked) badges.append(asked);
-      out.append(badges);
-      if (level === "low") {
-        out.append(
-          el("p", {
-            class: "ragcite-low-note",
-            text: "Low confidence: the book may not fully answer this. Check the sources before relying on it.",
-          }),
-        );
-      }
-      out.append(renderText(answer.answer));
-
-      if (models.length) {
-        const list = el("ol", { class: "ragcite-sources" });
-        /** @type {Map<number, string>} */
-        const versions = new Map();
-        for (const c of Array.isArray(answer.citations) ? answer.citations : []) {
-          if (c && typeof c === "object" && typeof c.version === "string" && !versions.has(c.n)) versions.set(c.n, c.version);
-        }
-        for (const s of models) list.append(renderSource(s, versions.get(s.n) || ""));
-        out.append(heading("Sources"), list);
-      }
-      const meta = answer.metadata || {};
-      const model = typeof meta.model === "string" && meta.model ? meta.model : "a language model";
-      const by =
-        meta.generator === "llm"
-          ? ["Written by ", el("bdi", { text: model }), "; each cited sentence was checked against its source."]
-          : meta.generator === "llm->extractive"
-            ? ["The generated answer could not be checked against the book, so these sentences are quoted from it."]
-            : ["Sentences quoted from the book."];
-      out.append(el("p", { class: "ragcite-footnote" }, ...by));
-      const n = models.length;
-      setStatus(`Answer ready, ${n} source${n === 1 ? "" : "s"}.`);
-    }
-
-    /**
-     * @param {StaticResult} result
-     * @param {string} [why] a note on why there is no generated answer
-     * @param {{label: string, run: () => void}} [action] a button after it
-     */
-    function renderStatic(result, why, action) {
-      const w = ensure();
-      resetOutput();
-      const out = w.output;
-      const note = el(
-        "div",
-        { class: "ragcite-static-note", role: "note" },
-        el("strong", { text: "Search results, not an answer. " }),
-        why ||
-          "No answer server is reachable, so these are the passages that best match your question. " +
-            "Generated answers with citations need the answer server (ragcite serve).",
-      );
-      if (action) {
-        const button = el("button", { type: "button", class: "ragcite-static-action", text: action.label });
-        button.addEventListener("click", () => action.run(), { once: true });
-        note.append(" ", button);
-      }
-      out.append(note);
-      if (result.hits.length) {
-        out.append(heading("Matching passages"), linkList(C.buildLinks(result.hits, settings.root), "ragcite-results"));
-      } else {
-        out.append(el("p", { class: "ragcite-noresults", text: "No passage matches these words. Try other words." }));
-      }
-      w.root.classList.add("ragcite-has-answer");
-      const n = result.hits.length;
-      setStatus(`${n} matching passage${n === 1 ? "" : "s"}.`);
+      output.setPage(page);
     }
 
     /** @param {string} question */
@@ -1226,21 +595,21 @@
       showMode,
       showProgress,
       showVersions,
-      setStatus,
-      sayVersion,
+      setStatus: output.setStatus,
+      sayVersion: output.sayVersion,
       setQuestion,
       setBusy,
-      streamText,
-      renderAnswer,
-      renderStatic,
-      showError,
-      resetOutput,
-      previewShown: () => Boolean(widget && !widget.preview.hidden),
-      hidePreview,
+      streamText: output.streamText,
+      renderAnswer: output.renderAnswer,
+      renderStatic: output.renderStatic,
+      showError: output.showError,
+      resetOutput: output.resetOutput,
+      previewShown: previews.shown,
+      hidePreview: previews.hide,
     };
   }
 
-  const api = { MAX_QUESTION, MAX_REASON, codePoints, createPanel };
+  const api = { MAX_QUESTION, codePoints, createPanel };
   lib.provide("panel", api);
   if (typeof module === "object") module.exports = api;
 })();

@@ -49,7 +49,8 @@
   const BRACKET = ".fn-bracket";
   /** Bound on the text nodes walked for one passage. */
   const MAX_NODES = 20000;
-  const PASSAGE_ID = /^ch[0-9]+-sec[0-9]+-p[0-9]+$/;
+  /** `contracts.PASSAGE_ID`, its named groups in JS's spelling. */
+  const PASSAGE_ID = new RegExp(lib.need("spec").PASSAGE_ID.source.replaceAll("(?P<", "(?<"));
   /** How often a shown quote is marked again after the page changed its text. */
   const MAX_REMARKS = 20;
 

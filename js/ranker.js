@@ -14,22 +14,8 @@
 /** @typedef {import("./types").EngineEvidence} Evidence */
 /** @typedef {import("./types").EngineCandidate} Candidate */
 
-/**
- * A logistic model over standardised inputs (`ranker.Logistic`).
- * @typedef {{weights: number[], bias: number, mean: number[], scale: number[]}} Logistic
- */
-
-/**
- * The parsed ranker (`ranker.Ranker`).
- * @typedef {object} Ranker
- * @property {Logistic} units which unit answers (every signal)
- * @property {Logistic} gateUnits the gate's unit model (a unit's own signals)
- * @property {Logistic} gate whether the best unit's passage answers
- * @property {number} second a second unit is cited only when this close
- * @property {{x: number[], y: number[]}} calibration gate output -> probability
- * @property {number} answerAt calibrated confidence from which it answers
- * @property {number} passagesAt ... from which it shows passages
- */
+/** @typedef {import("./types").Logistic} Logistic */
+/** @typedef {import("./types").Ranker} Ranker the parsed ranker (`ranker.Ranker`) */
 
 (function () {
   "use strict";
@@ -38,38 +24,54 @@
   const S = lib.need("sentences");
   const U = lib.need("units");
   const E = lib.need("evidence");
+  const spec = lib.need("spec");
+  const { SECOND_CANDIDATES, SHOWN_PASSAGES } = spec;
 
   /**
-   * @param {any} data
+   * `value[key]` of a JSON value, as `value.key` reads it (null and
+   * undefined have none).
+   * @param {unknown} value
+   * @param {string} key
+   * @returns {unknown}
+   */
+  const field = (value, key) =>
+    value === null || value === undefined ? undefined : /** @type {Record<string, unknown>} */ (Object(value))[key];
+
+  /**
+   * A logistic model of `ranker.json` (`LogisticJson`), checked.
+   * @param {unknown} data
    * @param {number} size
    * @param {string} where
    * @returns {Logistic}
    */
   function logistic(data, size, where) {
-    const numbers = (/** @type {unknown} */ v) =>
-      Array.isArray(v) && v.length === size && v.every((x) => typeof x === "number" && Number.isFinite(x));
-    if (!data || !numbers(data.weights) || !numbers(data.mean) || !numbers(data.scale) || typeof data.bias !== "number") {
+    /** @type {(v: unknown) => v is number[]} */
+    const numbers = (v) => Array.isArray(v) && v.length === size && v.every((x) => typeof x === "number" && Number.isFinite(x));
+    const [weights, mean, scale, bias] = ["weights", "mean", "scale", "bias"].map((key) => field(data, key));
+    if (!data || !numbers(weights) || !numbers(mean) || !numbers(scale) || typeof bias !== "number") {
       throw new Error(`the answer ranker's ${where} must have ${size} weights, means and scales`);
     }
-    return { weights: data.weights, bias: data.bias, mean: data.mean, scale: data.scale };
+    return { weights, bias, mean, scale };
   }
 
   /**
-   * `Ranker.from_json`: the parsed ranker.json, checked.
-   * @param {any} data
+   * `Ranker.from_json`: the parsed ranker.json (`RankerJson`), checked.
+   * @param {unknown} data
    * @returns {Ranker}
    */
   function parseRanker(data) {
     if (data === null || typeof data !== "object") throw new Error("the answer ranker is not a JSON object");
-    const names = Array.isArray(data.features) ? data.features : [];
+    const file = /** @type {Record<string, unknown>} */ (data);
+    const names = Array.isArray(file.features) ? file.features : [];
     if (names.join(",") !== U.FEATURES.join(",")) {
       throw new Error(
         `the answer ranker was trained on features ${JSON.stringify(names)}, this ` +
           `engine computes ${JSON.stringify(U.FEATURES)}: rebuild the site with a matching sphinx-ragcite`,
       );
     }
-    const calibration = data.calibration || { x: [], y: [] };
-    const { x, y } = calibration;
+    const calibration = file.calibration || { x: [], y: [] };
+    const x = field(calibration, "x");
+    const y = field(calibration, "y");
     if (
       !Array.isArray(x) ||
       !Array.isArray(y) ||
@@ -79,19 +81,20 @@
     ) {
       throw new Error("the answer ranker's calibration: x and y must be sorted lists of one length");
     }
-    if (typeof data.threshold !== "number" || typeof data.second !== "number") {
+    const { threshold, second } = file;
+    if (typeof threshold !== "number" || typeof second !== "number") {
       throw new Error("the answer ranker has no threshold or second");
     }
-    const outcomes = data.outcomes || {};
+    const outcomes = file.outcomes || {};
     const gateSize = U.UNIT_FEATURES.length;
     return {
-      units: logistic(data, U.FEATURES.length, "unit model"),
-      gateUnits: logistic(data.gate_units, gateSize, "gate_units"),
-      gate: logistic(data.gate, gateSize + 1, "gate"),
-      second: data.second,
+      units: logistic(file, U.FEATURES.length, "unit model"),
+      gateUnits: logistic(file.gate_units, gateSize, "gate_units"),
+      gate: logistic(file.gate, gateSize + 1, "gate"),
+      second,
       calibration: { x, y },
-      answerAt: Number(outcomes.answer ?? data.threshold),
-      passagesAt: Number(outcomes.passages ?? data.threshold / 2),
+      answerAt: Number(field(outcomes, "answer") ?? threshold),
+      passagesAt: Number(field(outcomes, "passages") ?? threshold / 2),
     };
   }
 
@@ -227,12 +230,8 @@
     return predict(ranker.gate, [peak, ...own[top]]);
   }
 
-  /** `ranker.STRICT_KINDS`: kinds no unit lacking their kind may answer. */
-  const STRICT_KINDS = new Set(["who"]);
-  /** `ranker.SECOND_CANDIDATES`: units after the best that may be its second. */
-  const SECOND_CANDIDATES = 3;
-  /** `ranker.SHOWN_PASSAGES`: passages the "passages" outcome shows at most. */
-  const SHOWN_PASSAGES = 3;
+  /** `spec.STRICT_KINDS`: kinds no unit lacking their kind may answer. */
+  const STRICT_KINDS = /** @type {Set<string>} */ (new Set(spec.STRICT_KINDS));
   const KIND_MISMATCH = U.FEATURES.indexOf("kind_mismatch");
 
   /**
@@ -286,9 +285,6 @@
   }
 
   const api = {
-    STRICT_KINDS,
-    SECOND_CANDIDATES,
-    SHOWN_PASSAGES,
     parseRanker,
     predict,
     interp,

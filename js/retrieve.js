@@ -37,7 +37,7 @@
   const fusion = lib.need("fusion");
 
   /** `SearchRequest.depth`: how many of each ranking hybrid search fuses. */
-  const DEPTH = 50;
+  const DEPTH = lib.need("spec").DEPTH;
   /**
    * How far a float64 score may lie from numpy's float32 one: float32
    * rounding of 384 products and their pairwise sum moves a cosine of unit
@@ -170,7 +170,7 @@
 
   /**
    * A retriever over one site's static index and passage vectors.
-   * @param {{manifest: any, staticIndex: any, passageVectors: PassageVectors | null}} core
+   * @param {Pick<import("./types").EngineCore, "manifest" | "staticIndex" | "passageVectors">} core
    */
   function createRetriever(core) {
     const searcher = search.createStaticSearch(core.staticIndex);
@@ -225,7 +225,7 @@
     return { retrieve, idf, dense, denseSearch };
   }
 
-  const api = { DEPTH, pairwiseSum, denseScorer, topScores, createRetriever };
+  const api = { pairwiseSum, denseScorer, topScores, createRetriever };
   lib.provide("retrieve", api);
   if (typeof module === "object") module.exports = api;
 })();

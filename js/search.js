@@ -12,22 +12,7 @@
  */
 
 /** @typedef {import("./tokenize.js").TokenizerSpec} TokenizerSpec */
-
-/**
- * The static index, `format_version` 2.
- * @typedef {object} StaticIndex
- * @property {number} format_version
- * @property {TokenizerSpec} tokenizer
- * @property {{k1: number, b: number, method: string}} bm25 the BM25 parameters
- * @property {number[]} lengths each passage's token count, as indexed
- * @property {string[]} terms sorted; terms[i] owns postings[i]
- * @property {number[][]} postings [doc_delta, tf, doc_delta, tf, ...]
- * @property {string[]} pages page URLs, each once
- * @property {string[]} headings chapter and section titles, each once
- * @property {Array<[string, number, number, number, string]>} passages
- *   [passage_id, page, chapter, section, snippet]: page indexes `pages`,
- *   chapter and section index `headings`; the URL is `page#passage_id`
- */
+/** @typedef {import("./types").StaticIndex} StaticIndex */
 
 /**
  * @typedef {object} Hit
@@ -51,8 +36,6 @@
 (function () {
   "use strict";
 
-  const FORMAT_VERSION = 2;
-
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   /** @returns {(text: string, spec: TokenizerSpec) => string[]} */
@@ -61,49 +44,14 @@
   }
 
   /**
-   * @param {unknown} index
-   * @returns {asserts index is StaticIndex}
-   */
-  function validate(index) {
-    if (index === null || typeof index !== "object") {
-      throw new Error("ragcite search: the static index must be a JSON object");
-    }
-    const ix = /** @type {Record<string, unknown>} */ (index);
-    if (ix.format_version !== FORMAT_VERSION) {
-      throw new Error(
-        `ragcite search: unsupported static index format_version ` +
-          `${JSON.stringify(ix.format_version)} (this script reads ${FORMAT_VERSION}); ` +
-          `rebuild the book with a matching sphinx-ragcite`,
-      );
-    }
-    for (const key of ["terms", "postings", "pages", "headings", "passages"]) {
-      if (!Array.isArray(ix[key])) {
-        throw new Error(`ragcite search: the static index has no "${key}" list`);
-      }
-    }
-    if (/** @type {unknown[]} */ (ix.terms).length !== /** @type {unknown[]} */ (ix.postings).length) {
-      throw new Error("ragcite search: the static index must have one postings list per term");
-    }
-    const bm25 = /** @type {Record<string, unknown>} */ (ix.bm25 || {});
-    if (bm25.method !== "lucene" || typeof bm25.k1 !== "number" || typeof bm25.b !== "number") {
-      throw new Error("ragcite search: the static index has no lucene BM25 parameters");
-    }
-    if (!Array.isArray(ix.lengths) || ix.lengths.length !== /** @type {unknown[]} */ (ix.passages).length) {
-      throw new Error("ragcite search: the static index must have one length per passage");
-    }
-    if (ix.tokenizer === null || typeof ix.tokenizer !== "object") {
-      throw new Error("ragcite search: the static index has no tokenizer spec");
-    }
-  }
-
-  /**
    * A searcher over one static index; the term lookup is built once, a
    * term's weights the first time a query has it.
-   * @param {StaticIndex} index the parsed `_ragcite/` static index JSON
+   * @param {unknown} data the parsed `_ragcite/` static index JSON, checked
+   *   here (`files.checkStaticIndex`)
    * @returns {StaticSearch}
    */
-  function createStaticSearch(index) {
-    validate(index);
+  function createStaticSearch(data) {
+    const index = lib.need("files").checkStaticIndex(data);
     const tokenize = tokenizer();
     const spec = index.tokenizer;
     tokenize("", spec); // an unknown stemmer or form fails here, not at the first query
@@ -194,7 +142,7 @@
     };
   }
 
-  const api = { createStaticSearch, FORMAT_VERSION };
+  const api = { createStaticSearch };
   lib.provide("search", api);
   if (typeof module === "object") module.exports = api;
 })();

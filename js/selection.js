@@ -35,7 +35,8 @@
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   const MARGIN = 8;
-  const MAX_SELECTION = 20000;
+  /** `contracts.MAX_SELECTION`: the longest selection a request may send. */
+  const MAX_SELECTION = lib.need("spec").MAX_SELECTION;
 
   /**
    * @param {number} value

@@ -27,21 +27,11 @@
   const E = lib.need("evidence");
   const A = lib.need("answer");
 
-  // selection.py's numbers (set there, and why)
-  const SELECTION_CONTEXT = 1000;
-  const HOLDING_SEARCH = 10;
-  const HOLDING_WORDS = 5;
-  const PASSAGE_WEIGHT = 0.5;
-  const MIN_WORDS = 4;
-  const RANK_BONUS = 0.1;
-  const SECOND_FLOOR = 0.54;
-  const MAX_SENTENCES = 2;
-  const MAX_WORDS = 80;
-  const SECOND_SHARE = 0.9;
-  const OTHER_PASSAGE_SHARE = 0.95;
-  const REDUNDANT = 0.85;
-  /** `contracts.USER_SELECTION`. */
-  const USER_SELECTION = "user-selection";
+  // selection mode's numbers (`answer/spec.py` says where each comes from)
+  const spec = lib.need("spec");
+  const { SELECTION_CONTEXT, HOLDING_SEARCH, HOLDING_WORDS, PASSAGE_WEIGHT, RANK_BONUS } = spec;
+  const { SECOND_FLOOR, SECOND_SHARE, OTHER_PASSAGE_SHARE, REDUNDANT, USER_SELECTION } = spec;
+  const { SELECTION_MIN_WORDS, SELECTION_MAX_SENTENCES, SELECTION_MAX_WORDS } = spec;
 
   /**
    * @typedef {object} RankedSentence
@@ -134,7 +124,7 @@
       const sims = E.sentenceSims(item, vector);
       const prior = PASSAGE_WEIGHT * item.relevance;
       item.sentences.forEach((sentence, s) => {
-        if (S.wordCount(sentence.text) < MIN_WORDS || U.looksLikeCode(sentence.text)) return;
+        if (S.wordCount(sentence.text) < SELECTION_MIN_WORDS || U.looksLikeCode(sentence.text)) return;
         const value = A.answerFit(asked, sims[s], sentence.text);
         const bonus = RANK_BONUS / Math.max(item.rank, 1);
         out.push({ score: value + prior, standing: value + bonus, evidence: e, sentence: s, text: sentence.text });
@@ -160,13 +150,13 @@
       return item.vectors ? item.vectors.subarray(c.sentence * item.dim, (c.sentence + 1) * item.dim) : null;
     };
     for (const candidate of ranked) {
-      if (chosen.length === MAX_SENTENCES) break;
+      if (chosen.length === SELECTION_MAX_SENTENCES) break;
       if (chosen.length && (candidate.score < SECOND_SHARE * chosen[0].score || candidate.standing < SECOND_FLOOR)) break;
       if (chosen.length && candidate.evidence !== chosen[0].evidence && candidate.score < OTHER_PASSAGE_SHARE * chosen[0].score) {
         continue; // another passage must be nearly as good to be cited too
       }
       const size = S.wordCount(candidate.text);
-      if (chosen.length && words + size > MAX_WORDS) continue;
+      if (chosen.length && words + size > SELECTION_MAX_WORDS) continue;
       const vector = vectorOf(candidate);
       const redundant = chosen.some((c) => {
         const other = vectorOf(c);
@@ -180,19 +170,6 @@
   }
 
   const api = {
-    SELECTION_CONTEXT,
-    HOLDING_SEARCH,
-    HOLDING_WORDS,
-    PASSAGE_WEIGHT,
-    MIN_WORDS,
-    RANK_BONUS,
-    SECOND_FLOOR,
-    MAX_SENTENCES,
-    MAX_WORDS,
-    SECOND_SHARE,
-    OTHER_PASSAGE_SHARE,
-    REDUNDANT,
-    USER_SELECTION,
     passagesHolding,
     selectionEvidence,
     rankSentences,

@@ -4,9 +4,9 @@
  * content words, numbers and word counts (`answer/sentences.py`), and Python's
  * regular expressions run in JS (`pyRegExp`).
  *
- * The answer engine's regular expressions are written once, in Python; the JS
- * twins keep their sources verbatim (a test compares them with Python's) and
- * `pyRegExp` gives each Python's meaning: `\w`, `\d`, `\s` and `\b` are
+ * The answer engine's regular expressions are written once, in Python
+ * (`answer/spec.py`), and reach JS verbatim through `spec.js`; `pyRegExp`
+ * gives each Python's meaning: `\w`, `\d`, `\s` and `\b` are
  * Unicode-aware, `.` stops only at "\n", `$` also matches before a final
  * "\n". Offsets here are UTF-16 indexes, as JS strings count; Python counts
  * code points, so lengths that decide something are counted in code points
@@ -25,12 +25,13 @@
 
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
   const T = lib.need("tokenize");
+  const spec = lib.need("spec");
 
   /** Python's `str.isspace` characters (`\s` of a str pattern). */
   const SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
   /** Python's `\w` of a str pattern: letters, numbers, underscore. */
   const WORD = "\\p{L}\\p{N}_";
-  const BOUNDARY = `(?:(?<=[${WORD}])(?![${WORD}])|(?<![${WORD}])(?=[${WORD}]))`;
+  const WORD_BOUNDARY = `(?:(?<=[${WORD}])(?![${WORD}])|(?<![${WORD}])(?=[${WORD}]))`;
   /** Characters a `\` may escape in a `u` pattern as themselves. */
   const SYNTAX = new Set("^$\\.*+?()[]{}|/-");
 
@@ -61,7 +62,7 @@
         else if (e === "d") out += "\\p{Nd}";
         else if (e === "s") out += inClass ? SPACE : `[${SPACE}]`;
         else if (e === "S" && !inClass) out += `[^${SPACE}]`;
-        else if (e === "b" && !inClass) out += BOUNDARY;
+        else if (e === "b" && !inClass) out += WORD_BOUNDARY;
         else if (e === "W" || e === "S" || e === "b" || e === "B" || e === "A" || e === "Z") {
           throw new Error(`pyRegExp: \\${e} is not translated (${source})`);
         } else if (/[A-Za-z0-9]/.test(e) || SYNTAX.has(e)) out += "\\" + e;
@@ -76,6 +77,9 @@
         out += c;
         if (source[i + 1] === "^") out += source[++i];
         if (source[i + 1] === "]") out += "\\" + source[++i]; // "[]...]": a literal "]"
+      } else if (c === "(" && source.startsWith("?P<", i + 1)) {
+        out += "(?<"; // a named group, "(?P<name>...)"
+        i += 3;
       } else if (c === ".") out += "[^\\n]";
       else if (c === "$") out += "(?=\\n?(?![\\s\\S]))";
       else out += c;
@@ -83,6 +87,16 @@
     const made = new RegExp(out, "u" + flags);
     compiled.set(key, made);
     return made;
+  }
+
+  /**
+   * A pattern of `spec.js` (`answer/spec.py`'s source and flags) as a RegExp.
+   * @param {{readonly source: string, readonly flags: string}} pattern
+   * @param {string} [flags] more JS flags ("g" to find all, "y" for re.match)
+   * @returns {RegExp}
+   */
+  function pyPattern(pattern, flags = "") {
+    return pyRegExp(pattern.source, flags + pattern.flags);
   }
 
   /**
@@ -180,56 +194,25 @@
   // -- text.py: the answer layer's words and the sentence splitter ----------
 
   /** `text.STOPWORDS`: Lucene's English stop words, as bm25s ships them. */
-  const STOPWORDS = [
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in",
-    "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the",
-    "their", "then", "there", "these", "they", "this", "to", "was", "will",
-    "with",
-  ];
-  /** `text.CJK_RANGES`: Han, Kana, Hangul; inclusive code point ranges. */
-  const CJK_RANGES = /** @type {[number, number][]} */ ([
-    [0x1100, 0x11ff], [0x3005, 0x3007], [0x3040, 0x30ff], [0x3130, 0x318f],
-    [0x31f0, 0x31ff], [0x3400, 0x4dbf], [0x4e00, 0x9fff], [0xa960, 0xa97f],
-    [0xac00, 0xd7ff], [0xf900, 0xfaff], [0x20000, 0x3134f],
-  ]);
+  const STOPWORDS = spec.STOPWORDS;
   /** English spec (`text.SPEC`). */
-  const ENGLISH = {
-    normalize: "NFKC",
-    lowercase: true,
-    pattern: "[\\p{L}\\p{N}]+",
-    stopwords: STOPWORDS,
-    stemmer: "snowball-english",
-    max_token_length: 255,
-  };
+  const ENGLISH = spec.ENGLISH_SPEC;
   /**
    * `text.MIXED`: the answer layer's words in any book: English rules, CJK
    * runs as bigrams, question words kept.
-   * @type {import("./tokenize.js").TokenizerSpec}
    */
-  const MIXED = {
-    ...ENGLISH,
-    language: "zh",
-    segment: "cjk-bigrams",
-    cjk_ranges: CJK_RANGES,
-    cjk_stopwords: [],
-  };
-  const CJK_CLASS = CJK_RANGES.map(([lo, hi]) => `\\u{${lo.toString(16)}}-\\u{${hi.toString(16)}}`).join("");
+  const MIXED = spec.MIXED_SPEC;
+  const CJK_CLASS = spec.CJK_RANGES.map(([lo, hi]) => `\\u{${lo.toString(16)}}-\\u{${hi.toString(16)}}`).join("");
   const CJK_CHAR = new RegExp(`^[${CJK_CLASS}]`, "u");
   const ANY_CJK = new RegExp(`[${CJK_CLASS}]`, "u");
 
   /** `text.is_cjk`. @param {string} char */
   const isCjk = (char) => CJK_CHAR.test(char);
 
-  /** `text._ABBREVIATIONS`: a full stop after these ends no sentence. */
-  const ABBREVIATIONS = new Set([
-    "e.g", "i.e", "etc", "vs", "approx", "dr", "mr", "mrs", "ms", "no", "fig",
-    "cf", "ca", "al", "st", "eq",
-  ]);
-  /** `text._BOUNDARY`, the Python source. */
-  const BOUNDARY_SOURCE =
-    "(?<=[.!?…])[\\\"”’)]*\\s+(?=\\[|[\\\"“(]?[A-Z0-9])" +
-    "|(?<=[。！？．｡])[」』）】〕”’\\\")]*\\s*(?=\\S)";
-  const CLOSERS = /["”’)]+$/u;
+  /** `text.ABBREVIATIONS`: a full stop after these ends no sentence. */
+  const ABBREVIATIONS = /** @type {Set<string>} */ (new Set(spec.ABBREVIATIONS));
+  /** `text.CLOSERS`, as `rstrip` strips them. */
+  const CLOSERS = new RegExp(`[${spec.CLOSERS.replace(/[\\\]^-]/g, "\\$&")}]+$`, "u");
 
   /**
    * `text.split_sentences`: sentences of prose; each line of a list, table or
@@ -240,7 +223,7 @@
   function splitSentences(text) {
     /** @type {Sentence[]} */
     const out = [];
-    const boundary = pyRegExp(BOUNDARY_SOURCE, "g");
+    const boundary = pyPattern(spec.BOUNDARY, "g");
     let offset = 0;
     for (const line of text.split("\n")) {
       let start = 0;
@@ -277,12 +260,6 @@
 
   // -- answer/sentences.py ---------------------------------------------------
 
-  /** `sentences._FILLER`'s words (tokenized as English below). */
-  const FILLER_WORDS =
-    "what which who whom whose when where why how do does did should would " +
-    "could can may might must i you we my your our me us about much many " +
-    "long so than too very just also any some all each other more most use " +
-    "used using make makes made get gets one ones way ways";
   /** @type {Set<string> | null} */
   let filler = null;
   /** @type {Map<string, Set<string>>} */
@@ -297,7 +274,7 @@
   function contentWords(text) {
     const hit = contentCache.get(text);
     if (hit) return hit;
-    if (filler === null) filler = new Set(T.tokenize(FILLER_WORDS, ENGLISH));
+    if (filler === null) filler = new Set(T.tokenize(spec.FILLER_WORDS.join(" "), ENGLISH));
     const stop = filler;
     const found = new Set(T.tokenize(text, MIXED).filter((t) => !stop.has(t)));
     if (contentCache.size >= CONTENT_CACHE) contentCache.clear();
@@ -305,16 +282,13 @@
     return found;
   }
 
-  /** `sentences._NUMBER`, the Python source. */
-  const NUMBER_SOURCE = "\\d+(?:[.,]\\d+)*";
-
   /**
    * `sentences.numbers`: the numbers of a text, without thousands commas.
    * @param {string} text
    * @returns {Set<string>}
    */
   function numbers(text) {
-    return new Set(Array.from(text.matchAll(pyRegExp(NUMBER_SOURCE, "g")), (m) => m[0].replaceAll(",", "")));
+    return new Set(Array.from(text.matchAll(pyPattern(spec.NUMBER, "g")), (m) => m[0].replaceAll(",", "")));
   }
 
   /**
@@ -330,17 +304,12 @@
     return n;
   }
 
-  /** `sentences._MARKER` and `_LEADING_MARKERS`, the Python sources. */
-  const MARKER_SOURCE = "\\s*(?:\\[[^\\[\\]\\n]{1,80}\\]|\\((?:chapter|section|source)\\b[^()\\n]{0,80}\\))";
-  const LEADING_MARKERS_SOURCE =
-    "(?:(?:\\[[^\\[\\]\\n]{1,80}\\]|\\((?:chapter|section|source)\\b[^()\\n]{0,80}\\))\\s*)+";
-
   /**
    * `sentences.strip_markers`: the text without `[1]`-style markers.
    * @param {string} text
    */
   function stripMarkers(text) {
-    return pyStrip(text.replace(pyRegExp(MARKER_SOURCE, "gi"), ""));
+    return pyStrip(text.replace(pyPattern(spec.MARKER, "g"), ""));
   }
 
   /**
@@ -355,7 +324,7 @@
     const claims = [];
     for (const sentence of splitSentences(text)) {
       let piece = sentence.text;
-      const lead = matchStart(pyRegExp(LEADING_MARKERS_SOURCE, "yi"), piece);
+      const lead = matchStart(pyPattern(spec.LEADING_MARKERS, "y"), piece);
       if (lead && claims.length) {
         claims[claims.length - 1] += " " + pyStrip(lead[0]);
         piece = piece.slice(lead[0].length);
@@ -368,6 +337,7 @@
   const api = {
     SPACE,
     pyRegExp,
+    pyPattern,
     matchStart,
     isSpace,
     isAlnum,
@@ -381,18 +351,12 @@
     splitSentences,
     splitClaims,
     stripMarkers,
-    MARKER_SOURCE,
-    LEADING_MARKERS_SOURCE,
     contentWords,
     numbers,
     wordCount,
     STOPWORDS,
     MIXED,
     ENGLISH,
-    ABBREVIATIONS,
-    BOUNDARY_SOURCE,
-    NUMBER_SOURCE,
-    FILLER_WORDS,
   };
   lib.provide("sentences", api);
   if (typeof module === "object") module.exports = api;

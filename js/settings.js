@@ -158,8 +158,12 @@
     return parent.href === own.href ? [own] : [own, parent];
   }
 
-  /** A site's name on a server of several: its URL folder (`sites.py`). */
-  const SITE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+  /**
+   * A site's name on a server of several: its URL folder (`contracts.SITE_NAME`;
+   * plain ASCII, read alike by both but for Python's `$` before a final "\n",
+   * which a URL's path never holds).
+   */
+  const SITE_NAME = new RegExp(lib.need("spec").SITE_NAME.source);
 
   /**
    * This site's name on a server of several: the one folder between the

@@ -13,54 +13,61 @@
 
 /** @typedef {import("./search.js").StaticSearch} StaticSearch */
 
+/**
+ * @typedef {object} StaticLoader
+ * @property {() => Promise<StaticSearch>} load tried again after a failure,
+ *   done once after a success
+ * @property {() => unknown} manifest the index manifest it read, unchecked
+ *   (null before, or from file://)
+ */
+
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
   const client = lib.need("client");
   const C = lib.need("citations");
+  const F = lib.need("files");
   const { WidgetError } = client;
 
-  /** The static index file: `globalThis.ragcite_static_index=<JSON>;`. */
+  /** The static index file's alias beside the manifest (`FILE_NAME` of
+   * `formats/static.py`): `STATIC_PREFIX<JSON>;` (see `files.js`). */
   const STATIC_FILE = "search.js";
-  const STATIC_PREFIX = "globalThis.ragcite_static_index=";
   /** The searcher's scripts, in load order. */
   const SEARCH_SCRIPTS = lib.need("spec").SCRIPTS.search;
 
   /**
    * The Snowball stemmer besides English the index's tokenizer names
    * ("german" for `snowball-german`), or null; `snowball/<name>.js` has it.
-   * @param {any} index
+   * @param {unknown} index
    * @returns {string | null}
    */
   function snowballLanguage(index) {
-    const name = index && index.tokenizer && index.tokenizer.stemmer;
-    const match = typeof name === "string" ? /^snowball-([a-z_]+)$/.exec(name) : null;
-    return match && match[1] !== "english" ? match[1] : null;
+    return F.snowballLanguage(F.isObject(index) ? index.tokenizer : null);
   }
 
   /**
-   * The index inside the static index file's text.
+   * The index inside the static index file's text (checked by the searcher).
    * @param {string} text
-   * @returns {any}
+   * @returns {unknown}
    */
   function parseStaticFile(text) {
-    const body = text.trimEnd();
-    if (!body.startsWith(STATIC_PREFIX) || !body.endsWith(";")) {
-      throw new WidgetError("The book's search index is damaged; rebuild the documentation.", "static");
+    const read = F.readStaticFile(text);
+    if (!read.ok) {
+      throw new WidgetError(
+        read.problem === "json"
+          ? "The book's search index is not valid JSON; rebuild the documentation."
+          : "The book's search index is damaged; rebuild the documentation.",
+        "static",
+      );
     }
-    try {
-      return JSON.parse(body.slice(STATIC_PREFIX.length, -1));
-    } catch {
-      throw new WidgetError("The book's search index is not valid JSON; rebuild the documentation.", "static");
-    }
+    return read.value;
   }
 
   /**
    * @param {string} url
    * @param {boolean} fromDisk
-   * @returns {Promise<any>}
+   * @returns {Promise<unknown>}
    */
   async function fetchJson(url, fromDisk) {
     let response;
@@ -95,21 +102,20 @@
 
   /**
    * @param {{assetBase: URL, indexUrl: URL | null}} settings
-   * @returns {{load: () => Promise<StaticSearch>, manifest: () => any}} `load`
-   *   is tried again after a failure, and done once after a success;
-   *   `manifest`: the index manifest it read (null before, or from file://)
+   * @returns {StaticLoader}
    */
   function createStaticLoader({ assetBase, indexUrl }) {
     const fromDisk = location.protocol === "file:";
 
-    /** @type {any} the manifest last read, for what it says of the site's files */
+    /** @type {unknown} the manifest last read, for what it says of the site's files */
     let read = null;
 
     /** @param {URL} manifestUrl */
     async function fetchIndex(manifestUrl) {
       const manifest = await fetchJson(manifestUrl.href, fromDisk);
       read = manifest;
-      const name = manifest && manifest.files && manifest.files.static;
+      const listed = F.isObject(manifest) ? manifest.files : null;
+      const name = F.isObject(listed) ? listed.static : null;
       const folder = lib.need("settings").asFolder(new URL("./", manifestUrl));
       const staticUrl = typeof name === "string" ? C.resolveUrl(name, folder) : null;
       if (staticUrl === null) {
@@ -135,7 +141,7 @@
     /** @param {URL} manifestUrl */
     async function loadIndexScript(manifestUrl) {
       await lib.need("dom").loadScript(new URL(STATIC_FILE, manifestUrl).href, notLoaded);
-      const index = g.ragcite_static_index;
+      const index = globalThis.ragcite_static_index;
       if (!index || typeof index !== "object") {
         throw new WidgetError("The book's search index did not load; rebuild the documentation.", "static");
       }
@@ -174,7 +180,7 @@
     return { load, manifest: () => read };
   }
 
-  const api = { STATIC_PREFIX, createStaticLoader, parseStaticFile, snowballLanguage };
+  const api = { createStaticLoader, parseStaticFile, snowballLanguage };
   lib.provide("static", api);
   if (typeof module === "object") module.exports = api;
 })();

@@ -27,6 +27,9 @@
  * Cache Storage is missing or refuses (a page over plain HTTP is no secure
  * context; storage turned off), the HTTP cache is all there is.
  *
+ * The files' formats are read and checked by `files.js`; this file
+ * fetches, checks digests, caches, and finds a passage's shard.
+ *
  * Classic script, DOM-free (it runs in the worker): provides `store` (see `lib.js`).
  */
 
@@ -34,6 +37,8 @@
 /** @typedef {import("./types").PassageMeta} PassageMeta */
 /** @typedef {import("./types").PassageFull} PassageFull */
 /** @typedef {import("./types").EngineStore} EngineStore */
+/** @typedef {import("./types").Manifest} Manifest */
+/** @typedef {import("./types").Shard} Shard */
 
 /**
  * Bytes loaded of one file, as `onProgress` hears it.
@@ -58,14 +63,16 @@
 
 /**
  * @typedef {object} ShardStore
- * @property {() => Promise<any>} manifest the manifest (fetched once)
+ * @property {() => Promise<Manifest>} manifest the manifest (fetched once)
  * @property {() => Promise<EngineCore>} core
- * @property {() => Promise<any>} staticIndex the static search index alone
- *   (fetched once; `core()` shares it)
+ * @property {() => Promise<Record<string, unknown>>} staticIndex the static
+ *   search index alone (fetched once; `core()` shares it), a JSON object:
+ *   `search.createStaticSearch` checks the rest
  * @property {(rows: number[]) => Promise<PassageFull[]>} passages
  * @property {(role: string, keep?: boolean) => Promise<Uint8Array>} bytes a file's
  *   checked bytes; `keep` false: not kept for a second call (a model, read once)
- * @property {(role: string) => Promise<any>} json a JSON file, checked and parsed
+ * @property {(role: string) => Promise<unknown>} json a JSON file, checked
+ *   against its digest and parsed (what it holds is for its reader to check)
  * @property {(role: string) => Promise<string>} url where a file is (checked name)
  * @property {(roles: string[]) => Promise<number>} size the manifest's bytes of these
  * @property {() => number} fetched bytes fetched so far (over the wire before gzip)
@@ -75,31 +82,14 @@
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
+  /** The page's or the worker's globals (what may be missing is checked). */
+  const g = globalThis;
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
-  /** The static index file's prefix (`sphinx_ragcite/formats/static.py`). */
-  const STATIC_PREFIX = "globalThis.ragcite_static_index=";
-  const SHARD_MAGIC = "RCSH";
-  const SHARD_FORMAT = 1;
-  const LISTING_FORMAT = 1;
-  const MANIFEST_FORMAT = 1;
+  const F = lib.need("files");
+  const { REBUILD, StoreError } = F;
   /** A manifest lists a few dozen files; anything near this is not one. */
-  const MAX_MANIFEST = 1 << 20;
-  const REBUILD = "Rebuild the documentation with sphinx-ragcite.";
-
-  /** Why loading stopped; `kind` chooses the sentence the reader sees. */
-  class StoreError extends Error {
-    /**
-     * @param {string} message
-     * @param {"integrity" | "missing" | "network" | "format" | "aborted"} kind
-     */
-    constructor(message, kind) {
-      super(message);
-      this.name = "StoreError";
-      this.kind = kind;
-    }
-  }
+  const MAX_MANIFEST = lib.need("spec").MAX_MANIFEST_BYTES;
 
   // -- SHA-256 ------------------------------------------------------------------
 
@@ -202,154 +192,7 @@
     return c && c.subtle && typeof c.subtle.digest === "function" ? c.subtle : null;
   }
 
-  // -- formats ------------------------------------------------------------------
-
-  /**
-   * A `.npy` file (version 1-3, C order) as a typed array and its shape.
-   * @param {Uint8Array} bytes
-   * @param {string} where
-   * @returns {{data: Int8Array | Float32Array | BigInt64Array, shape: number[]}}
-   */
-  function parseNpy(bytes, where) {
-    const magic = String.fromCharCode(...bytes.subarray(1, 6));
-    if (bytes[0] !== 0x93 || magic !== "NUMPY") throw new StoreError(`${where} is not a .npy file. ${REBUILD}`, "format");
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const major = bytes[6];
-    const size = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
-    const start = major === 1 ? 10 : 12;
-    const header = new TextDecoder().decode(bytes.subarray(start, start + size));
-    const descr = /'descr':\s*'([^']+)'/.exec(header);
-    const shape = /'shape':\s*\(([^)]*)\)/.exec(header);
-    if (!descr || !shape || /'fortran_order':\s*True/.test(header)) {
-      throw new StoreError(`${where} has a header this reader does not know. ${REBUILD}`, "format");
-    }
-    const dims = shape[1]
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean)
-      .map(Number);
-    const count = dims.reduce((a, b) => a * b, 1);
-    const body = start + size;
-    const types = /** @type {Record<string, any>} */ ({ "|i1": Int8Array, "<f4": Float32Array, "<i8": BigInt64Array });
-    const Type = types[descr[1]];
-    if (!Type || body + count * Type.BYTES_PER_ELEMENT !== bytes.byteLength) {
-      throw new StoreError(`${where} holds ${descr[1]} data of the wrong size. ${REBUILD}`, "format");
-    }
-    // a copy when the body is not aligned for the type (a view when it is)
-    const at = bytes.byteOffset + body;
-    const data =
-      at % Type.BYTES_PER_ELEMENT === 0
-        ? new Type(bytes.buffer, at, count)
-        : new Type(bytes.slice(body).buffer, 0, count);
-    return { data, shape: dims };
-  }
-
-  /**
-   * The JSON inside the static search index file (`search.<hash>.js`).
-   * @param {string} text
-   */
-  function parseStaticIndex(text) {
-    const body = text.trimEnd();
-    let data = null;
-    if (body.startsWith(STATIC_PREFIX) && body.endsWith(";")) {
-      try {
-        data = JSON.parse(body.slice(STATIC_PREFIX.length, -1));
-      } catch {
-        // damaged: said below
-      }
-    }
-    if (!data || typeof data !== "object" || Array.isArray(data)) {
-      throw new StoreError(`The book's search index is damaged. ${REBUILD}`, "format");
-    }
-    return data;
-  }
-
-  /**
-   * One shard: its rows (without row numbers) and their sentence vectors.
-   * @param {Uint8Array} bytes
-   * @param {string} where
-   * @returns {{dim: number, rows: {passage_id: string, text: string, char_start: number, char_end: number, content_hash: string, sentences: {codes: Int8Array, scales: Float32Array} | null}[]}}
-   */
-  function parseShard(bytes, where) {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    if (bytes.byteLength < 12 || String.fromCharCode(...bytes.subarray(0, 4)) !== SHARD_MAGIC) {
-      throw new StoreError(`${where} is not a passage shard. ${REBUILD}`, "format");
-    }
-    if (view.getUint32(4, true) !== SHARD_FORMAT) {
-      throw new StoreError(`${where} has shard format ${view.getUint32(4, true)}, this widget reads ${SHARD_FORMAT}. ${REBUILD}`, "format");
-    }
-    const size = view.getUint32(8, true);
-    let head = null;
-    try {
-      head = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + size)));
-    } catch {
-      // damaged: said below
-    }
-    // [passage_id, text, char_start, char_end, content_hash, sentences]
-    const row = (/** @type {any} */ r) =>
-      Array.isArray(r) && r.length === 6 && typeof r[0] === "string" && typeof r[1] === "string" && Number.isInteger(r[5]);
-    if (!head || !Array.isArray(head.rows) || !head.rows.every(row) || 12 + size > bytes.byteLength) {
-      throw new StoreError(`${where} is damaged. ${REBUILD}`, "format");
-    }
-    const dim = Number.isInteger(head.dim) && head.dim > 0 ? head.dim : 0;
-    /** @type {any[][]} */
-    const rows = head.rows;
-    const total = rows.reduce((n, r) => n + Math.max(r[5], 0), 0);
-    const start = 12 + size;
-    if (start + (4 + dim) * total !== bytes.byteLength) {
-      throw new StoreError(`${where} is truncated or padded. ${REBUILD}`, "format");
-    }
-    const copy = bytes.slice(start); // aligned, and apart from the fetch buffer
-    const scales = new Float32Array(copy.buffer, 0, total);
-    const codes = new Int8Array(copy.buffer, 4 * total, total * dim);
-    let at = 0;
-    return {
-      dim,
-      rows: rows.map(([passage_id, text, char_start, char_end, content_hash, n]) => {
-        let sentences = null;
-        if (n >= 0 && dim) {
-          sentences = { codes: codes.subarray(at * dim, (at + n) * dim), scales: scales.subarray(at, at + n) };
-          at += n;
-        }
-        return { passage_id, text, char_start, char_end, content_hash, sentences };
-      }),
-    };
-  }
-
-  /**
-   * Each row's `PassageMeta`, from the static index and the shard listing.
-   * @param {any} index the static search index
-   * @param {any} listing `shards.<hash>.json`
-   * @returns {PassageMeta[]}
-   */
-  function passageMetas(index, listing) {
-    const { pages, headings, passages } = index;
-    const { docnames, titles, paths } = listing;
-    const flat = listing.passages;
-    const disagree = () =>
-      new StoreError(`The search index and the shard listing disagree on the passages. ${REBUILD}`, "format");
-    if (
-      ![pages, headings, passages, docnames, titles, paths, flat].every(Array.isArray) ||
-      passages.length !== listing.rows ||
-      flat.length !== 2 * listing.rows
-    ) {
-      throw disagree();
-    }
-    return passages.map((/** @type {unknown} */ entry, /** @type {number} */ row) => {
-      const path = paths[flat[2 * row + 1]];
-      if (!Array.isArray(entry) || typeof entry[0] !== "string" || !Array.isArray(path)) throw disagree();
-      const [passage_id, page, chapter, section, snippet] = entry;
-      return {
-        passage_id,
-        docname: docnames[flat[2 * row]],
-        url: `${pages[page]}#${passage_id}`,
-        chapter: headings[chapter],
-        section: headings[section],
-        heading_path: path.map((/** @type {number} */ t) => titles[t]),
-        snippet,
-      };
-    });
-  }
+  // -- names ------------------------------------------------------------------
 
   /**
    * Where a name the manifest gives lies: inside the manifest's folder, or
@@ -371,33 +214,15 @@
     return url.href;
   }
 
-  // -- the store ------------------------------------------------------------------
+  // -- Cache Storage ----------------------------------------------------------------
 
   /**
-   * @param {StoreOptions} options
-   * @returns {ShardStore}
+   * The checked files of one index folder kept in Cache Storage: every
+   * failure means "not cached", never an error.
+   * @param {CacheStorage | null} storage
+   * @param {URL} folder
    */
-  function createShardStore(options) {
-    const doFetch = options.fetch || g.fetch.bind(g);
-    const subtle = options.subtle === undefined ? defaultSubtle() : options.subtle;
-    const manifestUrl = new URL(String(options.manifestUrl));
-    const folder = new URL("./", manifestUrl);
-    const { signal } = options;
-    let fetched = 0;
-    let checkedMs = 0;
-    const clock = () => (g.performance && typeof g.performance.now === "function" ? g.performance.now() : Date.now());
-    /** @param {Uint8Array} data */
-    const checksum = async (data) => {
-      const started = clock();
-      try {
-        return await sha256(data, subtle);
-      } finally {
-        checkedMs += clock() - started;
-      }
-    };
-
-    // -- Cache Storage: every failure means "not cached", never an error
-    const storage = options.caches === undefined ? defaultCaches() : options.caches;
+  function createFileCache(storage, folder) {
     /** @type {Promise<Cache | null> | null} */
     let opened = null;
     function cache() {
@@ -442,7 +267,7 @@
     }
     /**
      * Delete what the manifest no longer names: the cache keeps one build.
-     * @param {any} m the manifest
+     * @param {Manifest} m
      */
     async function evict(m) {
       const c = await cache();
@@ -451,7 +276,7 @@
         const named = new Set();
         for (const name of Object.values(m.files || {})) {
           try {
-            named.add(resolveName(/** @type {string} */ (name), folder));
+            named.add(resolveName(name, folder));
           } catch {
             // not a file of ours: nothing to keep
           }
@@ -463,6 +288,18 @@
         // the cache is a help, not a need
       }
     }
+    return { cachedResponse, cachePut, forget, evict };
+  }
+
+  // -- the network ------------------------------------------------------------------
+
+  /**
+   * GETs of the site's files, and their bodies read with a size limit.
+   * @param {typeof fetch} doFetch
+   * @param {AbortSignal | undefined} signal
+   */
+  function createFetcher(doFetch, signal) {
+    let fetched = 0;
 
     /**
      * @param {string} url
@@ -527,7 +364,37 @@
       return loaded === out.length ? out : out.subarray(0, loaded);
     }
 
-    /** @type {Promise<any> | null} */
+    return { get, body, fetched: () => fetched };
+  }
+
+  // -- the store ------------------------------------------------------------------
+
+  /**
+   * @param {StoreOptions} options
+   * @returns {ShardStore}
+   */
+  function createShardStore(options) {
+    const subtle = options.subtle === undefined ? defaultSubtle() : options.subtle;
+    const manifestUrl = new URL(String(options.manifestUrl));
+    const folder = new URL("./", manifestUrl);
+    const { get, body, fetched } = createFetcher(options.fetch || g.fetch.bind(g), options.signal);
+    const { cachedResponse, cachePut, forget, evict } = createFileCache(
+      options.caches === undefined ? defaultCaches() : options.caches,
+      folder,
+    );
+    let checkedMs = 0;
+    const clock = () => (g.performance && typeof g.performance.now === "function" ? g.performance.now() : Date.now());
+    /** @param {Uint8Array} data */
+    const checksum = async (data) => {
+      const started = clock();
+      try {
+        return await sha256(data, subtle);
+      } finally {
+        checkedMs += clock() - started;
+      }
+    };
+
+    /** @type {Promise<Manifest> | null} */
     let manifestPromise = null;
 
     function manifest() {
@@ -536,15 +403,14 @@
           // revalidated: the one name that stays when the site is rebuilt
           const response = await get(manifestUrl.href, "no-cache");
           const text = new TextDecoder().decode(await body(response, MAX_MANIFEST));
-          let data;
+          /** @type {unknown} */
+          let read;
           try {
-            data = JSON.parse(text);
+            read = JSON.parse(text);
           } catch {
             throw new StoreError(`The book's index manifest is not JSON. ${REBUILD}`, "format");
           }
-          if (!data || data.format_version !== MANIFEST_FORMAT || typeof data.files !== "object") {
-            throw new StoreError(`The book's index has a format this widget does not read. ${REBUILD}`, "format");
-          }
+          const data = F.checkManifest(read);
           evict(data); // in the background
           return data;
         })();
@@ -625,12 +491,12 @@
       return roles.reduce((n, role) => n + (Number(m.bytes && m.bytes[role]) || 0), 0);
     }
 
-    /** @type {Promise<any> | null} */
+    /** @type {Promise<Record<string, unknown>> | null} */
     let staticPromise = null;
 
     function staticIndex() {
       if (!staticPromise) {
-        staticPromise = bytes("static", false).then((data) => parseStaticIndex(new TextDecoder().decode(data)));
+        staticPromise = bytes("static", false).then((data) => F.parseStaticIndex(new TextDecoder().decode(data)));
         staticPromise.catch(() => {
           staticPromise = null;
         });
@@ -656,23 +522,16 @@
             json("ranker"),
             json("shards"),
           ]);
-          if (!listing || listing.format_version !== LISTING_FORMAT) {
-            throw new StoreError(`The shard listing has a format this widget does not read. ${REBUILD}`, "format");
-          }
-          const codes = parseNpy(codesBytes, "embeddings");
-          const scales = parseNpy(scalesBytes, "embedding_scales");
+          const listed = F.checkListing(listing);
+          const codes = F.parseNpy(codesBytes, "embeddings");
+          const scales = F.parseNpy(scalesBytes, "embedding_scales");
           const [rows, dim] = codes.shape;
           if (!(codes.data instanceof Int8Array) || !(scales.data instanceof Float32Array) || scales.shape[0] !== rows) {
             throw new StoreError(`The passage vectors do not match their scales. ${REBUILD}`, "format");
           }
-          const entry = (/** @type {any} */ e) =>
-            Array.isArray(e) && e.length === 2 && Number.isInteger(e[0]) && e[0] >= 0 && typeof e[1] === "string";
-          if (!Array.isArray(listing.shards) || !listing.shards.every(entry)) {
-            throw new StoreError(`The shard listing is damaged. ${REBUILD}`, "format");
-          }
-          metas = passageMetas(index, listing);
+          metas = F.passageMetas(index, listed);
           let start = 0;
-          shardTable = listing.shards.map((/** @type {[number, string]} */ [count, name]) => {
+          shardTable = listed.shards.map(([count, name]) => {
             const entry = { start, count, name };
             start += count;
             return entry;
@@ -683,7 +542,8 @@
           return {
             manifest: m,
             ranker,
-            staticIndex: index,
+            // the rest of what the searcher needs (the engine would refuse it next)
+            staticIndex: F.checkStaticIndex(index),
             passageVectors: { codes: codes.data, scales: scales.data, dim, rows },
             passages: metas,
           };
@@ -695,7 +555,7 @@
       return corePromise;
     }
 
-    /** @type {Map<string, Promise<ReturnType<typeof parseShard>>>} */
+    /** @type {Map<string, Promise<Shard>>} */
     const shards = new Map();
 
     /** @param {string} name */
@@ -710,7 +570,7 @@
           if (!/^[0-9a-f]{8,64}$/.test(base) || !digest.startsWith(base)) {
             throw new StoreError(`${address} does not match its name's checksum, so it is not used. ${REBUILD}`, "integrity");
           }
-          return parseShard(data, address);
+          return F.parseShard(data, address);
         })();
         shards.set(name, promise);
         promise.catch(() => shards.delete(name));
@@ -758,19 +618,14 @@
       json,
       url,
       size,
-      fetched: () => fetched,
+      fetched,
       checkedMs: () => checkedMs,
     };
   }
 
   const api = {
-    STATIC_PREFIX,
     StoreError,
     createShardStore,
-    parseNpy,
-    parseShard,
-    parseStaticIndex,
-    passageMetas,
     resolveName,
     sha256,
     sha256Js,

@@ -20,14 +20,15 @@
  * @property {string} [normalize] Unicode normalisation form, e.g. "NFKC"
  * @property {boolean} [lowercase]
  * @property {string} [pattern] a word, as a JS regex source (flag `u`)
- * @property {string[]} [stopwords] dropped before stemming
+ * @property {readonly string[]} [stopwords] dropped before stemming
  * @property {string | null} [stemmer] "snowball-english", "snowball-german"...,
  *   or null for none
  * @property {string} [language] the book's search language ("de", "zh"...)
  * @property {string} [segment] "cjk-bigrams": CJK runs become bigrams
- * @property {[number, number][]} [cjk_ranges] inclusive code point ranges
+ * @property {ReadonlyArray<readonly [number, number]>} [cjk_ranges] inclusive
+ *   code point ranges
  * @property {boolean} [cjk_unigrams] single characters besides the bigrams
- * @property {string[]} [cjk_stopwords] words that cut a CJK run in two
+ * @property {readonly string[]} [cjk_stopwords] words that cut a CJK run in two
  *   (question words: no bigram spans them), longest first where two overlap
  * @property {number} [max_token_length] a word of more code points is no
  *   token (`text.MAX_TOKEN_LENGTH`); absent in indexes written before the cap
@@ -51,17 +52,14 @@
    * @property {number} longest code points of the longest word kept
    */
 
-  const DEFAULT_PATTERN = "[\\p{L}\\p{N}]+";
-  const NORMAL_FORMS = new Set(["NFC", "NFD", "NFKC", "NFKD"]);
-  /** Snowball stemmers besides English, each in `snowball/<name>.js`. */
-  const SNOWBALL = new Set([
-    "danish", "dutch", "finnish", "french", "german", "hungarian", "italian",
-    "norwegian", "portuguese", "romanian", "russian", "spanish", "swedish", "turkish",
-  ]);
-  const STEMMERS = new Set(["snowball-english", ...[...SNOWBALL].map((n) => "snowball-" + n)]);
-  const CJK_SCHEME = "cjk-bigrams";
-
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+  // the text contract's names (`text.py`, through `spec.js`)
+  const shared = lib.need("spec");
+  const { ENGLISH_SPEC, SNOWBALL_STEMMERS, CJK_SCHEME } = shared;
+  const DEFAULT_PATTERN = ENGLISH_SPEC.pattern;
+  const NORMAL_FORMS = new Set(["NFC", "NFD", "NFKC", "NFKD"]);
+  /** Snowball stemmers: English, and those in `snowball/<name>.js`. */
+  const STEMMERS = new Set(["snowball-english", ...SNOWBALL_STEMMERS.map((n) => "snowball-" + n)]);
 
   /** @returns {(word: string) => string} */
   function snowballEnglish() {

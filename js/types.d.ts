@@ -289,6 +289,186 @@ export interface QuestionEncoder {
 // The store hands the engine a built site's `_ragcite/` files; the engine
 // answers as `POST /api/ask` does in book mode with the extractive generator.
 
+// -- The site's files (js/files.js): what the build writes under `_ragcite/` --
+// Read from the network as `unknown`; typed once a reader of `files.js` (or
+// `search.js`, `ranker.js`) has checked it. A check covers the structure (the
+// containers, the fields every reader relies on); the values inside are as
+// the build wrote them.
+
+/** The tokenizer spec the static index and the manifest carry (`text.spec_for`). */
+export type TokenizerSpec = import("./tokenize.js").TokenizerSpec;
+
+/** `contracts.EmbeddingInfo`: how the vectors were made (a question must be
+ * embedded the same way). */
+export interface EmbeddingInfo {
+  model: string;
+  /** Numbers per vector. */
+  dim: number;
+  dtype: "int8";
+  scale_dtype: "float32";
+  max_tokens: number;
+  /** Sentence vectors embedded at build time (0: none shipped). */
+  sentences: number;
+  /** false: BM25 alone ranks passages; the vectors only score sentences. */
+  search: boolean;
+  sentence_pooling: "separate" | "passage";
+  [key: string]: unknown;
+}
+
+/** `_ragcite/manifest.json` (`contracts.Manifest`, written by
+ * `extension/writer.py`): every other file by role, with its digest and size.
+ * `files.checkManifest` checks the format and `files`. */
+export interface Manifest {
+  format_version: 1;
+  generator?: string;
+  project: string;
+  author: string;
+  copyright: string;
+  version: string;
+  release: string;
+  html_baseurl: string;
+  language: string | null;
+  builder: string;
+  root_url: string;
+  built_at: string;
+  counts: { passages: number; documents: number; moved: number };
+  tokenizer: TokenizerSpec;
+  /** `formats/bm25.PARAMS`. */
+  bm25: { k1: number; b: number; method: string; [key: string]: unknown };
+  /** null: built without embeddings. */
+  embedding: EmbeddingInfo | null;
+  citation: { style: string; show_page: boolean; link_to_source: boolean; max_quote_length: number };
+  /** role ("model", "static", "shards", ...) -> file name relative to `_ragcite/`. */
+  files: Record<string, string>;
+  /** role -> hex SHA-256 of the file. */
+  sha256: Record<string, string>;
+  /** role -> the file's size. */
+  bytes: Record<string, number>;
+  [key: string]: unknown;
+}
+
+/** A passage of the static index: `[passage_id, page, chapter, section,
+ * snippet]`; page indexes `pages`, chapter and section index `headings`. */
+export type StaticPassage = [passage_id: string, page: number, chapter: number, section: number, snippet: string];
+
+/** The static search index, `format_version` 2 (`formats/static.py`; the
+ * JSON of `search.<h>.js`). `files.checkStaticIndex` checks it. */
+export interface StaticIndex {
+  format_version: number;
+  tokenizer: TokenizerSpec;
+  /** The BM25 parameters (method "lucene"). */
+  bm25: { k1: number; b: number; method: string };
+  /** Each passage's token count, as indexed. */
+  lengths: number[];
+  /** Sorted; terms[i] owns postings[i]. */
+  terms: string[];
+  /** [doc_delta, tf, doc_delta, tf, ...] per term. */
+  postings: number[][];
+  /** Page URLs, each once. */
+  pages: string[];
+  /** Chapter and section titles, each once. */
+  headings: string[];
+  /** The URL of a passage is `pages[page] + "#" + passage_id`. */
+  passages: StaticPassage[];
+}
+
+/** A logistic model over standardised inputs, as `ranker.json` holds it. */
+export interface LogisticJson {
+  weights: number[];
+  bias: number;
+  mean: number[];
+  scale: number[];
+}
+
+/** `ranker.json` (`answer/ranker.py`, written by `tools/train_answer_ranker.py`):
+ * the unit model at the top level, the gate's two models, the thresholds.
+ * `ranker.parseRanker` checks it into a `Ranker`. */
+export interface RankerJson extends LogisticJson {
+  /** The signals the unit model was trained on (`units.FEATURES`). */
+  features: string[];
+  gate_units: LogisticJson;
+  gate: LogisticJson;
+  threshold: number;
+  second: number;
+  calibration?: { x: number[]; y: number[] } | null;
+  outcomes?: { answer?: number; passages?: number } | null;
+  [key: string]: unknown;
+}
+
+/** A logistic model, checked (`ranker.Logistic`). */
+export type Logistic = LogisticJson;
+
+/** The parsed ranker (`ranker.Ranker`). */
+export interface Ranker {
+  /** Which unit answers (every signal). */
+  units: Logistic;
+  /** The gate's unit model (a unit's own signals). */
+  gateUnits: Logistic;
+  /** Whether the best unit's passage answers. */
+  gate: Logistic;
+  /** A second unit is cited only when this close. */
+  second: number;
+  /** Gate output -> probability. */
+  calibration: { x: number[]; y: number[] };
+  /** Calibrated confidence from which it answers. */
+  answerAt: number;
+  /** ... from which it shows passages. */
+  passagesAt: number;
+}
+
+/** `shards.<h>.json` (`formats/shards.py`): what the engine loads once to
+ * find a passage's shard. `files.checkListing` checks it. */
+export interface ShardListing {
+  format_version: 1;
+  /** Passages, as passages.jsonl. */
+  rows: number;
+  /** Sentence vector width (0: none shipped). */
+  dim: number;
+  /** Each row's document, interned. */
+  docnames: string[];
+  /** Heading titles, interned. */
+  titles: string[];
+  /** Heading paths as indices of `titles`. */
+  paths: number[][];
+  /** Per row: its `docnames` index, its `paths` index. */
+  passages: number[];
+  /** `[rows, "shards/<hash>.bin"]`, consecutive from row 0. */
+  shards: [rows: number, name: string][];
+}
+
+/** A row of a shard's JSON head: `sentences` is its count of sentence
+ * vectors, -1 when none were shipped. */
+export type ShardRow = [
+  passage_id: string,
+  text: string,
+  char_start: number,
+  char_end: number,
+  content_hash: string,
+  sentences: number,
+];
+
+/** Sentence vectors: row i is `codes[i * dim : (i + 1) * dim] * scales[i]`. */
+export interface SentenceVectors {
+  codes: Int8Array;
+  scales: Float32Array;
+}
+
+/** What a shard holds of one passage. */
+export interface ShardPassage {
+  passage_id: string;
+  text: string;
+  char_start: number;
+  char_end: number;
+  content_hash: string;
+  sentences: SentenceVectors | null;
+}
+
+/** One parsed shard (`files.parseShard`). */
+export interface Shard {
+  dim: number;
+  rows: ShardPassage[];
+}
+
 /** What the engine keeps of each passage without its text (row order). */
 export interface PassageMeta {
   passage_id: string;
@@ -300,14 +480,27 @@ export interface PassageMeta {
   snippet: string;
 }
 
+/** One line of `passages.jsonl` (`contracts.PassageRecord`); the browser
+ * puts it together from the static index, the listing and a shard. */
+export interface PassageRecord extends PassageMeta {
+  text: string;
+  char_start: number;
+  char_end: number;
+  content_hash: string;
+  /** Several sites served together (`contracts.ServedRecord`). */
+  site?: string;
+  version?: string;
+}
+
 /** Everything retrieval needs, loaded once. */
 export interface EngineCore {
   /** `_ragcite/manifest.json`. */
-  manifest: any;
-  /** The parsed ranker.json (the file the Python engine reads). */
-  ranker: any;
-  /** The parsed static index (format 2; `search.<h>.js`'s JSON). */
-  staticIndex: any;
+  manifest: Manifest;
+  /** ranker.json (the file the Python engine reads) as read: `unknown`
+   * until `ranker.parseRanker` checks it. */
+  ranker: unknown;
+  /** The static index (format 2; `search.<h>.js`'s JSON), checked. */
+  staticIndex: StaticIndex;
   /** The passage vectors: row r is `codes[r * dim : (r + 1) * dim] * scales[r]`
    * (null for an index built without embeddings). */
   passageVectors: { codes: Int8Array; scales: Float32Array; dim: number; rows: number } | null;
@@ -319,10 +512,10 @@ export interface EngineCore {
 export interface PassageFull {
   row: number;
   /** The full passages.jsonl record, with `text`. */
-  record: any;
+  record: PassageRecord;
   /** Its sentences' vectors (rows `offsets[row]:offsets[row + 1]` of
    * sentence_embeddings / sentence_scales), null without them. */
-  sentences: { codes: Int8Array; scales: Float32Array } | null;
+  sentences: SentenceVectors | null;
 }
 
 /** Where the engine's files come from (Node: `js/test/file_store.js`;
@@ -356,7 +549,8 @@ export interface EngineSentence {
 /** One source an answer may cite (`answer/evidence.py`'s Evidence). */
 export interface EngineEvidence {
   key: string;
-  record: any;
+  /** The passage's record; null for the reader's selection. */
+  record: PassageRecord | null;
   text: string;
   sentences: EngineSentence[];
   /** float32 sentence vectors, `dim` numbers each; null when unknown. */
@@ -407,6 +601,73 @@ export interface EngineClaim {
   quote: EngineSentence | null;
 }
 
+// -- The engine's worker and the page (js/worker.js, js/browser.js) ----------
+
+/** Messages from the page to the worker (`browser.js` sends them; the
+ * worker reads whatever arrives into one of these, or ignores it). */
+export type WorkerRequest =
+  /** Check that WebAssembly may run, load the engine, then say `ready`. */
+  | { type: "load"; manifest: string }
+  /** Answer (about the reader's `selection` when given: selection mode). */
+  | { type: "ask"; id: number; question: string; k?: number; selection?: string | null }
+  /** The static search's best passages, as soon as the static index is in. */
+  | { type: "search"; id: number; question: string; k: number }
+  /** Stop loading. */
+  | { type: "cancel" };
+
+/** Why the worker could not load or answer; `WHY` of `browser.js` has the
+ * reader's sentence for each (see `worker.js`). */
+export type WorkerErrorKind =
+  | "off"
+  | "wasm"
+  | "csp"
+  | "memory"
+  | "integrity"
+  | "missing"
+  | "network"
+  | "format"
+  | "engine"
+  | "start"
+  | "invalid"
+  | "aborted";
+
+/** Bytes loaded of each file, by the manifest's role. */
+export type FileBytes = Record<string, { loaded: number; total: number }>;
+
+/** Where the worker's start went (ms), for `benchmarks/engine_start.py`. */
+export interface StartTimings {
+  files: number;
+  checksums: number;
+  session: number;
+  probe: number;
+  engine: number;
+  total: number;
+}
+
+/** Messages from the worker to the page. An `error` with an `id` answers
+ * that request; without, the load failed. */
+export type WorkerReply =
+  | { type: "progress"; loaded: number; total: number; files: FileBytes }
+  /** Every file is in; the runtime compiles and the model's session starts. */
+  | { type: "phase"; phase: "starting" }
+  | { type: "ready"; seconds: number; bytes: number; timings: StartTimings }
+  | { type: "answer"; id: number; answer: Answer }
+  | { type: "hits"; id: number; hits: StaticHit[] }
+  | { type: "error"; id?: number; kind: string; message: string };
+
+/** What the worker sets on onnxruntime-web's module before the encoder
+ * starts (`encode.js` takes the whole module). */
+export interface OrtRuntime {
+  env: {
+    wasm: {
+      numThreads?: number;
+      proxy?: boolean;
+      wasmBinary?: Uint8Array | ArrayBuffer;
+      wasmPaths?: string | { mjs?: string; wasm?: string };
+    };
+  };
+}
+
 /**
  * What each script provides, by file name: `lib.need("sentences")` is
  * `typeof import("./sentences.js")` (see `lib.js`).
@@ -421,10 +682,14 @@ export interface RagciteModules {
   encode: typeof import("./encode.js");
   engine: typeof import("./engine.js");
   evidence: typeof import("./evidence.js");
+  feedback: typeof import("./feedback.js");
+  files: typeof import("./files.js");
   fusion: typeof import("./fusion.js");
   panel: typeof import("./panel.js");
+  previews: typeof import("./previews.js");
   quotes: typeof import("./quotes.js");
   ranker: typeof import("./ranker.js");
+  render: typeof import("./render.js");
   retrieve: typeof import("./retrieve.js");
   search: typeof import("./search.js");
   selection: typeof import("./selection.js");
@@ -457,4 +722,6 @@ declare global {
   }
   /** `lib.js`'s registry, in the page and in the worker. */
   var ragcite_lib: RagciteLib;
+  /** The static index, once its file ran as a script (a page from file://). */
+  var ragcite_static_index: unknown;
 }

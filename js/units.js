@@ -21,90 +21,14 @@
 
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
   const S = lib.need("sentences");
-  const { pyRegExp, matchStart } = S;
+  const { pyRegExp, pyPattern, matchStart } = S;
 
-  // Set by hand when units were introduced; the ranker is trained on units
-  // so made (units.py), so the two must agree: a test compares them.
-  /** Lines a unit may take from the block a sentence introduces. */
-  const MAX_FOLLOW_LINES = 6;
-  /** Words of a unit beyond which it stops growing. */
-  const MAX_UNIT_WORDS = 80;
-  /** Words below which a lone sentence (not code) is no unit. */
-  const MIN_UNIT_WORDS = 3;
-  /** Share of a text's characters that are symbols above which it is code. */
-  const CODE_SYMBOLS = 0.15;
-
-  /** The Python sources of units.py's patterns, verbatim (a test compares). */
-  const SOURCES = {
-    BACK_REFERENCE: "^(this|that|these|those|it|they|such|then|otherwise|however|instead)\\b",
-    YEAR: "\\b(1[0-9]{3}|20[0-9]{2})\\b",
-    NUMBER: "\\d+(?:[.,]\\d+)?",
-    NUMBER_WORD:
-      "\\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|" +
-      "(thir|four|fif|six|seven|eigh|nine)teen|(twen|thir|for|fif|six|seven|" +
-      "eigh|nine)ty|hundreds?|thousands?|millions?|billions?|dozens?|half|" +
-      "twice|double|triple|several|zero|none)\\b",
-    MONTH:
-      "\\b(January|February|March|April|May|June|July|August|September|October|" +
-      "November|December|century|centuries|decades?)\\b",
-    CAPITALISED: "\\b[A-Z][\\w'’-]*",
-    CAUSE:
-      "\\b(because|since|so that|in order to|to avoid|to prevent|to make sure|" +
-      "reason|due to|thus|therefore|otherwise|so you|which means|allows?|lets?)\\b",
-    DEFINITION: "\\b(is|are|means|refers to|stands for|describes)\\b",
-    CODE_TOKEN: "(--?[a-z][\\w-]*|\\w+\\(|\\w+=\\S|\\w+\\.\\w+\\(|`|\\$ |>>> |/\\w+|\\w+_\\w+|\\.\\w{2,4}\\b)",
-    CODE_LINE:
-      "^(@[\\w.]+|def |class |import |from [\\w.]+ import |\\$ |>>> |\\.\\.\\. |return\\b|" +
-      "[\\w.]+\\(.*\\)$|[\\w.]+ = |\\S+=\\S+,?$|\\\"[^\\\"]*\\\",|[\\])}]+[,:]?$)",
-  };
-  /** Which patterns Python compiles with re.IGNORECASE. */
-  const IGNORECASE = new Set(["BACK_REFERENCE", "NUMBER_WORD", "CAUSE"]);
-
-  /** @type {Map<string, RegExp>} */
-  const compiled = new Map();
-
-  /**
-   * A pattern of units.py, compiled once per flags.
-   * @param {keyof typeof SOURCES} name
-   * @param {string} [flags] "g" to find all, "y" for re.match
-   */
-  function rx(name, flags = "") {
-    const key = name + flags;
-    let made = compiled.get(key);
-    if (!made) {
-      made = pyRegExp(SOURCES[name], (IGNORECASE.has(name) ? "i" : "") + flags);
-      compiled.set(key, made);
-    }
-    made.lastIndex = 0;
-    return made;
-  }
-
-  /**
-   * `units.QUESTION_KINDS`: question kinds and the words that ask for them,
-   * first match wins (the Python sources, searched in the lower-cased question).
-   * @type {Array<[string, string]>}
-   */
-  const QUESTION_KINDS = [
-    ["when", "^(when|what year|which year|in what year|what date)\\b"],
-    ["who", "^(who|whom|whose)\\b"],
-    ["why", "^why\\b"],
-    ["howto", "^(how (do|can|should|would) (i|you|we)|how to)\\b"],
-    ["where", "^where\\b"],
-    [
-      "quantity",
-      "\\b(how (many|much|long|often|far|old|large|big|high|fast|hot)|" +
-        "percentage|proportion|temperature|ratio|what (size|amount|number))\\b",
-    ],
-    ["who", "\\bwhich (person|people|company)\\b"],
-    ["why", "\\bwhat is the (reason|point|purpose)\\b"],
-    [
-      "howto",
-      "\\b(what|which) (command|option|flag|argument|parameter|function|" +
-        "file|setting|decorator|method|class|key|field|tool)\\b",
-    ],
-    ["definition", "^what (is|are|does)\\b"],
-    ["yesno", "^(is|are|can|could|does|do|did|should|will|must|may)\\b"],
-  ];
+  const spec = lib.need("spec");
+  // What makes a unit, its signals and the patterns: `answer/spec.py`, whose
+  // values reach JS through `spec.js`; the ranker is trained on units so made.
+  const { MAX_FOLLOW_LINES, MAX_UNIT_WORDS, MIN_UNIT_WORDS, CODE_SYMBOLS } = spec;
+  const { CJK_PROSE, PROSE_MARKS, OPENER_WORDS, QUESTION_KINDS } = spec;
+  const { UNIT_FEATURES, LISTWISE, FEATURES } = spec;
 
   /**
    * `units.question_kind`: what kind of answer the question asks for.
@@ -113,7 +37,7 @@
    */
   function questionKind(question) {
     const text = S.pyStrip(question).toLowerCase();
-    if (kindPatterns === null) kindPatterns = QUESTION_KINDS.map(([kind, source]) => [kind, pyRegExp(source)]);
+    if (kindPatterns === null) kindPatterns = QUESTION_KINDS.map(([kind, pattern]) => [kind, pyPattern(pattern)]);
     for (const [kind, pattern] of kindPatterns) {
       if (/** @type {RegExp} */ (pattern).test(text)) return /** @type {string} */ (kind);
     }
@@ -122,10 +46,6 @@
   /** @type {Array<[string, RegExp]> | null} */
   let kindPatterns = null;
 
-  /** `units._CJK_PROSE`: full-width prose punctuation, not code symbols. */
-  const CJK_PROSE = "、。，．；：？！（）「」『』《》〈〉【】〔〕～・";
-  /** Characters that are no code symbols besides letters, digits and spaces. */
-  const PROSE_MARKS = ".,;:'\"()-%°";
   /** A code symbol: no letter, number, Python whitespace or prose mark. */
   const SYMBOL = new RegExp(
     `[^\\p{L}\\p{N}${S.SPACE}${(PROSE_MARKS + CJK_PROSE).replace(/[\\\]^-]/g, "\\$&")}]`,
@@ -142,15 +62,7 @@
   }
 
   /** `units._OPENERS`: capitalised words that open a sentence without naming anyone. */
-  const OPENER_WORDS = [
-    "its", "his", "her", "he", "she", "we", "you", "our", "your", "my", "those",
-    "after", "before", "when", "while", "although", "however", "during", "since",
-    "until", "once", "here", "today", "many", "some", "most", "each", "every",
-    "all", "both", "also", "thus", "so", "what", "which", "who", "how", "why",
-    "where", "one", "two", "three", "other", "another", "first", "later",
-    "finally", "instead", "historically", "typically", "usually",
-  ];
-  const OPENERS = new Set([...S.STOPWORDS, ...OPENER_WORDS]);
+  const OPENERS = /** @type {Set<string>} */ (new Set([...S.STOPWORDS, ...OPENER_WORDS]));
 
   /**
    * `units.names_someone`.
@@ -158,7 +70,7 @@
    * @param {Set<string>} asked
    */
   function namesSomeone(text, asked) {
-    for (const match of text.matchAll(rx("CAPITALISED", "g"))) {
+    for (const match of text.matchAll(pyPattern(spec.CAPITALISED, "g"))) {
       const word = match[0].toLowerCase();
       if (!asked.has(word) && !OPENERS.has(word)) return true;
     }
@@ -176,19 +88,20 @@
    */
   function kindMatch(kind, text, question = "") {
     const asked = new Set(question.toLowerCase().match(WORDS) || []);
-    /** @param {keyof typeof SOURCES} name */
-    const fresh = (name) => {
-      for (const m of text.matchAll(rx(name, "g"))) {
+    /** @param {{source: string, flags: string}} pattern */
+    const fresh = (pattern) => {
+      for (const m of text.matchAll(pyPattern(pattern, "g"))) {
         if (!asked.has(m[0].toLowerCase())) return true;
       }
       return false;
     };
-    if (kind === "when") return Number(fresh("YEAR") || fresh("NUMBER") || fresh("NUMBER_WORD") || fresh("MONTH"));
-    if (kind === "quantity") return Number(fresh("NUMBER") || fresh("NUMBER_WORD"));
+    const { YEAR, KIND_NUMBER, NUMBER_WORD, MONTH } = spec;
+    if (kind === "when") return Number(fresh(YEAR) || fresh(KIND_NUMBER) || fresh(NUMBER_WORD) || fresh(MONTH));
+    if (kind === "quantity") return Number(fresh(KIND_NUMBER) || fresh(NUMBER_WORD));
     if (kind === "who") return Number(namesSomeone(text, asked));
-    if (kind === "why") return Number(rx("CAUSE").test(text));
-    if (kind === "howto") return Number(rx("CODE_TOKEN").test(text));
-    if (kind === "definition") return Number(rx("DEFINITION").test(text));
+    if (kind === "why") return Number(pyPattern(spec.CAUSE).test(text));
+    if (kind === "howto") return Number(pyPattern(spec.CODE_TOKEN).test(text));
+    if (kind === "definition") return Number(pyPattern(spec.DEFINITION).test(text));
     return 0.5;
   }
 
@@ -203,7 +116,7 @@
     const lines = new Map();
     sentences.forEach((sentence, i) => {
       const flags = lines.get(blocks[i]) || [];
-      flags.push(looksLikeCode(sentence.text) || matchStart(rx("CODE_LINE", "y"), sentence.text) !== null);
+      flags.push(looksLikeCode(sentence.text) || matchStart(pyPattern(spec.CODE_LINE, "y"), sentence.text) !== null);
       lines.set(blocks[i], flags);
     });
     const out = new Set();
@@ -234,7 +147,7 @@
       if (asksQuestion(sentence.text) || (code && !opens(i, blocks))) return;
       let first = i;
       let last = i;
-      if (i > 0 && matchStart(rx("BACK_REFERENCE", "y"), sentence.text) && blocks[i - 1] === blocks[i]) {
+      if (i > 0 && matchStart(pyPattern(spec.BACK_REFERENCE, "y"), sentence.text) && blocks[i - 1] === blocks[i]) {
         first = i - 1;
       }
       const tail = S.pyStrip(sentence.text, "right");
@@ -300,20 +213,6 @@
     return { evidence: e, first, last, text: body, start, end, extended };
   }
 
-  /** `units.UNIT_FEATURES`: the signals of one unit on its own, in order. */
-  const UNIT_FEATURES = [
-    "similarity", "overlap", "heading_overlap", "idf_overlap", "idf_heading",
-    "idf_passage", "similarity_gap", "relevance", "bm25", "inverse_rank",
-    "kind_match", "kind_mismatch", "extended", "code_share", "log_words",
-    "leading", "similarity_x_overlap",
-  ];
-  /** `units.LISTWISE`: signals whose distance below the best unit counts too. */
-  const LISTWISE = [
-    "similarity", "overlap", "idf_overlap", "idf_heading", "idf_passage",
-    "relevance", "bm25", "similarity_x_overlap",
-  ];
-  /** `units.FEATURES`: every signal the ranker weighs. */
-  const FEATURES = [...UNIT_FEATURES, ...LISTWISE.map((n) => `${n}_below_best`), "similarity_rank"];
   const LISTWISE_COLUMNS = LISTWISE.map((n) => UNIT_FEATURES.indexOf(n));
 
   /**
@@ -388,16 +287,6 @@
   }
 
   const api = {
-    MAX_FOLLOW_LINES,
-    MAX_UNIT_WORDS,
-    MIN_UNIT_WORDS,
-    CODE_SYMBOLS,
-    SOURCES,
-    IGNORECASE,
-    QUESTION_KINDS,
-    CJK_PROSE,
-    PROSE_MARKS,
-    OPENER_WORDS,
     UNIT_FEATURES,
     LISTWISE,
     FEATURES,

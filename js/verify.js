@@ -23,10 +23,8 @@
   const S = lib.need("sentences");
   const E = lib.need("evidence");
   const R = lib.need("ranker");
-
-  /** `grounding.SUPPORT_SIMILARITY` and `SUPPORT_OVERLAP`: weights of support. */
-  const SUPPORT_SIMILARITY = 0.5;
-  const SUPPORT_OVERLAP = 0.5;
+  const spec = lib.need("spec");
+  const { SUPPORT_SIMILARITY, SUPPORT_OVERLAP, SUPPORT_THRESHOLD, TWIN_MARGIN, USER_SELECTION } = spec;
 
   /**
    * `grounding.support`: how well one evidence item supports a claim.
@@ -59,16 +57,13 @@
     return { score: numbersOk ? score : 0.0, similarity, overlap, numbersOk, sentence: best };
   }
 
-  /** `engine._BRACKETED_NUMBER`, the Python source. */
-  const BRACKETED_NUMBER = "\\[(\\d+(?:\\s*,\\s*\\d+)*)\\]";
-
   /**
    * `engine.defuse_markers`: `x[0]` in quoted code would read as a citation
    * marker; a word joiner after the bracket keeps it out of the syntax.
    * @param {string} text
    */
   function defuseMarkers(text) {
-    return text.replace(S.pyRegExp(BRACKETED_NUMBER, "g"), "[\u2060$1]");
+    return text.replace(S.pyPattern(spec.BRACKETED_NUMBER, "g"), "[\u2060$1]");
   }
 
   /**
@@ -120,16 +115,6 @@
 
   // -- the answer of selection mode: grounding.verify ------------------------
 
-  /** `grounding.SUPPORT_THRESHOLD` and `TWIN_MARGIN`. */
-  const SUPPORT_THRESHOLD = 0.65;
-  const TWIN_MARGIN = 0.02;
-  /** `contracts.USER_SELECTION`: the selection's key among the evidence. */
-  const USER_SELECTION = "user-selection";
-  /** `citations._BRACKET`, `_SOURCE`, `_CHAPTER` and `contracts.PASSAGE_ID`. */
-  const BRACKET = "\\[([^\\[\\]\\n]{1,80})\\]";
-  const SOURCE = "^source\\s*:\\s*(.+)$";
-  const CHAPTER = "\\bChapter\\s+(\\d+)(?:\\s*,?\\s*Section\\s+(\\d+(?:\\.\\d+)*))?";
-  const PASSAGE_ID = /^ch[0-9]+-sec[0-9]+-p[0-9]+$/;
 
   /**
    * `PurePosixPath(path).stem`.
@@ -158,18 +143,18 @@
       if (index === null) unknown.push(marker);
       else if (!claimed.includes(index)) claimed.push(index);
     };
-    for (const match of text.matchAll(S.pyRegExp(BRACKET, "g"))) {
+    for (const match of text.matchAll(S.pyPattern(spec.BRACKET, "g"))) {
       const inner = S.pyStrip(match[1]);
-      const source = S.pyRegExp(SOURCE, "i").exec(inner);
+      const source = S.pyPattern(spec.SOURCE).exec(inner);
       if (source) {
         const wanted = stem(S.pyStrip(source[1]).split("#")[0]).toLowerCase();
         const found = evidence.findIndex((e) => e.record && stem(String(e.record.docname)).toLowerCase() === wanted);
         add(found < 0 ? null : found, match[0]);
         continue;
       }
-      for (const ref of inner.split(S.pyRegExp("\\s*[,;]\\s*"))) add(byReference(ref, evidence), `[${ref}]`);
+      for (const ref of inner.split(S.pyPattern(spec.REFERENCE_SEPARATOR))) add(byReference(ref, evidence), `[${ref}]`);
     }
-    for (const match of text.matchAll(S.pyRegExp(CHAPTER, "gi"))) {
+    for (const match of text.matchAll(S.pyPattern(spec.CHAPTER, "g"))) {
       const [, chapter, section] = match;
       const found = evidence.findIndex(
         (e) =>
@@ -194,7 +179,7 @@
       return n >= 1 && n <= evidence.length ? n - 1 : null;
     }
     const lower = ref.toLowerCase();
-    if (PASSAGE_ID.test(ref) || lower === "user-selection" || lower === "user selection") {
+    if (S.pyPattern(spec.PASSAGE_ID).test(ref) || lower === USER_SELECTION || lower === "user selection") {
       const key = lower.startsWith("user") ? USER_SELECTION : ref;
       const found = evidence.findIndex((e) => e.key === key);
       return found < 0 ? null : found;
@@ -271,15 +256,6 @@
   }
 
   const api = {
-    SUPPORT_SIMILARITY,
-    SUPPORT_OVERLAP,
-    SUPPORT_THRESHOLD,
-    TWIN_MARGIN,
-    USER_SELECTION,
-    BRACKETED_NUMBER,
-    BRACKET,
-    SOURCE,
-    CHAPTER,
     support,
     defuseMarkers,
     unitVector,

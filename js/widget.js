@@ -27,7 +27,8 @@
 
 /**
  * The last question and its result, kept for the next page of the session.
- * @typedef {{kind: "answer" | "static", question: string, selection: string | null, data: any, why?: string}} Last
+ * @typedef {{question: string, selection: string | null, why?: string} &
+ *   ({kind: "answer", data: import("./types").Answer} | {kind: "static", data: StaticResult})} Last
  */
 
 (function () {
@@ -44,7 +45,7 @@
    * page an old incremental build kept may lack (`deeplinks.js` copes). */
   const OPTIONAL = new Set(["lib", "widget", "quotes"]);
 
-  const g = /** @type {any} */ (globalThis);
+  const g = /** @type {{ragcite?: RagciteApi}} */ (globalThis);
   if (g.ragcite) return; // loaded twice
   const lib = globalThis.ragcite_lib;
   // the page's other scripts (`SCRIPTS.page`): a page cut short says which
@@ -70,7 +71,7 @@
   });
   const WidgetError = client.WidgetError;
   const server = client.createClient(settings);
-  /** @type {{load: () => Promise<import("./search.js").StaticSearch>, manifest: () => any}} */
+  /** @type {import("./static.js").StaticLoader} */
   const staticSearch = lib.need("static").createStaticLoader(settings);
 
   /** @type {import("./panel.js").Panel} */
@@ -319,8 +320,6 @@
       if (answers && answers.unavailable() === null && answers.state() === "idle") answers.prepare();
     });
   }
-  /** The engine's large files: what a reader on a metered connection is asked about. */
-  const ENGINE_ROLES = ["model", "tokenizer", "ort_js", "ort_mjs", "ort_wasm"];
 
   /**
    * Whether to ask before the engine's download: the browser sends
@@ -328,7 +327,8 @@
    * said yes on this visit.
    */
   function askFirst() {
-    const connection = /** @type {any} */ (navigator).connection;
+    /** Network Information (Chromium): `saveData` is the reader's wish. */
+    const connection = /** @type {{connection?: {saveData?: boolean}}} */ (navigator).connection;
     if (!connection || connection.saveData !== true) return false;
     try {
       return sessionStorage.getItem(CONSENT_KEY) !== "yes";
@@ -347,12 +347,11 @@
     }
   }
 
-  /** "about 37 MB" from the manifest the static search read, else "tens of MB". */
+  /** "about 37 MB" from the manifest the static search read, else "tens of MB":
+   * the engine's large files, what a reader on a metered connection is asked about. */
   function engineSize() {
-    const manifest = staticSearch.manifest();
-    const bytes = manifest && manifest.bytes && typeof manifest.bytes === "object" ? manifest.bytes : {};
-    let total = 0;
-    for (const role of ENGINE_ROLES) total += Number(bytes[role]) || 0;
+    const F = lib.need("files");
+    const total = F.sizeOf(staticSearch.manifest(), F.ENGINE_ROLES);
     return total > 0 ? `about ${Math.round(total / 1e6)} MB` : "tens of MB";
   }
 

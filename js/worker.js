@@ -4,10 +4,11 @@
  * answer server runs: the page's main thread stays free while the engine
  * loads (tens of MB) and while it answers.
  *
- * Messages from the page (`browser.js`):
+ * Messages from the page (`browser.js`; `WorkerRequest` of `types.d.ts`):
  * - `{type: "load", manifest: url}`: check that WebAssembly may run here,
  *   read the manifest, load the engine's scripts (`CORE_SCRIPTS`: `SCRIPTS.worker`
- *   of `spec.js`, in order, from this script's folder), the runtime, the model (its SHA-256
+ *   of `spec.js`, in order, from this script's folder; `files.js` and
+ *   `store.js` first), the runtime, the model (its SHA-256
  *   checked first), the tokenizer and what every question needs, then say
  *   `ready`. Progress comes as `progress` messages.
  * - `{type: "ask", id, question, k?, selection?}`: answer (about the
@@ -18,7 +19,7 @@
  *   model): the page's thread never parses a large book's index.
  * - `{type: "cancel"}`: stop loading (the page also terminates the worker).
  *
- * Messages to the page: `{type: "progress", loaded, total, files}` (bytes,
+ * Messages to the page (`WorkerReply`): `{type: "progress", loaded, total, files}` (bytes,
  * per file by role), `{type: "phase", phase: "starting"}` (every file is in;
  * the runtime compiles and the model's session starts: seconds with a full
  * progress bar), `{type: "ready", seconds, bytes, timings}` (`timings`: ms
@@ -39,25 +40,59 @@
  */
 
 /** @typedef {import("./types").Answer} Answer */
+/** @typedef {import("./types").WorkerRequest} WorkerRequest */
+/** @typedef {import("./types").WorkerReply} WorkerReply */
+/** @typedef {import("./types").WorkerErrorKind} WorkerErrorKind */
+/** @typedef {import("./types").FileBytes} FileBytes */
+/** @typedef {import("./types").StartTimings} StartTimings */
+/** @typedef {import("./types").BrowserEngine} BrowserEngine */
+/** @typedef {import("./types").QuestionEncoder} QuestionEncoder */
+/** @typedef {import("./store.js").ShardStore} ShardStore */
+/** @typedef {import("./search.js").StaticSearch} StaticSearch */
 
 /**
  * What the host needs from its surroundings (a worker's globals, or fakes).
  * @typedef {object} WorkerEnv
- * @property {(message: any) => void} post postMessage to the page
+ * @property {(message: WorkerReply) => void} post postMessage to the page
  * @property {(...urls: string[]) => void} importScripts
  * @property {import("./types").RagciteLib} lib where the engine's scripts register (`lib.js`)
- * @property {() => any} ort the onnxruntime-web module once its script ran
+ * @property {() => import("./types").OrtRuntime | undefined} ort the
+ *   onnxruntime-web module once its script ran
  * @property {string} base this script's URL: the engine's scripts are beside it
  * @property {typeof fetch} [fetch]
- * @property {any} [WebAssembly]
- * @property {any} [subtle]
+ * @property {{compile(bytes: BufferSource): Promise<unknown>} | null} [WebAssembly]
+ * @property {import("./store.js").StoreOptions["subtle"]} [subtle]
  * @property {() => number} [now]
+ */
+
+/**
+ * A loaded engine, and what `ready` says of its start.
+ * @typedef {object} Loaded
+ * @property {BrowserEngine} engine
+ * @property {QuestionEncoder} encoder
+ * @property {ShardStore} store
+ * @property {number} seconds
+ * @property {number} bytes
+ * @property {StartTimings} timings
  */
 
 (function () {
   "use strict";
 
-  const g = /** @type {any} */ (globalThis);
+  /**
+   * The worker's globals, as this script uses them.
+   * @typedef {object} WorkerGlobals
+   * @property {(...urls: string[]) => void} importScripts missing in a page
+   *   or under Node (checked first)
+   * @property {unknown} [document]
+   * @property {{href: string}} location
+   * @property {(message: WorkerReply) => void} postMessage
+   * @property {((event: MessageEvent) => void) | null} onmessage
+   * @property {import("./types").OrtRuntime} [ort] set by onnxruntime-web's script
+   * @property {WorkerEnv["WebAssembly"]} [WebAssembly]
+   * @property {{subtle?: SubtleCrypto}} [crypto]
+   */
+  const g = /** @type {WorkerGlobals} */ (/** @type {unknown} */ (globalThis));
 
   /** In a worker (not under Node, not in a page): the worker starts itself. */
   const inWorker = typeof module !== "object" && typeof g.importScripts === "function" && !g.document;
@@ -75,13 +110,13 @@
 
   /** The engine's scripts, in dependency order (`assets.WORKER_SCRIPTS`). */
   const CORE_SCRIPTS = lib.need("spec").SCRIPTS.worker.map((name) => `${name}.js`);
+  /** Loaded first (in that order): the store, and the formats it reads, say
+   * from the manifest whether the site ships an engine at all. */
+  /** @type {string[]} */
+  const FIRST = CORE_SCRIPTS.filter((name) => name === "files.js" || name === "store.js");
   /** What the scripts must have provided (`lib.js`). */
   /** @type {(keyof import("./types").RagciteModules)[]} */
   const NEEDED = ["tokenize", "search", "wordpiece", "encode", "engine", "store"];
-  /** The runtime's files: its script, the emscripten glue, the WebAssembly. */
-  const RUNTIME = ["ort_js", "ort_mjs", "ort_wasm"];
-  /** Everything fetched before the first answer (for the progress total). */
-  const LOADED = ["model", "tokenizer", "ranker", "shards", "static", "embeddings", "embedding_scales", ...RUNTIME];
   /** The smallest WebAssembly module: compiling it tells whether the page's
    * Content-Security-Policy allows WebAssembly at all. */
   const EMPTY_MODULE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
@@ -90,7 +125,7 @@
   class HostError extends Error {
     /**
      * @param {string} message
-     * @param {string} kind
+     * @param {WorkerErrorKind} kind
      */
     constructor(message, kind) {
       super(message);
@@ -99,13 +134,21 @@
   }
 
   /**
+   * What a thrown value says: its `kind` and `message`, where it has them.
+   * @param {unknown} error
+   * @returns {{kind?: unknown, message?: unknown}}
+   */
+  const fields = (error) => (typeof error === "object" && error !== null ? error : {});
+
+  /**
    * The kind of an error thrown while loading or answering.
-   * @param {any} error
+   * @param {unknown} error
    * @returns {string}
    */
   function kindOf(error) {
-    if (error && typeof error.kind === "string") return error.kind;
-    const text = String((error && error.message) || error);
+    const { kind, message } = fields(error);
+    if (typeof kind === "string") return kind;
+    const text = String(message || error);
     // not every RangeError: a bad value in the index is one too (found by
     // benchmarks/fuzz_engine.js), and "out of memory" would send the reader
     // the wrong way
@@ -119,7 +162,8 @@
 
   /**
    * Whether WebAssembly may be compiled here: "" when yes, else the kind.
-   * @param {any} wasm `WebAssembly`
+   * @param {WorkerEnv["WebAssembly"]} wasm `WebAssembly`
+   * @returns {Promise<"" | "wasm" | "csp">}
    */
   async function wasmAllowed(wasm) {
     if (!wasm || typeof wasm.compile !== "function") return "wasm";
@@ -127,7 +171,7 @@
       await wasm.compile(EMPTY_MODULE);
       return "";
     } catch (error) {
-      const text = String((error && /** @type {Error} */ (error).message) || error);
+      const text = String(fields(error).message || error);
       return /Content.Security.Policy|unsafe-eval|CSP/i.test(text) ? "csp" : "wasm";
     }
   }
@@ -151,13 +195,14 @@
     };
     /** @type {AbortController | null} */
     let loading = null;
-    /** @type {Promise<{engine: any, encoder: any}> | null} */
+    /** @type {Promise<Loaded> | null} */
     let ready = null;
     /** @type {Promise<void>} */
     let queue = Promise.resolve();
-    /** @type {(searcher: Promise<any>) => void} */
+    /** @type {(searcher: Promise<StaticSearch>) => void} */
     let searcherIs = () => {};
     /** The static searcher, once the scripts and the static index are in. */
+    /** @type {Promise<StaticSearch>} */
     const searcher = new Promise((resolve) => {
       searcherIs = resolve;
     });
@@ -166,6 +211,7 @@
     /**
      * @param {string} manifestUrl
      * @param {AbortSignal} signal
+     * @returns {Promise<Loaded>}
      */
     async function load(manifestUrl, signal) {
       const started = now();
@@ -179,8 +225,11 @@
         throw new HostError("The book's index is on another site.", "off");
       }
       // the store first: it is what tells whether the site ships an engine
-      if (!env.lib.has("store")) env.importScripts(own("store.js"));
-      /** @type {Record<string, {loaded: number, total: number}>} */
+      for (const name of FIRST) {
+        if (!env.lib.has(name.slice(0, -3))) env.importScripts(own(name));
+      }
+      const F = env.lib.need("files");
+      /** @type {FileBytes} */
       const files = {};
       let last = 0;
       let total = 0;
@@ -200,7 +249,7 @@
         fetch: env.fetch,
         signal,
         subtle: env.subtle,
-        onProgress: (/** @type {{role: string, loaded: number, total: number}} */ p) => {
+        onProgress: (p) => {
           files[p.role] = { loaded: p.loaded, total: p.total };
           report(p.loaded === p.total);
         },
@@ -209,14 +258,14 @@
       if (!manifest.files.model || !manifest.embedding) {
         throw new HostError("This site was built without answers in the browser (ragcite_browser_answers).", "off");
       }
-      const roles = LOADED.filter((role) => role in manifest.files);
+      const roles = F.FIRST_ANSWER_ROLES.filter((role) => role in manifest.files);
       total = await store.size(roles);
       for (const role of roles) files[role] = { loaded: 0, total: Number(manifest.bytes[role]) || 0 };
       report(true);
 
       const missing = [];
       for (const name of CORE_SCRIPTS) {
-        if (name === "store.js") continue; // loaded above
+        if (FIRST.includes(name)) continue; // loaded above
         try {
           env.importScripts(own(name));
         } catch {
@@ -227,11 +276,11 @@
       if (missing.length || absent.length) {
         throw new HostError(`The answer engine's scripts are missing from this site (${[...missing, ...absent].join(", ")}).`, "missing");
       }
-      const language = snowball(manifest.tokenizer);
+      const language = F.snowballLanguage(manifest.tokenizer);
       if (language && !env.lib.has(`snowball/${language}`)) {
         env.importScripts(own(`snowball/${language}.js`));
       }
-      const opened = store.staticIndex().then((/** @type {any} */ index) => env.lib.need("search").createStaticSearch(index));
+      const opened = store.staticIndex().then((index) => env.lib.need("search").createStaticSearch(index));
       opened.catch(() => {});
       searcherIs(opened);
 
@@ -292,15 +341,15 @@
       return { engine, encoder, store, seconds: (now() - started) / 1000, bytes: store.fetched(), timings };
     }
 
-    /** @param {any} message */
+    /** @param {unknown} message a MessageEvent, or its `data` */
     async function onMessage(message) {
-      const data = message && message.data !== undefined ? message.data : message;
-      if (!data || typeof data !== "object") return;
+      const data = readRequest(isObject(message) && message.data !== undefined ? message.data : message);
+      if (!data) return;
       if (data.type === "load") {
         if (ready) return;
         loading = new AbortController();
         const signal = loading.signal;
-        const started = load(String(data.manifest), signal);
+        const started = load(data.manifest, signal);
         ready = started;
         try {
           const done = await started;
@@ -319,7 +368,7 @@
       } else if (data.type === "search") {
         try {
           const search = await searcher;
-          env.post({ type: "hits", id: data.id, hits: search.search(String(data.question || ""), Number(data.k) || 5) });
+          env.post({ type: "hits", id: data.id, hits: search.search(data.question, data.k) });
         } catch (error) {
           env.post({ type: "error", id: data.id, kind: kindOf(error), message: messageOf(error) });
         }
@@ -333,21 +382,21 @@
       }
     }
 
-    /** @param {any} data an "ask" message */
+    /** @param {Extract<WorkerRequest, {type: "ask"}>} data */
     async function answer(data) {
       const id = data.id;
       try {
         if (!ready) throw new HostError("The answer engine is not loaded.", "engine");
-        const { engine, encoder, store } = /** @type {any} */ (await ready);
-        const question = String(data.question || "");
+        const { engine, encoder, store } = await ready;
+        const question = data.question;
         const before = store.fetched();
         const started = now();
         const vector = encoder ? await encoder.embed(question) : null;
         const encoded = now();
         /** @type {{k?: number, selection?: string, embed?: (texts: string[]) => Promise<Float32Array[]>}} */
         const options = {};
-        if (data.k) options.k = Number(data.k);
-        if (typeof data.selection === "string" && data.selection) {
+        if (data.k !== undefined) options.k = data.k;
+        if (data.selection) {
           if (!encoder) throw new HostError("Questions about a selection need the encoder, which this site does not ship.", "engine");
           // selection mode embeds the selection, its sentences and the quotes
           options.selection = data.selection;
@@ -374,25 +423,40 @@
     return { onMessage };
   }
 
+  /**
+   * @param {unknown} value
+   * @returns {value is Record<string, unknown>}
+   */
+  const isObject = (value) => typeof value === "object" && value !== null;
+
+  /**
+   * A message from the page read into a request (null: none this host
+   * knows): a string or a number where the host needs one (`k` of a search
+   * is 5 unless given), and `id` back as it came.
+   * @param {unknown} data
+   * @returns {WorkerRequest | null}
+   */
+  function readRequest(data) {
+    if (!isObject(data)) return null;
+    const id = /** @type {number} */ (data.id);
+    const question = String(data.question || "");
+    if (data.type === "load") return { type: "load", manifest: String(data.manifest) };
+    if (data.type === "search") return { type: "search", id, question, k: Number(data.k) || 5 };
+    if (data.type === "cancel") return { type: "cancel" };
+    if (data.type !== "ask") return null;
+    const selection = typeof data.selection === "string" && data.selection ? data.selection : null;
+    return data.k ? { type: "ask", id, question, selection, k: Number(data.k) } : { type: "ask", id, question, selection };
+  }
+
   /** @param {number} ms */
   const round = (ms) => Math.round(ms * 10) / 10;
 
-  /** @param {any} error */
+  /** @param {unknown} error */
   function messageOf(error) {
-    return String((error && error.message) || error || "unknown error");
+    return String(fields(error).message || error || "unknown error");
   }
 
-  /**
-   * The Snowball stemmer besides English the book's tokenizer names, or null.
-   * @param {any} spec
-   */
-  function snowball(spec) {
-    const name = spec && spec.stemmer;
-    const match = typeof name === "string" ? /^snowball-([a-z_]+)$/.exec(name) : null;
-    return match && match[1] !== "english" ? match[1] : null;
-  }
-
-  const api = { CORE_SCRIPTS, LOADED, createWorkerHost, kindOf, wasmAllowed };
+  const api = { CORE_SCRIPTS, createWorkerHost, kindOf, wasmAllowed };
   if (typeof module === "object" && module.exports) {
     module.exports = api;
   } else if (inWorker) {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 from bs4 import BeautifulSoup
@@ -24,20 +23,17 @@ SCRIPTS = (
     "settings.js",
     "dom.js",
     "client.js",
+    "files.js",
     "static.js",
     "quotes.js",
     "deeplinks.js",
     "selection.js",
+    "render.js",
+    "previews.js",
+    "feedback.js",
     "panel.js",
     "widget.js",
 )
-
-
-@pytest.fixture
-def srcdir(rootdir, tmp_path):
-    path = tmp_path / "src"
-    shutil.copytree(rootdir / "test-basic", path)
-    return path
 
 
 def widget_tags(html: str) -> dict:

@@ -2,7 +2,8 @@
 
 A class past 300 lines is several ideas in one room (``QuestionLog`` reached
 307 before its file handling moved to ``questions/logfile.py``); the limits
-are the ones the widget's JS keeps for a factory and the functions in it.
+are the ones the widget's JS keeps for a factory and the functions in it
+(``js/test/sizes.test.js``).
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ const assert = require("node:assert/strict");
 const crypto = require("node:crypto");
 
 const store = require("../store.js");
+const files = require("../files.js");
 const { createRegistry } = require("../lib.js");
-const { CORE_SCRIPTS, LOADED, createWorkerHost } = require("../worker.js");
+const { CORE_SCRIPTS, createWorkerHost } = require("../worker.js");
 const { WHY, createBrowserAnswers } = require("../browser.js");
 const { BASE, fakeFetch, fakeSite } = require("./fake_site.js");
 
@@ -32,6 +33,7 @@ function host(options = {}) {
   const lib = createRegistry();
   /** Stand-ins register as the real scripts do (`lib.js`). */
   const provide = (/** @type {string} */ name, /** @type {any} */ api) => lib.provide(/** @type {any} */ (name), api);
+  provide("files", files);
   provide("store", store);
   provide("tokenize", { tokenize: () => [] });
   provide("search", {
@@ -112,7 +114,7 @@ test("the worker loads the runtime, the checked model and the engine, then answe
   assert.equal(calls.encoder.tokenizer.json.model.type, "WordPiece");
   // progress: the total is what the first answer needs, and it is reached
   const progress = posted.filter((m) => m.type === "progress");
-  const total = LOADED.reduce((n, role) => n + (site.manifest.bytes[role] || 0), 0);
+  const total = files.FIRST_ANSWER_ROLES.reduce((n, role) => n + (site.manifest.bytes[role] || 0), 0);
   assert.ok(progress.every((m) => m.total === total));
   assert.equal(progress.at(-1).loaded, total);
   assert.ok(!asked.some((u) => u.includes("shards/")), "no shard before a question");

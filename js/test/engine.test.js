@@ -146,6 +146,9 @@ function tinyStore() {
     heading_path: ["Gear", section],
     snippet: text.slice(0, 50),
     text,
+    char_start: 0,
+    char_end: text.length,
+    content_hash: "",
   }));
   const T = require("../tokenize.js");
   const corpus = records.map((r) => T.tokenize(`${r.heading_path.join(" ")}\n${r.text}`, S.ENGLISH));
@@ -162,13 +165,14 @@ function tinyStore() {
     }
   });
   const terms = [...postings.keys()].sort();
+  /** @type {import("../types").StaticIndex} */
   const staticIndex = {
     format_version: 2,
     tokenizer: S.ENGLISH,
     bm25: { method: "lucene", k1: 1.5, b: 0.75 },
     lengths: corpus.map((c) => c.length),
     terms,
-    postings: terms.map((t) => postings.get(t)),
+    postings: terms.map((t) => postings.get(t) || []),
     pages: ["gear.html"],
     headings: ["1. Gear", ...records.map((r) => r.section)],
     passages: records.map((r, i) => [r.passage_id, 0, 0, i + 1, r.snippet]),
@@ -183,11 +187,14 @@ function tinyStore() {
   return {
     async core() {
       return {
-        manifest: { embedding: { dim: 2, search: true }, sha256: { passages: "0123456789abcdef0123" } },
+        // only what the engine reads of a manifest
+        manifest: /** @type {import("../types").Manifest} */ (
+          /** @type {unknown} */ ({ embedding: { dim: 2, search: true }, sha256: { passages: "0123456789abcdef0123" } })
+        ),
         ranker: RANKER,
         staticIndex,
         passageVectors: { codes, scales, dim: 2, rows: 3 },
-        passages: records.map(({ text, ...meta }) => meta),
+        passages: records.map(({ text, char_start, char_end, content_hash, ...meta }) => meta),
       };
     },
     async passages(rows) {

@@ -10,7 +10,7 @@
 
 const crypto = require("node:crypto");
 
-const { STATIC_PREFIX } = require("../store.js");
+const { STATIC_PREFIX } = require("../spec.js");
 
 const hex = (/** @type {Uint8Array} */ data) => crypto.createHash("sha256").update(data).digest("hex");
 const BASE = "https://books.example/guide/_ragcite/";
@@ -60,7 +60,17 @@ function fakeSite() {
     ["ch1-sec1-p1", 0, 0, 1, "Alpha second."],
     ["ch2-sec0-p1", 1, 2, 2, "Beta."],
   ];
-  const staticIndex = { format_version: 1, tokenizer: {}, weight_scale: 100, terms: [], postings: [], pages: ["a.html", "b.html"], headings: ["A", "A one", "B"], passages };
+  const staticIndex = {
+    format_version: 2,
+    tokenizer: {},
+    bm25: { method: "lucene", k1: 1.5, b: 0.75 },
+    lengths: [3, 2, 4],
+    terms: [],
+    postings: [],
+    pages: ["a.html", "b.html"],
+    headings: ["A", "A one", "B"],
+    passages,
+  };
   const texts = ["Alpha first. More.", "Alpha second.", "Beta. Gamma. Delta."];
   const sentences = [2, 1, 3];
   /** @type {Record<string, Uint8Array>} */

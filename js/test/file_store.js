@@ -12,56 +12,21 @@ const path = require("node:path");
 
 const REPO = path.join(__dirname, "..", "..");
 const PACKAGE_RANKER = path.join(REPO, "sphinx_ragcite", "answer", "ranker.json");
-const STATIC_PREFIX = "globalThis.ragcite_static_index=";
-
-/**
- * The array in a `.npy` file (format 1.0-3.0, little-endian, C order).
- * @param {Buffer} data
- * @returns {{shape: number[], dtype: string, array: Int8Array | Float32Array | Float64Array | BigInt64Array | Int32Array | Int16Array}}
- */
-function readNpy(data) {
-  if (data.subarray(0, 6).toString("latin1") !== "\x93NUMPY") throw new Error("not a .npy file");
-  const major = data[6];
-  const headerLength = major === 1 ? data.readUInt16LE(8) : data.readUInt32LE(8);
-  const start = (major === 1 ? 10 : 12) + headerLength;
-  const header = data.subarray(major === 1 ? 10 : 12, start).toString("latin1");
-  const descr = /'descr':\s*'([^']+)'/.exec(header);
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header);
-  if (!descr || !shape || /'fortran_order':\s*True/.test(header)) throw new Error(`unreadable .npy header ${header}`);
-  const dims = shape[1]
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean)
-    .map(Number);
-  const count = dims.reduce((a, b) => a * b, 1);
-  const types = /** @type {const} */ ({
-    "|i1": [Int8Array, 1],
-    "<f4": [Float32Array, 4],
-    "<f8": [Float64Array, 8],
-    "<i8": [BigInt64Array, 8],
-    "<i4": [Int32Array, 4],
-    "<i2": [Int16Array, 2],
-  });
-  const type = types[/** @type {keyof typeof types} */ (descr[1])];
-  if (!type) throw new Error(`unsupported .npy dtype ${descr[1]}`);
-  const [Kind, size] = type;
-  const body = data.subarray(start, start + count * size);
-  if (body.length !== count * size) throw new Error(".npy file truncated");
-  const copy = new Uint8Array(body); // aligned
-  return { shape: dims, dtype: descr[1], array: new Kind(copy.buffer, 0, count) };
-}
+const F = require("../files.js");
 
 /**
  * @param {string} folder the site's output folder (or its `_ragcite/`)
- * @returns {import("../types").EngineStore & {dir: string, manifest: any}}
+ * @returns {import("../types").EngineStore & {dir: string, manifest: import("../types").Manifest}}
  */
 function fileStore(folder) {
   const dir = fs.existsSync(path.join(folder, "_ragcite")) ? path.join(folder, "_ragcite") : folder;
-  const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8"));
+  const manifest = F.checkManifest(JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8")));
   const files = manifest.files;
   /** @param {string} role */
   const file = (role) => fs.readFileSync(path.join(dir, files[role]));
-  /** @type {any[] | null} */
+  /** The array of a `.npy` file (`files.parseNpy`). @param {string} role */
+  const npy = (role) => F.parseNpy(file(role), role);
+  /** @type {import("../types").PassageRecord[] | null} */
   let records = null;
   const allRecords = () => {
     if (records === null) {
@@ -80,11 +45,11 @@ function fileStore(folder) {
       if (!files.sentence_embeddings) {
         sentences = null;
       } else {
-        const codes = readNpy(file("sentence_embeddings"));
+        const codes = npy("sentence_embeddings");
         sentences = {
-          offsets: Array.from(/** @type {BigInt64Array} */ (readNpy(file("sentence_offsets")).array), Number),
-          codes: /** @type {Int8Array} */ (codes.array),
-          scales: /** @type {Float32Array} */ (readNpy(file("sentence_scales")).array),
+          offsets: Array.from(/** @type {BigInt64Array} */ (npy("sentence_offsets").data), Number),
+          codes: /** @type {Int8Array} */ (codes.data),
+          scales: /** @type {Float32Array} */ (npy("sentence_scales").data),
           dim: codes.shape[1],
         };
       }
@@ -93,16 +58,14 @@ function fileStore(folder) {
   };
 
   async function core() {
-    const text = file("static").toString("utf8").trimEnd();
-    if (!text.startsWith(STATIC_PREFIX) || !text.endsWith(";")) throw new Error("not a static index file");
-    const staticIndex = JSON.parse(text.slice(STATIC_PREFIX.length, -1));
+    const staticIndex = F.checkStaticIndex(F.parseStaticIndex(file("static").toString("utf8")));
     const ranker = JSON.parse(files.ranker ? file("ranker").toString("utf8") : fs.readFileSync(PACKAGE_RANKER, "utf8"));
     let passageVectors = null;
     if (files.embeddings) {
-      const codes = readNpy(file("embeddings"));
+      const codes = npy("embeddings");
       passageVectors = {
-        codes: /** @type {Int8Array} */ (codes.array),
-        scales: /** @type {Float32Array} */ (readNpy(file("embedding_scales")).array),
+        codes: /** @type {Int8Array} */ (codes.data),
+        scales: /** @type {Float32Array} */ (npy("embedding_scales").data),
         dim: codes.shape[1],
         rows: codes.shape[0],
       };
@@ -139,4 +102,4 @@ function fileStore(folder) {
   return { dir, manifest, core, passages };
 }
 
-module.exports = { readNpy, fileStore, PACKAGE_RANKER };
+module.exports = { fileStore, PACKAGE_RANKER };

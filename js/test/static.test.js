@@ -4,7 +4,8 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 
-const { STATIC_PREFIX, parseStaticFile } = require("../static.js");
+const { parseStaticFile } = require("../static.js");
+const { STATIC_PREFIX } = require("../spec.js");
 const { WidgetError } = require("../client.js");
 
 test("the static index file is one JSON object behind the prefix", () => {

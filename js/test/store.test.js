@@ -15,7 +15,8 @@ const path = require("node:path");
 
 const store = require("../store.js");
 
-const { StoreError, createShardStore, parseNpy, parseShard, resolveName, sha256, sha256Js } = store;
+const { StoreError, createShardStore, resolveName, sha256, sha256Js } = store;
+const { parseNpy, parseShard } = require("../files.js");
 
 const { BASE, fakeFetch, fakeSite, hex, npy, shardBytes } = require("./fake_site.js");
 
@@ -253,7 +254,7 @@ test("on a built site: every record and sentence vector as the build wrote them"
   const model = await s.bytes("model");
   assert.equal(sha256Js(model), manifest.sha256.model);
   assert.equal((await s.bytes("ort_wasm")).length, manifest.bytes.ort_wasm);
-  const tokenizer = await s.json("tokenizer");
+  const tokenizer = /** @type {{model: {type: string}}} */ (await s.json("tokenizer"));
   assert.equal(tokenizer.model.type, "WordPiece");
 });
 

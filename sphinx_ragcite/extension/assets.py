@@ -29,10 +29,14 @@ WIDGET_SCRIPTS = (
     "settings.js",
     "dom.js",
     "client.js",
+    "files.js",
     "static.js",
     "quotes.js",
     "deeplinks.js",
     "selection.js",
+    "render.js",
+    "previews.js",
+    "feedback.js",
     "panel.js",
     "widget.js",
 )
@@ -56,8 +60,10 @@ ENGINE_SCRIPTS = (
     "wordpiece.js",
     "encode.js",
 )
-#: What the worker loads after ``lib.js`` and ``spec.js``, in order.
-WORKER_SCRIPTS = (*STATIC_MODE_SCRIPTS, *ENGINE_SCRIPTS, "store.js")
+#: What the worker loads after ``lib.js`` and ``spec.js``, in order; the
+#: site's file formats (``files.js``, which the page loads too) first, and
+#: ``worker.js`` loads it and ``store.js`` before the rest.
+WORKER_SCRIPTS = ("files.js", *STATIC_MODE_SCRIPTS, *ENGINE_SCRIPTS, "store.js")
 #: Shipped to every HTML site.
 WIDGET_FILES = (*WIDGET_SCRIPTS, "widget.css", *STATIC_MODE_SCRIPTS)
 #: The Snowball stemmers of languages besides English, one per file

@@ -167,7 +167,7 @@ def build_shards(
     return Shards(dumps(listing).encode("utf-8"), files)
 
 
-# -- reading (tests, benchmarks; the browser's twin is js/store.js) ----------
+# -- reading (tests, benchmarks; the browser's twin is js/files.js) ----------
 
 
 @dataclass(frozen=True)
