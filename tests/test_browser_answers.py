@@ -419,7 +419,9 @@ def test_the_check_sees_an_engine_on_the_main_thread(
         seen = blocked_visits(browser, base, visits=1, also=MAIN_THREAD_ENGINE)
     assert len(seen) == 1, "a blocked main thread went unseen"
     held, _, _ = seen[0]
-    assert all(duration >= 200 for _, duration, _, _ in held), held
+    # the 200 ms handler is seen whole at least once (a frame's script time
+    # may also be cut where a frame ends: CI saw one under 200 ms)
+    assert any(duration >= 200 for _, duration, _, _ in held), held
     assert {invoker for _, _, invoker, _ in held} == {"Worker.onmessage"}, held
 
 
