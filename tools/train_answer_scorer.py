@@ -65,11 +65,17 @@ def tokenizer():
     return tok
 
 
-def examples(sets: list[str], rng: random.Random) -> list[tuple[str, str, float]]:
-    """(question, unit, label) triples of *sets*."""
+def examples(
+    sets: list[str], rng: random.Random, answerable_only: bool = False
+) -> list[tuple[str, str, float]]:
+    """(question, unit, label) triples of *sets* (*answerable_only*: no
+    unanswerable or near-topic question's units, which teach that an
+    on-topic unit does not answer)."""
     out = []
     for name in sets:
         for q in read_set(name):
+            if answerable_only and not (q["answerable"] and not q["near"]):
+                continue
             units = q["units"]  # best first by today's ranker
             if q["answerable"] and not q["near"]:
                 pos = [u for u in units if u["label"]]
@@ -86,31 +92,58 @@ def examples(sets: list[str], rng: random.Random) -> list[tuple[str, str, float]
 
 
 def build_model(layers: int):
+    """The first *layers* layers of MiniLM, mean-pooled as it was trained
+    (its [CLS] vector barely varies between inputs), and a one-logit head."""
     import torch
     from safetensors.torch import load_file
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertConfig, BertModel
 
     folder = base_files()
     config = BertConfig.from_json_file(str(folder / "config.json"))
     config.num_hidden_layers = layers
-    config.num_labels = 1
     torch.manual_seed(SEED)
-    model = BertForSequenceClassification(config)
+    bert = BertModel(config, add_pooling_layer=False)
     weights = load_file(str(folder / "model.safetensors"))
     state = {}
-    for key, value in weights.items():
-        name = key if key.startswith("bert.") else f"bert.{key}"
-        if name.endswith("position_ids"):
-            continue  # a buffer, not a weight
+    for name, value in weights.items():
+        if name.endswith("position_ids") or name.startswith("pooler."):
+            continue  # a buffer; the [CLS] pooler, unused here
         if ".layer." in name and int(name.split(".layer.")[1].split(".")[0]) >= layers:
             continue
         state[name] = value
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    head = {"classifier.weight", "classifier.bias", "bert.pooler.dense.weight"}
-    head |= {"bert.pooler.dense.bias"}
-    assert set(missing) <= head, missing
-    assert not unexpected, unexpected
-    return model
+    missing, unexpected = bert.load_state_dict(state, strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    return _scorer_class()(bert, config.hidden_size)
+
+
+def _scorer_class():
+    import torch
+
+    class Scorer(torch.nn.Module):
+        """Mean of the last hidden states over the mask, then a logit."""
+
+        def __init__(self, bert, hidden: int) -> None:
+            super().__init__()
+            self.bert = bert
+            self.head = torch.nn.Linear(hidden, 1)
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            out = self.bert(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=token_type_ids,
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(out.dtype)
+            pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+            return self.head(pooled).squeeze(-1)
+
+    return Scorer
+
+
+def __getattr__(name: str):
+    if name == "Scorer":
+        return _scorer_class()
+    raise AttributeError(name)
 
 
 def batches(tok, rows, size):
@@ -149,7 +182,7 @@ def train(model, tok, rows, epochs: int, batch: int, lr: float) -> dict[str, Any
         total = 0.0
         for ids, mask, types, labels in batches(tok, rows, batch):
             logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types)
-            loss = loss_fn(logits.logits.squeeze(-1), labels)
+            loss = loss_fn(logits, labels)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -175,7 +208,7 @@ def scores(model, tok, question: str, units: list[str]) -> np.ndarray:
     with torch.no_grad():
         for ids, mask, types, _ in batches(tok, rows, 64):
             logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types)
-            out.append(logits.logits.squeeze(-1).numpy())
+            out.append(logits.numpy())
     return np.concatenate(out) if out else np.zeros(0)
 
 
@@ -274,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--holdout", default="", help="more sets left out")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--export", action="store_true")
+    parser.add_argument("--answerable-only", action="store_true")
     args = parser.parse_args(argv)
 
     import torch
@@ -288,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     judged = [n for n in SOURCES if n not in train_sets]
     args.out.mkdir(parents=True, exist_ok=True)
     tok = tokenizer()
-    rows = examples(train_sets, random.Random(SEED))
+    rows = examples(train_sets, random.Random(SEED), args.answerable_only)
     print(f"{len(rows)} pairs from {', '.join(train_sets)}")
     model = build_model(args.layers)
     run = train(model, tok, rows, args.epochs, args.batch, args.lr)
