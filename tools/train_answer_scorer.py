@@ -112,7 +112,8 @@ def build_model(layers: int):
             continue
         state[name] = value
     missing, unexpected = bert.load_state_dict(state, strict=False)
-    assert not missing and not unexpected, (missing, unexpected)
+    assert not missing, missing
+    assert not unexpected, unexpected
     return _scorer_class()(bert, config.hidden_size)
 
 
