@@ -40,8 +40,6 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from tools.answer_pairs import SOURCES, read_set
 
 MODEL = "sentence-transformers__all-MiniLM-L6-v2"
