@@ -9,10 +9,7 @@ served as ``v1`` beside its edited copy (2.0, the bloom paragraph changed) as
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
-import sys
 from typing import TYPE_CHECKING, Any
 
 from helpers.browser import (
@@ -25,10 +22,9 @@ from helpers.browser import (
     wait_highlighted,
 )
 from helpers.builds import BLOOM_V1, BLOOM_V2
-from helpers.servers import free_port, wait_until_up
+from helpers.servers import free_port, ragcite_serve
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
 PICKER = "Answers from version"
@@ -256,29 +252,8 @@ def test_the_choice_lasts_the_session_on_the_site_it_was_made(
 # -- a version that leaves the server, and bidi text in a version -------------------
 
 
-@contextlib.contextmanager
-def ragcite_serve_on(port: int, *args: str, log: Path) -> Iterator[str]:
-    """``ragcite serve ARGS`` in a child process on *port*, so that a page
-    stays on one origin across restarts (``helpers.servers.ragcite_serve`` picks
-    a new port each time)."""
-    url = f"http://127.0.0.1:{port}"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sphinx_ragcite", "serve", *args,
-             "--generator", "extractive", "--rate-limit", "0", "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        wait_until_up(process, f"{url}/api/health", log)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+#: How the version tests serve: the extractive generator, no rate limit.
+SERVE = ("--generator", "extractive", "--rate-limit", "0")
 
 
 def asked_sites(sent: list[dict[str, Any]]) -> list[str | None]:
@@ -303,7 +278,8 @@ def test_a_version_removed_while_the_page_is_open_falls_back_once(
     )
     port = free_port()
     both = ("--site", f"v1={example_site}", "--site", f"v2={example_site_v2}")
-    with ragcite_serve_on(port, *both, log=tmp_path / "both.log") as url:
+    log = tmp_path / "both.log"
+    with ragcite_serve(*both, *SERVE, log=log, port=port) as (url, _):
         page.goto(f"{url}/v1/brewing/pour_over.html")
         open_panel(page)
         page.get_by_label(PICKER).select_option("v2")
@@ -311,9 +287,8 @@ def test_a_version_removed_while_the_page_is_open_falls_back_once(
     assert asked_sites(sent) == ["v2"]
 
     # the operator drops 2.0; the page stays open, nothing reloads it
-    with ragcite_serve_on(
-        port, "--site", f"v1={example_site}", log=tmp_path / "v1.log"
-    ):
+    v1 = ("--site", f"v1={example_site}")
+    with ragcite_serve(*v1, *SERVE, log=tmp_path / "v1.log", port=port):
         sent.clear()
         answer = ask_in_form(page, QUESTION)
         assert asked_sites(sent) == ["v2", "v1"]  # refused once, asked again once
@@ -336,9 +311,8 @@ def test_a_version_removed_while_the_page_is_open_falls_back_once(
         assert asked_sites(sent) == ["v1"]
 
     # now the page's own version goes too: the server's default, every site
-    with ragcite_serve_on(
-        port, "--site", f"v2={example_site_v2}", log=tmp_path / "v2.log"
-    ):
+    v2 = ("--site", f"v2={example_site_v2}")
+    with ragcite_serve(*v2, *SERVE, log=tmp_path / "v2.log", port=port):
         sent.clear()
         answer = ask_in_form(page, QUESTION)
         assert asked_sites(sent) == ["v1", None]

@@ -139,12 +139,6 @@ def _scorer_class():
     return Scorer
 
 
-def __getattr__(name: str):
-    if name == "Scorer":
-        return _scorer_class()
-    raise AttributeError(name)
-
-
 def batches(tok, rows, size):
     import torch
 

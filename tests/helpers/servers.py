@@ -166,11 +166,16 @@ def wait_until_up(
 
 @contextlib.contextmanager
 def ragcite_serve(
-    *args: str, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    *args: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    port: int | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """``ragcite serve ARGS --port P`` in a child process: its URL and its
-    first ``/api/health``. Its output goes to *log*."""
-    port = free_port()
+    first ``/api/health``. Its output goes to *log*. A given *port* keeps a
+    page on one origin across restarts; else a free one is picked."""
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         process = subprocess.Popen(
