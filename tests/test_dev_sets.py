@@ -317,11 +317,17 @@ def test_emcee_notebooks_built_unexecuted():
     )
 
 
-def test_rqalpha_zh_is_a_chinese_training_set():
-    """The second Chinese set (issue 36) is trained on, XuanCe stays held out;
-    its questions are Chinese."""
+def test_rqalpha_zh_is_measured_never_trained():
+    """The second Chinese set (issue 36) is measured only: RQAlpha's licence
+    allows non-commercial use, so no weight learns from it (issue 44); its
+    questions are Chinese."""
     text = (REPO / "tools" / "train_answer_ranker.py").read_text("utf-8")
     assert 'HELD_OUT = ("jinja", "xuance_zh")' in text
+    assert 'MEASURE_ONLY = ("rqalpha_zh",)' in text
+    assert "if name in HELD_OUT or name in MEASURE_ONLY:" in text
+    pairs = (REPO / "tools" / "answer_pairs.py").read_text("utf-8")
+    entry = pairs[pairs.index('"rqalpha_zh": {') :]
+    assert '"use": "measure"' in entry[: entry.index("}")]
     assert "rqalpha_zh" in devsets.LOADERS
     items = records(QA / "rqalpha_zh.jsonl")
     assert all(re.search("[\u4e00-\u9fff]", q["question"]) for q in items)

@@ -44,7 +44,8 @@ from tools.answer_pairs import SOURCES, read_set
 
 MODEL = "sentence-transformers__all-MiniLM-L6-v2"
 MAX_LENGTH = 128
-NEGATIVES = 6
+#: Units per question the scorer rescores (today's ranker's best).
+TOP = 8
 SEED = 20261129
 
 
@@ -70,21 +71,36 @@ def examples(
     unanswerable or near-topic question's units, which teach that an
     on-topic unit does not answer)."""
     out = []
+    for group in groups(sets, rng, answerable_only):
+        out += group
+    rng.shuffle(out)
+    return out
+
+
+def groups(
+    sets: list[str], rng: random.Random, answerable_only: bool = False
+) -> list[list[tuple[str, str, float]]]:
+    """Per question, the units the scorer would rescore: today's ranker's
+    best ``TOP`` (the hard negatives: the same passage's lead-ins, topic
+    sentences and neighbours), with a gold unit put in when none is among
+    them. An answerable question without a gold unit teaches nothing and is
+    left out; an unanswerable or near-topic one (unless *answerable_only*)
+    gives a group of negatives only."""
+    out = []
     for name in sets:
         for q in read_set(name):
-            if answerable_only and not (q["answerable"] and not q["near"]):
-                continue
             units = q["units"]  # best first by today's ranker
-            if q["answerable"] and not q["near"]:
-                pos = [u for u in units if u["label"]]
-                neg = [u for u in units if not u["label"]]
-                out += [(q["question"], u["text"], 1.0) for u in pos]
-                hard = neg[: NEGATIVES // 2]
-                rest = neg[NEGATIVES // 2 :]
-                easy = rng.sample(rest, min(len(rest), NEGATIVES - len(hard)))
-                out += [(q["question"], u["text"], 0.0) for u in hard + easy]
-            else:
-                out += [(q["question"], u["text"], 0.0) for u in units[:NEGATIVES]]
+            answerable = q["answerable"] and not q["near"]
+            top = units[:TOP]
+            if answerable:
+                gold = [u for u in units if u["label"]]
+                if not gold:
+                    continue
+                if not any(u["label"] for u in top):
+                    top = [*top[: TOP - 1], rng.choice(gold)]
+            elif answerable_only or not top:
+                continue
+            out.append([(q["question"], u["text"], float(u["label"])) for u in top])
     rng.shuffle(out)
     return out
 
@@ -139,57 +155,108 @@ def _scorer_class():
     return Scorer
 
 
-def batches(tok, rows, size):
+def encode(tok, rows):
+    """Token ids, mask and segment ids of (question, unit, label) rows,
+    padded to the longest, and the labels."""
     import torch
 
+    enc = tok.encode_batch([(q, u) for q, u, _ in rows])
+    width = max(len(e.ids) for e in enc)
+    ids = torch.zeros((len(enc), width), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    types = torch.zeros_like(ids)
+    for i, e in enumerate(enc):
+        n = len(e.ids)
+        ids[i, :n] = torch.tensor(e.ids)
+        mask[i, :n] = 1
+        types[i, :n] = torch.tensor(e.type_ids)
+    labels = torch.tensor([label for _, _, label in rows], dtype=torch.float32)
+    return ids, mask, types, labels
+
+
+def batches(tok, rows, size):
     for start in range(0, len(rows), size):
-        chunk = rows[start : start + size]
-        enc = tok.encode_batch([(q, u) for q, u, _ in chunk])
-        width = max(len(e.ids) for e in enc)
-        ids = torch.zeros((len(enc), width), dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        types = torch.zeros_like(ids)
-        for i, e in enumerate(enc):
-            n = len(e.ids)
-            ids[i, :n] = torch.tensor(e.ids)
-            mask[i, :n] = 1
-            types[i, :n] = torch.tensor(e.type_ids)
-        labels = torch.tensor([label for _, _, label in chunk], dtype=torch.float32)
-        yield ids, mask, types, labels
+        yield encode(tok, rows[start : start + size])
 
 
-def train(model, tok, rows, epochs: int, batch: int, lr: float) -> dict[str, Any]:
+def group_loss(logits, labels, sizes: list[int]):
+    """Listwise: per question with a gold unit, -log of the softmax mass on
+    its gold units (what choosing one unit needs); plus a pointwise BCE on
+    every unit, so that a group of negatives (an unanswerable question's
+    units) is pushed down too, and the logit keeps an absolute meaning."""
+    import torch
+
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+    start, lists = 0, []
+    for n in sizes:
+        z, y = logits[start : start + n], labels[start : start + n]
+        start += n
+        if y.sum() > 0:
+            lists.append(torch.logsumexp(z, 0) - torch.logsumexp(z[y > 0], 0))
+    if lists:
+        loss = loss + torch.stack(lists).mean()
+    return loss
+
+
+def train(
+    model, tok, data, epochs: int, batch: int, lr: float, head_lr: float
+) -> dict[str, Any]:
+    """*data*: groups of rows (one question's units each); *batch* is in
+    questions."""
     import torch
 
     torch.manual_seed(SEED)
-    steps = epochs * math.ceil(len(rows) / batch)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    rng = random.Random(SEED)
+    steps = epochs * math.ceil(len(data) / batch)
+    head = list(model.head.parameters())
+    opt = torch.optim.AdamW(
+        [
+            {"params": list(model.bert.parameters()), "lr": lr},
+            {"params": head, "lr": head_lr},
+        ],
+        weight_decay=0.01,
+    )
     warm = max(1, steps // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / steps)
     )
-    loss_fn = torch.nn.BCEWithLogitsLoss()
     model.train()
     started, step, seen = time.perf_counter(), 0, 0
     for epoch in range(epochs):
-        total = 0.0
-        for ids, mask, types, labels in batches(tok, rows, batch):
+        order = list(data)
+        rng.shuffle(order)
+        total, count = 0.0, 0
+        for start in range(0, len(order), batch):
+            chunk = order[start : start + batch]
+            rows = [row for group in chunk for row in group]
+            ids, mask, types, labels = encode(tok, rows)
             logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types)
-            loss = loss_fn(logits, labels)
+            loss = group_loss(logits, labels, [len(g) for g in chunk])
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             sched.step()
             opt.zero_grad()
-            total += float(loss.detach()) * len(labels)
+            total += float(loss.detach()) * len(chunk)
+            count += len(chunk)
             step += 1
-            seen += len(labels)
-            if step % 50 == 0:
+            seen += len(rows)
+            if step % 25 == 0:
                 rate = seen / (time.perf_counter() - started)
-                print(f"epoch {epoch + 1} step {step}/{steps} {rate:.0f} pairs/s")
-        print(f"epoch {epoch + 1}: loss {total / len(rows):.4f}")
+                print(
+                    f"epoch {epoch + 1} step {step}/{steps} loss {total / count:.4f}"
+                    f" {rate:.0f} pairs/s",
+                    flush=True,
+                )
+        print(f"epoch {epoch + 1}: loss {total / max(count, 1):.4f}", flush=True)
     seconds = time.perf_counter() - started
-    return {"pairs": len(rows), "epochs": epochs, "seconds": round(seconds, 1)}
+    pairs = sum(len(g) for g in data)
+    return {
+        "questions": len(data),
+        "pairs": pairs,
+        "epochs": epochs,
+        "seconds": round(seconds, 1),
+    }
 
 
 def scores(model, tok, question: str, units: list[str]) -> np.ndarray:
@@ -205,20 +272,63 @@ def scores(model, tok, question: str, units: list[str]) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def judge(model, tok, name: str) -> dict[str, Any]:
-    """One set, today's ranker against the scorer, at today's coverage."""
+#: Weights of the scorer's logit added to today's ranker's log-odds when the
+#: two choose together (reported side by side, none chosen on a judged set).
+BLENDS = (0.25, 0.5, 1.0)
+
+
+def judge(model, tok, name: str, dump: list | None = None) -> dict[str, Any]:
+    """One set: the scorer's logits over today's best ``TOP`` units of every
+    question (into *dump*), then :func:`figures`."""
     questions = [q for q in read_set(name) if q["units"]]
-    today_top, ce_top, reach = 0, 0, 0
-    rows = []
+    logits = []
     for q in questions:
-        units = q["units"]
-        s = scores(model, tok, q["question"], [u["text"] for u in units])
-        best = int(np.argmax(s))
+        s = scores(model, tok, q["question"], [u["text"] for u in q["units"][:TOP]])
+        logits.append(s)
+        if dump is not None:
+            dump.append(
+                {
+                    "set": name,
+                    "question": q["question"],
+                    "scores": [round(float(x), 4) for x in s],
+                }
+            )
+    return figures(questions, logits)
+
+
+def figures(
+    questions: list[dict[str, Any]], logits: list[np.ndarray]
+) -> dict[str, Any]:
+    """Today's ranker against the scorer alone and blended with it, at the
+    coverage today's engine has on the set:
+
+    - ``top1_*``: the chosen unit holds a gold answer (answerable questions
+      with a gold unit among their candidates);
+    - ``scorer``: the scorer chooses and its own best logit decides whether
+      to answer (threshold at today's coverage): precision, unanswerable
+      and near-topic questions answered;
+    - ``blend_W``: today's gate decides whether to answer (the same
+      questions as today), the unit is chosen by log-odds + W x logit:
+      precision of the answers.
+    """
+    reach, tops = 0, dict.fromkeys(["today", "scorer", *map(str, BLENDS)], 0)
+    rows, blended = [], {w: 0 for w in BLENDS}
+    for q, s in zip(questions, logits, strict=True):
+        units = q["units"][:TOP]
+        p = np.clip([u["ranker"] for u in units], 1e-6, 1 - 1e-6)
+        odds = np.log(p / (1 - p))
         answerable = q["answerable"] and not q["near"]
-        if answerable and any(u["label"] for u in units):
+        best = int(np.argmax(s))
+        picks = {w: int(np.argmax(odds + w * s)) for w in BLENDS}
+        if answerable and any(u["label"] for u in q["units"]):
             reach += 1
-            today_top += units[0]["label"]
-            ce_top += units[best]["label"]
+            tops["today"] += units[0]["label"]
+            tops["scorer"] += units[best]["label"]
+            for w, i in picks.items():
+                tops[str(w)] += units[i]["label"]
+        if answerable and q["answered"]:
+            for w, i in picks.items():
+                blended[w] += units[i]["passage_good"]
         rows.append(
             {
                 "answerable": answerable,
@@ -228,12 +338,25 @@ def judge(model, tok, name: str) -> dict[str, Any]:
                 "ce_good": units[best]["passage_good"],
             }
         )
-    return {
-        "top1_today": today_top / max(reach, 1),
-        "top1_scorer": ce_top / max(reach, 1),
-        "reachable": reach,
-        **at_today_coverage(rows),
-    }
+    out = {f"top1_{k}": round(v / max(reach, 1), 3) for k, v in tops.items()}
+    out["reachable"] = reach
+    out |= at_today_coverage(rows)
+    answered = sum(r["answerable"] and r["today"] for r in rows)
+    for w, good in blended.items():
+        out[f"blend_{w}_precision"] = round(good / answered, 3) if answered else None
+    return out
+
+
+def rejudge(folder: Path) -> dict[str, Any]:
+    """:func:`figures` again from a run's ``scores.jsonl`` (no model)."""
+    dump = [json.loads(line) for line in (folder / "scores.jsonl").open()]
+    out = {}
+    for name in dict.fromkeys(d["set"] for d in dump):
+        questions = [q for q in read_set(name) if q["units"]]
+        mine = [d for d in dump if d["set"] == name]
+        assert [d["question"] for d in mine] == [q["question"] for q in questions]
+        out[name] = figures(questions, [np.array(d["scores"]) for d in mine])
+    return out
 
 
 def at_today_coverage(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -295,13 +418,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=4e-5)
+    parser.add_argument("--batch", type=int, default=2, help="questions a step")
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--head-lr", type=float, default=1e-3)
     parser.add_argument("--holdout", default="", help="more sets left out")
+    parser.add_argument("--limit", type=int, default=0, help="first N questions")
+    parser.add_argument("--judge", default="", help="sets (default: untrained)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--export", action="store_true")
     parser.add_argument("--answerable-only", action="store_true")
+    parser.add_argument(
+        "--rejudge", action="store_true", help="figures from OUT's scores.jsonl"
+    )
     args = parser.parse_args(argv)
+    if args.rejudge:
+        result = json.loads((args.out / "result.json").read_text())
+        result["sets"] = rejudge(args.out)
+        (args.out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result["sets"], indent=1))
+        return 0
 
     import torch
 
@@ -313,12 +448,17 @@ def main(argv: list[str] | None = None) -> int:
         n for n, s in SOURCES.items() if s["use"] == "train" and n not in held
     ]
     judged = [n for n in SOURCES if n not in train_sets]
+    if args.judge:
+        judged = args.judge.split(",")
     args.out.mkdir(parents=True, exist_ok=True)
     tok = tokenizer()
-    rows = examples(train_sets, random.Random(SEED), args.answerable_only)
-    print(f"{len(rows)} pairs from {', '.join(train_sets)}")
+    data = groups(train_sets, random.Random(SEED), args.answerable_only)
+    if args.limit:
+        data = data[: args.limit]
+    pairs = sum(len(g) for g in data)
+    print(f"{len(data)} questions, {pairs} pairs from {', '.join(train_sets)}")
     model = build_model(args.layers)
-    run = train(model, tok, rows, args.epochs, args.batch, args.lr)
+    run = train(model, tok, data, args.epochs, args.batch, args.lr, args.head_lr)
     torch.save(model.state_dict(), args.out / "scorer.pt")
     result: dict[str, Any] = {
         "args": {k: str(v) for k, v in vars(args).items()},
@@ -326,11 +466,15 @@ def main(argv: list[str] | None = None) -> int:
         "training": run,
         "sets": {},
     }
+    dump: list[dict[str, Any]] = []
     for name in judged:
         started = time.perf_counter()
-        result["sets"][name] = judge(model, tok, name)
+        result["sets"][name] = judge(model, tok, name, dump)
         result["sets"][name]["seconds"] = round(time.perf_counter() - started, 1)
-        print(name, json.dumps(result["sets"][name]))
+        print(name, json.dumps(result["sets"][name]), flush=True)
+    (args.out / "scores.jsonl").write_text(
+        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dump)
+    )
     if args.export:
         result["export"] = export(model, tok, args.out)
     (args.out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
