@@ -50,6 +50,7 @@ SDISTS = RESULTS / ".answer_quality" / "sdists"
 SETS = (
     *("example_book", "click", "packaging_guide", "requests", "squad"),
     *("flask", "attrs", "jinja", "xuance_zh", "emcee", "rqalpha_zh"),
+    "network_ja",
 )
 #: Which target class each set belongs to (issue 13: prose vs technical docs).
 KIND = {
@@ -64,6 +65,7 @@ KIND = {
     "xuance_zh": "technical",
     "emcee": "technical",
     "rqalpha_zh": "technical",
+    "network_ja": "technical",
 }
 #: Sets built from a corpus of ``_corpora.py``: set -> (corpus, questions).
 CORPUS_SETS = {
@@ -72,6 +74,8 @@ CORPUS_SETS = {
     "requests": ("requests-docs", QA_DIR / "requests.jsonl"),
     # Chinese, built with -D language=zh_CN; held out from training (issue 29)
     "xuance_zh": ("xuance-docs-zh", QA_DIR / "xuance_zh.jsonl"),
+    # Japanese, its conf.py sets language = 'ja'; trained on (issue 45)
+    "network_ja": ("network-doc-ja", QA_DIR / "network_ja.jsonl"),
 }
 #: Documentation that ships in a project's sdist on PyPI: set -> (the pinned
 #: sdist, its SHA-256, the modules its docs/conf.py needs).
@@ -346,4 +350,5 @@ LOADERS: dict[str, Callable[[bool], DevSet]] = {
     "xuance_zh": lambda rebuild: load_corpus("xuance_zh", rebuild),
     "emcee": lambda rebuild: load_sdist_corpus("emcee", rebuild),
     "rqalpha_zh": lambda rebuild: load_sdist_corpus("rqalpha_zh", rebuild),
+    "network_ja": lambda rebuild: load_corpus("network_ja", rebuild),
 }

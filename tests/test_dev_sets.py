@@ -47,6 +47,8 @@ def records(path: Path) -> list[dict]:
         ("emcee", 60, 14, 8),
         # the second Chinese set (issue 36), trained on
         ("rqalpha_zh", 50, 14, 10),
+        # Japanese (issue 45): a networking course text, trained on
+        ("network_ja", 65, 30, 10),
     ],
 )
 def test_written_set_shape(
@@ -284,6 +286,68 @@ def test_xuance_zh_gold_in_build():
         ]
         if elsewhere:
             problems.append(f"{q['id']}: {q['answer']!r} also in {elsewhere[:3]}")
+    assert not problems, "\n".join(problems)
+
+
+def _network_ja_available() -> bool:
+    return _corpora.corpus_path("network-doc-ja") is not None
+
+
+def test_network_ja_is_japanese_and_trained_on():
+    """The Japanese set (issue 45) joins training: not held out, ``train`` in
+    the answer scorer's sources; every question is written in Japanese (kana
+    or kanji) and at least 25 are unanswerable."""
+    text = (REPO / "tools" / "train_answer_ranker.py").read_text("utf-8")
+    for name in ("HELD_OUT", "MEASURE_ONLY"):
+        line = re.search(rf"^{name} = (.*)$", text, re.MULTILINE)
+        assert line is not None, name
+        assert "network_ja" not in line.group(1), name
+    pairs = (REPO / "tools" / "answer_pairs.py").read_text("utf-8")
+    entry = pairs[pairs.index('"network_ja": {') :]
+    assert '"use": "train"' in entry[: entry.index("}")]
+    assert devsets.CORPUS_SETS["network_ja"][0] == "network-doc-ja"
+    assert "network-doc-ja" in _corpora.DEV_SET_ONLY
+    items = records(QA / "network_ja.jsonl")
+    japanese = re.compile("[\u3040-\u30ff\u4e00-\u9fff]")
+    assert all(japanese.search(q["question"]) for q in items)
+    assert sum(q["answer"] is None for q in items) >= 25
+
+
+@pytest.mark.xdist_group("corpus:network-doc-ja")  # with the other tests on it
+@pytest.mark.corpora
+@pytest.mark.skipif(
+    not _network_ja_available(), reason="shared/corpora/network-doc-ja not found"
+)
+def test_network_ja_gold_in_build():
+    """Built from ``source/`` as Japanese (its own conf.py says ``ja``):
+    every gold ID exists; a gold passage on the question's page (or one named
+    in ``alt_ids``) holds the answer, and no passage outside the gold does."""
+    devset, passages = built("network_ja")
+    assert harness.read_manifest(devset.site)["language"] == "ja"
+    problems = []
+    for q in records(QA / "network_ja.jsonl"):
+        if q["answer"] is None:
+            continue
+        alternates = set(q.get("alt_ids", ()))
+        gold = set(q["passage_ids"])
+        for pid in q["passage_ids"]:
+            passage = passages.get(pid)
+            if passage is None:
+                problems.append(f"{q['id']}: {pid} not in the build")
+            elif pid not in alternates and passage["docname"] != q["docname"]:
+                problems.append(f"{q['id']}: {pid} is on {passage['docname']}")
+            elif pid not in alternates and devsets.norm(q["answer"]) not in (
+                devsets.norm(passage["text"])
+            ):
+                problems.append(f"{q['id']}: {pid} lacks {q['answer']!r}")
+        for answer in [q["answer"], *q.get("alt_answers", ())]:
+            elsewhere = [
+                pid
+                for pid, p in passages.items()
+                if pid not in gold and devsets.norm(answer) in devsets.norm(p["text"])
+            ]
+            if elsewhere:
+                problems.append(f"{q['id']}: {answer!r} also in {elsewhere[:3]}")
     assert not problems, "\n".join(problems)
 
 

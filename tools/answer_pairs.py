@@ -96,6 +96,12 @@ SOURCES: dict[str, dict[str, str]] = {
         "licence": "Apache-2.0 for non-commercial use only",
         "use": "measure",
     },
+    # issue 45: the Japanese set joins training (xuance_zh stays held out)
+    "network_ja": {
+        "source": "2025-network-doc, Japanese (../shared/corpora/network-doc-ja)",
+        "licence": "CC-BY-SA-4.0",
+        "use": "train",
+    },
 }
 
 

@@ -2,8 +2,10 @@
 
 The weights are learned by ``tools/train_answer_ranker.py`` from the
 project's dev sets (our example book, the click, requests, Flask, attrs,
-emcee, Python Packaging User Guide and RQAlpha (Chinese) documentation with
-questions written for them, and a SQuAD v1.1 dev sample; see
+emcee and Python Packaging User Guide documentation and a Japanese course
+text with questions written for them, and a SQuAD v1.1 dev sample; never a
+set whose licence forbids
+it, such as RQAlpha's; see
 ``benchmarks/qa/README.md``), leaving each
 set out in turn to choose the features and the abstention threshold, and
 are shipped in ``ranker.json`` beside this module. ``RAGCITE_RANKER`` names

@@ -83,6 +83,7 @@ GROUP_SECONDS = {
     "corpus:attrs": 54,
     "corpus:squad": 53,
     "corpus:rqalpha_zh": 52,
+    "corpus:network-doc-ja": 125,
     "corpus:requests-docs": 50,
     "corpus:jinja": 44,
     "corpus:emcee": 43,
