@@ -91,7 +91,7 @@ DATE = "2026-01-15"
 TODAY = dt.date(2026, 1, 15)
 QUESTION = "How much water do spent grounds soak up per gram of coffee?"
 #: A question the example book answers from two passages.
-TWO_SOURCES = "What extraction yield range is the Golden Cup?"
+TWO_SOURCES = "What extraction yield range is the Golden Cup region?"
 UNANSWERABLE = "How is decaffeinated coffee made?"
 CITED = ["ch6-sec4-p2", "ch4-sec6-p1", "ch0-sec0-p1"]
 
@@ -446,8 +446,8 @@ def test_ask_export_replaces_the_source_list(
     library = bibtexparser.parse_string(exported)
     assert not library.failed_blocks
     assert [e.key for e in library.entries] == [
-        "brewing-better-coffee-ch9-sec5-p1",
         "brewing-better-coffee-ch4-sec9-p1",
+        "brewing-better-coffee-ch9-sec5-p1",
     ]
     check_golden("ask_export.bib", out)
 
