@@ -254,19 +254,12 @@ def _xuance_available() -> bool:
     return _corpora.corpus_path("xuance-docs-zh") is not None
 
 
-@pytest.mark.xdist_group("corpus:xuance-docs-zh")  # with the other tests on it
-@pytest.mark.corpora
-@pytest.mark.skipif(
-    not _xuance_available(), reason="shared/corpora/xuance-docs-zh not found"
-)
-def test_xuance_zh_gold_in_build():
-    """Built with ``-D language=zh_CN``: every gold ID exists; a gold passage on
-    the question's page (or one named in ``alt_ids``) holds the answer, and no
-    passage outside the gold does; the build is Chinese."""
-    devset, passages = built("xuance_zh")
-    assert harness.read_manifest(devset.site)["language"] == "zh_CN"
+def gold_problems(name: str, passages: dict[str, dict]) -> list[str]:
+    """A written set's gold against its build: every gold ID exists, a gold
+    passage on the question's page (or one named in ``alt_ids``) holds the
+    answer, and no passage outside the gold does."""
     problems = []
-    for q in records(QA / "xuance_zh.jsonl"):
+    for q in records(QA / f"{name}.jsonl"):
         if q["answer"] is None:
             continue
         alternates = set(q.get("alt_ids", ()))
@@ -286,6 +279,21 @@ def test_xuance_zh_gold_in_build():
         ]
         if elsewhere:
             problems.append(f"{q['id']}: {q['answer']!r} also in {elsewhere[:3]}")
+    return problems
+
+
+@pytest.mark.xdist_group("corpus:xuance-docs-zh")  # with the other tests on it
+@pytest.mark.corpora
+@pytest.mark.skipif(
+    not _xuance_available(), reason="shared/corpora/xuance-docs-zh not found"
+)
+def test_xuance_zh_gold_in_build():
+    """Built with ``-D language=zh_CN``: every gold ID exists; a gold passage on
+    the question's page (or one named in ``alt_ids``) holds the answer, and no
+    passage outside the gold does; the build is Chinese."""
+    devset, passages = built("xuance_zh")
+    assert harness.read_manifest(devset.site)["language"] == "zh_CN"
+    problems = gold_problems("xuance_zh", passages)
     assert not problems, "\n".join(problems)
 
 
@@ -324,30 +332,7 @@ def test_network_ja_gold_in_build():
     in ``alt_ids``) holds the answer, and no passage outside the gold does."""
     devset, passages = built("network_ja")
     assert harness.read_manifest(devset.site)["language"] == "ja"
-    problems = []
-    for q in records(QA / "network_ja.jsonl"):
-        if q["answer"] is None:
-            continue
-        alternates = set(q.get("alt_ids", ()))
-        gold = set(q["passage_ids"])
-        for pid in q["passage_ids"]:
-            passage = passages.get(pid)
-            if passage is None:
-                problems.append(f"{q['id']}: {pid} not in the build")
-            elif pid not in alternates and passage["docname"] != q["docname"]:
-                problems.append(f"{q['id']}: {pid} is on {passage['docname']}")
-            elif pid not in alternates and devsets.norm(q["answer"]) not in (
-                devsets.norm(passage["text"])
-            ):
-                problems.append(f"{q['id']}: {pid} lacks {q['answer']!r}")
-        for answer in [q["answer"], *q.get("alt_answers", ())]:
-            elsewhere = [
-                pid
-                for pid, p in passages.items()
-                if pid not in gold and devsets.norm(answer) in devsets.norm(p["text"])
-            ]
-            if elsewhere:
-                problems.append(f"{q['id']}: {answer!r} also in {elsewhere[:3]}")
+    problems = gold_problems("network_ja", passages)
     assert not problems, "\n".join(problems)
 
 

@@ -105,9 +105,9 @@ def groups(
     return out
 
 
-def build_model(layers: int):
-    """The first *layers* layers of MiniLM, mean-pooled as it was trained
-    (its [CLS] vector barely varies between inputs), and a one-logit head."""
+def load_bert(layers: int = 6):
+    """The first *layers* layers of all-MiniLM-L6-v2 from the package's fp32
+    weights (no [CLS] pooler: the model was trained mean-pooled)."""
     import torch
     from safetensors.torch import load_file
     from transformers import BertConfig, BertModel
@@ -128,7 +128,35 @@ def build_model(layers: int):
     missing, unexpected = bert.load_state_dict(state, strict=False)
     assert not missing, missing
     assert not unexpected, unexpected
-    return _scorer_class()(bert, config.hidden_size)
+    return bert
+
+
+def build_model(layers: int):
+    """The first *layers* layers of MiniLM, mean-pooled as it was trained
+    (its [CLS] vector barely varies between inputs), and a one-logit head."""
+    bert = load_bert(layers)
+    return _scorer_class()(bert, bert.config.hidden_size)
+
+
+def warm_then_linear(opt, steps: int):
+    """10% linear warm-up, then linear decay to 0 (both trainers')."""
+    import torch
+
+    warm = max(1, steps // 10)
+    return torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / steps)
+    )
+
+
+def update(loss, opt, sched, params) -> None:
+    """One optimiser step: backward, clip at 1.0, step, schedule, zero."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad()
 
 
 def _scorer_class():
@@ -216,10 +244,7 @@ def train(
         ],
         weight_decay=0.01,
     )
-    warm = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / steps)
-    )
+    sched = warm_then_linear(opt, steps)
     model.train()
     started, step, seen = time.perf_counter(), 0, 0
     for epoch in range(epochs):
@@ -232,11 +257,7 @@ def train(
             ids, mask, types, labels = encode(tok, rows)
             logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types)
             loss = group_loss(logits, labels, [len(g) for g in chunk])
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad()
+            update(loss, opt, sched, model.parameters())
             total += float(loss.detach()) * len(chunk)
             count += len(chunk)
             step += 1

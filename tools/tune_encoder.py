@@ -32,29 +32,18 @@ from typing import Any
 import numpy as np
 
 from tools.answer_pairs import SOURCES, read_set
-from tools.train_answer_scorer import SEED, TOP, base_files, groups, tokenizer
+from tools.train_answer_scorer import (
+    SEED,
+    TOP,
+    groups,
+    load_bert,
+    tokenizer,
+    update,
+    warm_then_linear,
+)
 
 SCALE = 20.0  # MNRL's, as sentence-transformers sets it
 HARD = 2
-
-
-def build_encoder():
-    import torch
-    from safetensors.torch import load_file
-    from transformers import BertConfig, BertModel
-
-    folder = base_files()
-    config = BertConfig.from_json_file(str(folder / "config.json"))
-    torch.manual_seed(SEED)
-    bert = BertModel(config, add_pooling_layer=False)
-    weights = load_file(str(folder / "model.safetensors"))
-    state = {
-        k: v
-        for k, v in weights.items()
-        if not k.endswith("position_ids") and not k.startswith("pooler.")
-    }
-    bert.load_state_dict(state, strict=True)
-    return bert
 
 
 def embed(bert, tok, texts: list[str], grad: bool = False):
@@ -100,10 +89,7 @@ def train(bert, tok, data, epochs: int, batch: int, lr: float) -> dict[str, Any]
     rng = random.Random(SEED)
     steps = epochs * ((len(data) + batch - 1) // batch)
     opt = torch.optim.AdamW(bert.parameters(), lr=lr, weight_decay=0.01)
-    warm = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / steps)
-    )
+    sched = warm_then_linear(opt, steps)
     bert.train()
     started = time.perf_counter()
     for epoch in range(epochs):
@@ -118,11 +104,7 @@ def train(bert, tok, data, epochs: int, batch: int, lr: float) -> dict[str, Any]
             logits = SCALE * q @ d.T
             target = torch.arange(len(chunk))
             loss = torch.nn.functional.cross_entropy(logits, target)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(bert.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad()
+            update(loss, opt, sched, bert.parameters())
             total += float(loss.detach()) * len(chunk)
         print(f"epoch {epoch + 1}: loss {total / len(order):.4f}", flush=True)
     return {
@@ -194,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         else [n for n in SOURCES if n not in train_sets]
     )
     tok = tokenizer()
-    bert = build_encoder()
+    bert = load_bert(6)
     result: dict[str, Any] = {"train_sets": train_sets, "before": {}, "after": {}}
     for name in judged:
         result["before"][name] = {
