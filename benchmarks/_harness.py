@@ -213,6 +213,7 @@ def build_code_key() -> str:
         and p.relative_to(package).parts[0] not in QUERY_ONLY
     )
     files.append(Path(os.environ.get("RAGCITE_RANKER") or RANKER_JSON))
+    files += sorted(RANKER_JSON.parent.glob("ranker_*.json"))  # other encoders
     files += sorted((REPO / "js").glob("*.js"))
     return digest(
         str(p.relative_to(REPO) if p.is_relative_to(REPO) else p).encode()

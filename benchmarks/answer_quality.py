@@ -241,7 +241,7 @@ def signals(engine: Any, item: Item, top: int = 30) -> list[dict[str, Any]] | No
         from sphinx_ragcite.answer.ranker import rank_units
 
         site = engine.site
-        vector = site.embedder.embed([item.question])[0]
+        vector = site.embedder.embed([item.question], kind="query")[0]
         hits = site.search(
             item.question, engine.k, fusion=engine.fusion, query_vector=vector
         )

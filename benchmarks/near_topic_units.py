@@ -70,7 +70,9 @@ def measure(
     for nts in sets:
         site = Site.load(nts.site)
         pages = [p["docname"] for p in read_passages(nts.site)]
-        vectors = site.embedder.embed([item.question for item in nts.items])
+        vectors = site.embedder.embed(
+            [item.question for item in nts.items], kind="query"
+        )
         engine = AnswerEngine(site) if answer else None
         for item, vector in zip(nts.items, vectors, strict=True):
             scores = np.asarray(site.dense_scores(item.question, vector))

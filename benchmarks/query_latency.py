@@ -155,7 +155,7 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
     }
 
     # Embedding the query alone, back to back (no BM25 or numpy work between).
-    times = _timed(lambda q: embedder.embed([q]), queries)
+    times = _timed(lambda q: embedder.embed([q], kind="query"), queries)
     result["embed_query"] = latency_ms(times, mean=True)
 
     # The stages of a hybrid search, timed one by one (same code path).
@@ -171,7 +171,7 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
         t0 = time.perf_counter()
         bm25 = site.bm25_scores(q)
         t1 = time.perf_counter()
-        vector = embedder.embed([q])[0]
+        vector = embedder.embed([q], kind="query")[0]
         t2 = time.perf_counter()
         rows, exact = site.vectors.top(vector, 50)
         t3 = time.perf_counter()
@@ -216,7 +216,7 @@ def measure(path: Path, total: int, profile: bool) -> dict[str, Any]:
     single = Embedder(
         model_files(site.model_dir), max_tokens=embedder.max_tokens, threads=1
     )
-    times = _timed(lambda q: single.embed([q]), queries)
+    times = _timed(lambda q: single.embed([q], kind="query"), queries)
     result["embed_query_threads"] = {
         f"default ({default_threads()})": result["embed_query"],
         "1": latency_ms(times, mean=True),

@@ -61,7 +61,7 @@ def main() -> None:
     topics = len(set(truth))
     embedder = Embedder(model_files(None))
     start = time.perf_counter()
-    vectors = embedder.embed(questions)
+    vectors = embedder.embed(questions, kind="query")
     embed_s = time.perf_counter() - start
     runs = []
     for method in ("agglomerative", "leader"):

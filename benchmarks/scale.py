@@ -140,7 +140,7 @@ def agreement(label: str, build: Path, qa: Path) -> dict[str, Any]:
     remote = QdrantSite.open(":memory:", client=client)
     questions = _questions(qa)
     embedder = memory.embedder
-    vectors = {q: embedder.embed([q])[0] for q in questions}
+    vectors = {q: embedder.embed([q], kind="query")[0] for q in questions}
     result: dict[str, Any] = {
         "passages": len(memory.passages),
         "questions": len(questions),
@@ -253,7 +253,7 @@ def measure_scale(path: Path, total: int) -> dict[str, Any]:
     }
     questions = _questions(EXAMPLE_QA)
     queries = questions * -(-total // len(questions))
-    vectors = {q: embedder.embed([q])[0] for q in questions}
+    vectors = {q: embedder.embed([q], kind="query")[0] for q in questions}
     for q in queries[:WARMUP]:
         site.search(q, 10)
     timings: dict[str, list[float]] = {

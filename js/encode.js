@@ -33,7 +33,7 @@
    * @param {import("./types").EncoderOptions} opts
    * @returns {Promise<import("./types").QuestionEncoder>}
    */
-  async function createEncoder({ ort, model, tokenizer, maxTokens, dim: knownDim = 0 }) {
+  async function createEncoder({ ort, model, tokenizer, maxTokens, dim: knownDim = 0, prefixes = {} }) {
     if (!Number.isInteger(maxTokens) || maxTokens < 2) {
       throw new RangeError(`maxTokens must be an integer >= 2, not ${maxTokens}`);
     }
@@ -87,9 +87,16 @@
       }
     }
 
-    /** @param {string} text */
-    const embed = (text) => {
-      const next = queue.then(() => run(text));
+    /** What goes before a text of each kind (the manifest's `query_prefix`
+     * and `passage_prefix`: e5 was trained with them; MiniLM has none). */
+    const before = { query: prefixes.query || "", passage: prefixes.passage || "" };
+    /**
+     * @param {string} text
+     * @param {"query" | "passage"} [kind] a question (or what stands for
+     *   one), else a passage, sentence or selection compared with them
+     */
+    const embed = (text, kind = "passage") => {
+      const next = queue.then(() => run(before[kind] + text));
       queue = next.then(
         () => undefined,
         () => undefined,

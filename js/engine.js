@@ -104,7 +104,7 @@
      * The answer JSON of `POST /api/ask` (book mode, extractive generator).
      * @param {string} asked the question (1 to 2000 characters, trimmed)
      * @param {Float32Array | null} qvec its vector, or null without an encoder
-     * @param {{k?: number, selection?: string, embed?: (texts: string[]) => Promise<Float32Array[]>}} [opts]
+     * @param {{k?: number, selection?: string, embed?: (texts: string[], kind?: "query" | "passage") => Promise<Float32Array[]>}} [opts]
      *   `k`: passages retrieved (default 6, at most 20); `selection`: the
      *   reader's selected text, asked about in selection mode, which needs
      *   `embed` (the encoder: selection mode embeds more than the question)

@@ -80,7 +80,7 @@
    * @param {string} selection
    * @param {Float32Array | null} qvec
    * @param {number} dim
-   * @param {(texts: string[]) => Promise<Float32Array[]>} embed
+   * @param {(texts: string[], kind?: "query" | "passage") => Promise<Float32Array[]>} embed
    * @returns {Promise<Evidence>}
    */
   async function selectionEvidence(selection, qvec, dim, embed) {
@@ -110,12 +110,12 @@
    * @param {string} question
    * @param {string} selection
    * @param {Evidence[]} evidence
-   * @param {(texts: string[]) => Promise<Float32Array[]>} embed
+   * @param {(texts: string[], kind?: "query" | "passage") => Promise<Float32Array[]>} embed
    * @returns {Promise<RankedSentence[]>}
    */
   async function rankSentences(question, selection, evidence, embed) {
     const about = `${question}\n${head(selection, SELECTION_CONTEXT)}`;
-    const [vector] = await embed([about]);
+    const [vector] = await embed([about], "query"); // Python: kind="query"
     const asked = S.contentWords(about);
     /** @type {RankedSentence[]} */
     const out = [];

@@ -21,7 +21,7 @@
       worker: [
         "files", "stemmer", "tokenize", "search", "sentences", "fusion", "retrieve", "units",
         "evidence", "ranker", "verify", "answer", "selection_answer", "engine", "wordpiece",
-        "encode", "store",
+        "unigram", "encode", "store",
       ],
     },
 

@@ -242,21 +242,39 @@ export interface RagciteApi {
 // The answer engine a Web Worker runs when no server answers (issue 35). Its
 // scripts load with importScripts() and register on `globalThis.ragcite_lib`.
 
-/** What the model reads for one text: `[CLS] pieces [SEP]`, all three the
- * same length (at most `maxTokens`). */
-export interface WordPieceEncoding {
+/** What the model reads for one text: `[CLS] pieces [SEP]` (WordPiece) or
+ * `<s> pieces </s>` (Unigram), all three the same length (at most `maxTokens`). */
+export interface TokenEncoding {
   ids: number[];
   /** All 1: one text, no padding. */
   attentionMask: number[];
   /** All 0: one segment. */
   typeIds: number[];
 }
+export type WordPieceEncoding = TokenEncoding;
+
+/** What the question encoder (js/encode.js) needs of a tokenizer: the ids
+ * Python's `tokenizers` gives for the tokenizer.json the build embeds with,
+ * truncated to `maxTokens`. `ragcite_lib.unigram.questionTokenizer(json)`
+ * builds the one the file's `model.type` names. */
+export interface QuestionTokenizer {
+  encode(text: string, maxTokens: number): TokenEncoding;
+}
 
 /** `ragcite_lib.wordpiece.WordPiece` (js/wordpiece.js): BERT WordPiece, built
  * with `WordPiece.fromJSON(tokenizerJson)` from the tokenizer.json the build
  * embeds with; the same ids as Python's `tokenizers`. */
-export interface WordPiece {
-  encode(text: string, maxTokens: number): WordPieceEncoding;
+export interface WordPiece extends QuestionTokenizer {}
+
+/** `ragcite_lib.unigram.Unigram` (js/unigram.js): SentencePiece Unigram
+ * (multilingual-e5-small's XLM-R vocabulary), built with
+ * `Unigram.fromJSON(tokenizerJson)`; the same ids as Python's `tokenizers`. */
+export interface UnigramTokenizer extends QuestionTokenizer {
+  /** The normalized text, then its Metaspace words, as `tokenizers` cuts them. */
+  normalize(text: string): string;
+  words(text: string): string[];
+  /** The pieces' ids, without `<s>`/`</s>` or truncation. */
+  pieceIds(text: string): number[];
 }
 
 /** `ragcite_lib.encode.createEncoder` (js/encode.js). */
@@ -266,18 +284,21 @@ export interface EncoderOptions {
   ort: any;
   /** The bytes of the model.onnx the build embedded passages with. */
   model: ArrayBuffer | Uint8Array;
-  tokenizer: WordPiece;
+  tokenizer: QuestionTokenizer;
   /** The manifest's `embedding.max_tokens`. */
   maxTokens: number;
   /** The width of the index's vectors (the manifest's `embedding.dim`):
    * no probe run at start, and every vector is checked against it. */
   dim?: number;
+  /** Put before a question / a passage (the manifest's `query_prefix`,
+   * `passage_prefix`; e5's "query: " and "passage: "). */
+  prefixes?: { query?: string; passage?: string };
 }
 
 /** The question's vector, as Python's encoder computes it (cosine >= 0.9999):
  * mean-pooled over the attention mask, length 1. Calls queue: one run at a time. */
 export interface QuestionEncoder {
-  embed(text: string): Promise<Float32Array>;
+  embed(text: string, kind?: "query" | "passage"): Promise<Float32Array>;
   dim: number;
   /** Free the session's WASM memory. */
   release(): Promise<void>;
@@ -312,6 +333,13 @@ export interface EmbeddingInfo {
   /** false: BM25 alone ranks passages; the vectors only score sentences. */
   search: boolean;
   sentence_pooling: "separate" | "passage";
+  /** Put before a question / a passage before it is embedded (e5's
+   * "query: " and "passage: "; absent for MiniLM). */
+  query_prefix?: string;
+  passage_prefix?: string;
+  /** The encoder's model and tokenizer ship in `_ragcite/` (the multilingual
+   * one, cut to the book's vocabulary). */
+  shipped?: boolean;
   [key: string]: unknown;
 }
 
@@ -535,7 +563,7 @@ export interface BrowserEngine {
   answer(
     question: string,
     qvec: Float32Array | null,
-    opts?: { k?: number; selection?: string; embed?: (texts: string[]) => Promise<Float32Array[]> },
+    opts?: { k?: number; selection?: string; embed?: (texts: string[], kind?: "query" | "passage") => Promise<Float32Array[]> },
   ): Promise<Answer>;
 }
 
@@ -702,6 +730,7 @@ export interface RagciteModules {
   stemmer: typeof import("./stemmer.js");
   store: typeof import("./store.js");
   tokenize: typeof import("./tokenize.js");
+  unigram: typeof import("./unigram.js");
   units: typeof import("./units.js");
   verify: typeof import("./verify.js");
   wordpiece: typeof import("./wordpiece.js");

@@ -440,7 +440,7 @@
     return { clsId: special(single[0].SpecialToken.id), sepId: special(single[2].SpecialToken.id) };
   }
 
-  const api = { WordPiece, TABLES, inRanges };
+  const api = { WordPiece, TABLES, inRanges, template };
   lib.provide("wordpiece", api);
   if (typeof module === "object") module.exports = api;
 })();

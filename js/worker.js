@@ -116,7 +116,7 @@
   const FIRST = CORE_SCRIPTS.filter((name) => name === "files.js" || name === "store.js");
   /** What the scripts must have provided (`lib.js`). */
   /** @type {(keyof import("./types").RagciteModules)[]} */
-  const NEEDED = ["tokenize", "search", "wordpiece", "encode", "engine", "store"];
+  const NEEDED = ["tokenize", "search", "wordpiece", "unigram", "encode", "engine", "store"];
   /** The smallest WebAssembly module: compiling it tells whether the page's
    * Content-Security-Policy allows WebAssembly at all. */
   const EMPTY_MODULE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
@@ -319,7 +319,8 @@
       if ("ort_mjs" in manifest.files) {
         ort.env.wasm.wasmPaths = { mjs: await store.url("ort_mjs") };
       }
-      const tokenizer = env.lib.need("wordpiece").WordPiece.fromJSON(tokenizerJson);
+      // WordPiece (MiniLM) or Unigram (multilingual-e5), as the file's model.type says
+      const tokenizer = env.lib.need("unigram").questionTokenizer(tokenizerJson);
       tokenizerJson = null;
       // the runtime compiles its WebAssembly (wasmBinary) and opens the session
       const encoder = await env.lib.need("encode").createEncoder({
@@ -328,6 +329,10 @@
         tokenizer,
         maxTokens: Number(manifest.embedding.max_tokens) || 256,
         dim: Number(manifest.embedding.dim) || 0,
+        prefixes: {
+          query: String(manifest.embedding.query_prefix || ""),
+          passage: String(manifest.embedding.passage_prefix || ""),
+        },
       });
       Object.assign(timings, encoder.timings || {});
       // the runtime holds what it needs now: tens of MB the worker need not
@@ -391,18 +396,18 @@
         const question = data.question;
         const before = store.fetched();
         const started = now();
-        const vector = encoder ? await encoder.embed(question) : null;
+        const vector = encoder ? await encoder.embed(question, "query") : null;
         const encoded = now();
-        /** @type {{k?: number, selection?: string, embed?: (texts: string[]) => Promise<Float32Array[]>}} */
+        /** @type {{k?: number, selection?: string, embed?: (texts: string[], kind?: "query" | "passage") => Promise<Float32Array[]>}} */
         const options = {};
         if (data.k !== undefined) options.k = data.k;
         if (data.selection) {
           if (!encoder) throw new HostError("Questions about a selection need the encoder, which this site does not ship.", "engine");
           // selection mode embeds the selection, its sentences and the quotes
           options.selection = data.selection;
-          options.embed = async (texts) => {
+          options.embed = async (texts, kind = "passage") => {
             const out = [];
-            for (const text of texts) out.push(await encoder.embed(text));
+            for (const text of texts) out.push(await encoder.embed(text, kind));
             return out;
           };
         }

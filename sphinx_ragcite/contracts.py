@@ -190,6 +190,15 @@ class EmbeddingInfo(BaseModel):
     #: "separate": each sentence its own encoder pass; "passage": pooled from
     #: its passage's token vectors (``ragcite_sentence_pooling``)
     sentence_pooling: Literal["separate", "passage"] = "separate"
+    #: which encoder the build chose (``ragcite_encoder``) and why
+    encoder: str = ""
+    chosen_because: str = ""
+    #: put before a question / a passage or sentence before it is embedded
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    #: the encoder's files ship in ``_ragcite/`` (roles ``model`` and
+    #: ``tokenizer``): the server and the browser load those, never another
+    shipped: bool = False
 
 
 #: A SHA-256 digest in hex.
@@ -255,6 +264,8 @@ class Manifest(BaseModel):
         required |= {"bm25.indices", "bm25.indptr"}
         if self.embedding is not None:
             required |= {"embeddings", "embedding_scales"}
+            if self.embedding.shipped:
+                required |= {"model", "tokenizer"}
         missing = sorted(required - set(self.files))
         if missing:
             raise ValueError(f"files: no entry for {', '.join(missing)}")

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     import onnxruntime
     from tokenizers import Tokenizer
+
+Kind = Literal["query", "passage"]
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8"
 #: all-MiniLM-L6-v2 was trained on 128 word pieces and reads 256; 128 and 192
@@ -36,6 +38,10 @@ class ModelFiles:
     model: Path
     tokenizer: Path
     model_id: str
+    #: put before a question and before a passage or sentence: e5 was
+    #: trained with "query: " and "passage: "; MiniLM with none
+    query_prefix: str = ""
+    passage_prefix: str = ""
 
 
 def default_model_files() -> ModelFiles:
@@ -143,6 +149,7 @@ class Embedder:
         self.tokenizer.no_padding()
         self.max_tokens = max_tokens
         self.model_id = files.model_id
+        self.prefixes = {"query": files.query_prefix, "passage": files.passage_prefix}
         self.inputs = {i.name for i in self.session.get_inputs()}
         probe = self.tokenizer.encode("dimension probe").ids
         self.dim = int(self._run([probe])[0].shape[1])
@@ -152,18 +159,23 @@ class Embedder:
         return cache_key(self.model_id, self.max_tokens)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text).ids)
+        return len(self.tokenizer.encode(self.prefixes["passage"] + text).ids)
 
     def embed(
         self,
         texts: Sequence[str],
         *,
+        kind: Kind = "passage",
         batch_size: int = BATCH,
         progress: Callable[[int], None] | None = None,
     ) -> np.ndarray:
-        """float32 [len(texts), dim]; batches of similar length waste no padding."""
+        """float32 [len(texts), dim]; batches of similar length waste no padding.
+
+        *kind* ``"query"`` for a question (or what stands for one), else
+        ``"passage"``: passages, sentences and claims compared with them.
+        """
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for batch in self.batches(texts, batch_size=batch_size):
+        for batch in self.batches(texts, kind=kind, batch_size=batch_size):
             out[batch.rows] = batch.vectors
             if progress is not None:
                 progress(len(batch.rows))
@@ -174,6 +186,7 @@ class Embedder:
         texts: Sequence[str],
         spans: Sequence[Sequence[tuple[int, int]]] | None = None,
         *,
+        kind: Kind = "passage",
         batch_size: int = BATCH,
     ) -> Iterator[Batch]:
         """Encoder runs over *texts*, shortest first, *batch_size* texts each.
@@ -183,7 +196,11 @@ class Embedder:
         own tokens in the text's pass, so sentences cost no second pass. A
         span the truncation cut off gets ``None``.
         """
-        encodings = self.tokenizer.encode_batch(list(texts))
+        prefix = self.prefixes[kind]
+        encodings = self.tokenizer.encode_batch([prefix + t for t in texts])
+        if prefix and spans is not None:
+            shift = len(prefix)
+            spans = [[(a + shift, b + shift) for a, b in row] for row in spans]
         for rows in length_batches([len(e.ids) for e in encodings], batch_size):
             members = None
             if spans is not None:

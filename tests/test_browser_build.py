@@ -223,10 +223,12 @@ def test_the_log_says_how_many_mb_the_option_adds(make_app, srcdir):
 
 
 def test_a_tokenizer_the_browser_cannot_read_is_refused(tmp_path: Path) -> None:
-    unigram = tmp_path / "tokenizer.json"
-    unigram.write_text(json.dumps({"model": {"type": "Unigram", "vocab": []}}))
-    with pytest.raises(browser_index.Unavailable, match=r"WordPiece.*'Unigram'"):
-        browser_index.tokenizer_bytes(unigram)
+    bpe = tmp_path / "tokenizer.json"
+    bpe.write_text(json.dumps({"model": {"type": "BPE", "vocab": {}}}))
+    with pytest.raises(
+        browser_index.Unavailable, match=r"WordPiece and Unigram.*'BPE'"
+    ):
+        browser_index.tokenizer_bytes(bpe)
     wordpiece = default_model_files().tokenizer
     compact = browser_index.tokenizer_bytes(wordpiece)
     assert json.loads(compact) == json.loads(wordpiece.read_bytes())

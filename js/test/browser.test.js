@@ -50,6 +50,9 @@ function host(options = {}) {
     "wordpiece.js": () => {
       provide("wordpiece", { WordPiece: { fromJSON: (/** @type {any} */ json) => ({ json }) } });
     },
+    "unigram.js": () => {
+      provide("unigram", { questionTokenizer: (/** @type {any} */ json) => lib.need("wordpiece").WordPiece.fromJSON(json) });
+    },
     "encode.js": () => {
       provide("encode", {
         createEncoder: async (/** @type {any} */ opts) => {

@@ -108,17 +108,19 @@ test("parity with the Python engine", { skip: files.length ? false : "RAGCITE_PA
       const outcomes = { answer: 0, passages: 0, not_found: 0 };
       for (const item of data.cases) {
         const qvec = vectorOf(item.vector);
-        /** @type {{selection?: string, embed?: (texts: string[]) => Promise<Float32Array[]>}} */
+        /** @type {{selection?: string, embed?: (texts: string[], kind?: "query" | "passage") => Promise<Float32Array[]>}} */
         const options = {};
         if (item.selection) {
-          // selection mode embeds more than the question: Python's vectors
-          const embedded = item.embedded;
+          // selection mode embeds more than the question: Python's vectors,
+          // by kind (e5 embeds a question and a passage apart)
           options.selection = item.selection;
-          options.embed = async (texts) =>
-            texts.map((text) => {
-              if (!(text in embedded)) throw new Error(`${item.id}: Python embedded no ${JSON.stringify(text)}`);
+          options.embed = async (texts, kind = "passage") => {
+            const embedded = kind === "query" ? item.embedded_queries || {} : item.embedded;
+            return texts.map((text) => {
+              if (!(text in embedded)) throw new Error(`${item.id}: Python embedded no ${kind} ${JSON.stringify(text)}`);
               return vectorOf(embedded[text]);
             });
+          };
         }
         const started = performance.now();
         const got = await engine.answer(item.question, qvec, options);

@@ -126,7 +126,9 @@ class AnswerEngine:
 
     @cached_property
     def ranker(self) -> ranker.Ranker:
-        return ranker.load_ranker()
+        """The ranker trained on the signals of the site's encoder."""
+        embedding = self.site.manifest.embedding
+        return ranker.load_ranker(encoder=embedding.encoder if embedding else None)
 
     def answer(self, question: str, **options: Any) -> Answer:
         final = None
@@ -150,7 +152,7 @@ class AnswerEngine:
         """Retrieve, choose what answers (or abstain), generate, verify, assemble."""
         question = question.strip()
         started = time.perf_counter()
-        vector = self.site.embedder.embed([question])[0]
+        vector = self.site.embedder.embed([question], kind="query")[0]
         if mode != "selection":
             selection = None
         hits, evidence = self._retrieve(

@@ -158,21 +158,42 @@ class Ranker:
         )
 
 
+#: The ranker trained on each encoder's signals, by the manifest's
+#: ``embedding.encoder``: an e5 cosine is not a MiniLM one (e5's unrelated
+#: pairs score .7-.8), so MiniLM's weights answered .96 of the Chinese and
+#: Japanese sets' questions and .79 of the unanswerable ones (issue 45).
+RANKER_FILES = {"multilingual": "ranker_multilingual.json"}
+
+
+def ranker_file(encoder: str | None = None) -> str:
+    """The shipped ranker's file name for *encoder* (``ranker.json`` else)."""
+    return RANKER_FILES.get(encoder or "", "ranker.json")
+
+
+def ranker_text(encoder: str | None = None) -> tuple[str, str]:
+    """(text, name) of the ranker for *encoder*, or of ``$RAGCITE_RANKER``'s
+    file, which stands for every encoder (an experiment's)."""
+    chosen = os.environ.get(RANKER_ENV)
+    if chosen:
+        return Path(chosen).read_text("utf-8"), chosen
+    name = ranker_file(encoder)
+    return (resources.files("sphinx_ragcite.answer") / name).read_text("utf-8"), name
+
+
 @lru_cache(maxsize=4)
-def load_ranker(path: str | None = None) -> Ranker:
-    """The shipped ranker, or the file ``path`` / ``$RAGCITE_RANKER`` names."""
-    chosen = path or os.environ.get(RANKER_ENV)
+def load_ranker(path: str | None = None, encoder: str | None = None) -> Ranker:
+    """The shipped ranker for *encoder*, or the file ``path`` /
+    ``$RAGCITE_RANKER`` names."""
+    name = path or ranker_file(encoder)
     try:
-        if chosen:
-            text = Path(chosen).read_text("utf-8")
+        if path:
+            text = Path(path).read_text("utf-8")
         else:
-            text = (resources.files("sphinx_ragcite.answer") / "ranker.json").read_text(
-                "utf-8"
-            )
+            text, name = ranker_text(encoder)
         return Ranker.from_json(json.loads(text))
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ModelNotFoundError(
-            f"the answer ranker {chosen or 'ranker.json'} cannot be read ({error}); "
+            f"the answer ranker {name} cannot be read ({error}); "
             "reinstall sphinx-ragcite or fix $RAGCITE_RANKER"
         ) from None
 

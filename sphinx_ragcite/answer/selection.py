@@ -77,7 +77,7 @@ def rank_sentences(
 ) -> list[RankedSentence]:
     """Every sentence of the evidence worth quoting, best first."""
     about = f"{question}\n{selection[:SELECTION_CONTEXT]}"
-    vector = embedder.embed([about])[0]
+    vector = embedder.embed([about], kind="query")[0]
     asked = content_words(about)
     out = []
     for e, item in enumerate(evidence):

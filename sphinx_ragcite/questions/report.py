@@ -150,7 +150,9 @@ def _unanswered(
         from sphinx_ragcite.encoder import Embedder, model_files
 
         embedder = Embedder(model_files(None))
-    vectors = embedder.embed([e["question"] for e in chosen], batch_size=32)
+    vectors = embedder.embed(
+        [e["question"] for e in chosen], kind="query", batch_size=32
+    )
     labels = cluster(vectors, method=DEFAULT_METHOD, threshold=DEFAULT_THRESHOLD)
     members: dict[int, list[int]] = {}
     for row, label in enumerate(labels.tolist()):

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sphinx_ragcite.contracts import Hit
-from sphinx_ragcite.encoder import DEFAULT_MODEL_ID, Embedder, model_files
+from sphinx_ragcite.encoder import DEFAULT_MODEL_ID, Embedder, ModelFiles, model_files
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.bm25 import read_bm25
-from sphinx_ragcite.formats.browser import BROWSER_ENGINE
+from sphinx_ragcite.formats.browser import BROWSER_ENGINE, MODEL, TOKENIZER
 from sphinx_ragcite.formats.files import REBUILD, read_index_file
 from sphinx_ragcite.formats.manifest import index_dir, read_manifest
 from sphinx_ragcite.formats.moved import read_moved
@@ -74,21 +74,36 @@ def read_tokenizer(manifest: Manifest, where: str) -> Tokenizer:
         ) from None
 
 
-def load_embedder(manifest: Manifest, model_dir: str | None) -> Embedder:
+def load_embedder(
+    manifest: Manifest, model_dir: str | None, directory: Path | None = None
+) -> Embedder:
     """The model a site's passages were embedded with.
 
     A BM25-only index still gets one (``--embedding-model`` or the default):
-    answers are verified sentence by sentence with it.
+    answers are verified sentence by sentence with it. An encoder whose
+    files ship in ``_ragcite/`` (the multilingual one, cut to the book's
+    vocabulary) is loaded from *directory*, checked against the manifest:
+    questions must be cut into the pieces the browser cuts them into.
     """
     embedding = manifest.embedding
     if embedding is None:
         return Embedder(model_files(model_dir))
-    if model_dir is None and embedding.model != DEFAULT_MODEL_ID:
+    if embedding.shipped:
+        if directory is None:
+            raise SiteIndexError(
+                f"This index was embedded with {embedding.model!r}, whose files "
+                "ship in the built site's _ragcite/: pass the built site "
+                "(--site) to search it."
+            )
+        files = shipped_model_files(directory, manifest)
+    elif model_dir is None and embedding.model != DEFAULT_MODEL_ID:
         raise SiteIndexError(
             f"This index was embedded with model {embedding.model!r}: pass its "
             "folder (--embedding-model) to search it."
         )
-    embedder = Embedder(model_files(model_dir), max_tokens=embedding.max_tokens)
+    else:
+        files = model_files(model_dir)
+    embedder = Embedder(files, max_tokens=embedding.max_tokens)
     if embedder.dim != embedding.dim:
         raise SiteIndexError(
             f"This index holds {embedding.dim}-dimensional vectors; the model "
@@ -96,6 +111,35 @@ def load_embedder(manifest: Manifest, model_dir: str | None) -> Embedder:
             "(--embedding-model), or rebuild the site."
         )
     return embedder
+
+
+def shipped_model_files(directory: Path, manifest: Manifest) -> ModelFiles:
+    """The encoder files in ``_ragcite/``, each checked against its digest."""
+    embedding = manifest.embedding
+    assert embedding is not None
+    paths = []
+    for role in (MODEL, TOKENIZER):
+        name = manifest.files.get(role)
+        if name is None:
+            raise SiteIndexError(
+                f"{directory}/manifest.json names no {role} file, but its "
+                f"vectors come from one shipped with the site. {REBUILD}"
+            )
+        path = directory / name
+        data = read_index_file(directory, name, manifest.bytes[role])
+        if hashlib.sha256(data).hexdigest() != manifest.sha256[role]:
+            raise SiteIndexError(
+                f"{path} is corrupt: its checksum does not match the manifest. "
+                f"{REBUILD}"
+            )
+        paths.append(path)
+    return ModelFiles(
+        paths[0],
+        paths[1],
+        embedding.model,
+        embedding.query_prefix,
+        embedding.passage_prefix,
+    )
 
 
 def lucene_idf(df: np.ndarray | float, n: int) -> np.ndarray | float:
@@ -202,7 +246,7 @@ class Site(FusedSearch):
     @cached_property
     def embedder(self) -> Embedder:
         """The model the passages were embedded with, loaded on first use."""
-        return load_embedder(self.manifest, self.model_dir)
+        return load_embedder(self.manifest, self.model_dir, self.root)
 
     @cached_property
     def _idf(self) -> dict[str, float]:
@@ -248,7 +292,7 @@ class Site(FusedSearch):
     def _query_vector(self, query: str, query_vector: np.ndarray | None) -> np.ndarray:
         self._dense()
         if query_vector is None:
-            return self.embedder.embed([query])[0]
+            return self.embedder.embed([query], kind="query")[0]
         return query_vector
 
     def dense_scores(

@@ -279,7 +279,7 @@ class SiteUnion(FusedSearch):
     def candidates(self, request: SearchRequest) -> _UnionCandidates:
         """Every member's candidates, merged (the query embedded once)."""
         if request.query_vector is None and request.mode != "bm25" and self.has_dense:
-            vector = self.embedder.embed([request.query])[0]
+            vector = self.embedder.embed([request.query], kind="query")[0]
             request = replace(request, query_vector=vector)
         parts = [m.site.candidates(request) for m in self.members]
         merged = merge(parts, request.wanted)

@@ -226,6 +226,8 @@ class QdrantSite(FusedSearch):
         self.site_version: str = record["version"]
         self.location = location
         self.model_dir = model_dir
+        #: the pushed site's ``_ragcite/``, where a shipped encoder is read
+        self.index_directory: Path | None = None
         self.manifest = Manifest.model_validate_json(record["manifest"])
         self._tokenizer = read_tokenizer(self.manifest, f"{location} {self.name}")
         self.moved: dict[str, str] = json.loads(record["moved"])
@@ -266,6 +268,8 @@ class QdrantSite(FusedSearch):
             found = cls(
                 client, collection, record, location=location, model_dir=model_dir
             )
+            if build_dir is not None:
+                found.index_directory = index_dir(Path(build_dir))
             problem = found.problem(build_dir)
             if problem:
                 raise SiteIndexError(problem)
@@ -351,7 +355,7 @@ class QdrantSite(FusedSearch):
 
     @cached_property
     def embedder(self) -> Embedder:
-        return load_embedder(self.manifest, self.model_dir)
+        return load_embedder(self.manifest, self.model_dir, self.index_directory)
 
     def idf(self, term: str) -> float:
         i = self._vocab.get(term)
@@ -400,7 +404,7 @@ class QdrantSite(FusedSearch):
         if mode != "bm25":
             vector = request.query_vector
             if vector is None:
-                vector = self.embedder.embed([request.query])[0]
+                vector = self.embedder.embed([request.query], kind="query")[0]
         limit = request.wanted + SLACK
         asked = [
             self._request(query, using, scope, limit)
