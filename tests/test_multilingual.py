@@ -237,3 +237,38 @@ def test_the_browser_embeds_questions_as_python(node: str, tmp_path) -> None:
     worst = int(cosine.argmin())
     assert cosine.min() >= 0.9999, (items[worst], float(cosine[worst]))
     assert len(items) > 100
+
+
+@pytest.mark.slow
+def test_a_japanese_book_answers_in_chromium_as_on_the_server(
+    watched_page, ja_book
+) -> None:
+    """The whole path in a reader's browser: the worker loads the cut model,
+    the Unigram tokenizer and the multilingual ranker from ``_ragcite/``, and
+    every question gets the server's outcome, citations and confidence."""
+    from sphinx_ragcite.answer.engine import AnswerEngine
+    from sphinx_ragcite.extension.browser_assets import ort_runtime_files
+
+    from helpers.browser import ask
+    from helpers.repo import benchmark
+    from helpers.servers import serve
+
+    if ort_runtime_files() is None:
+        pytest.skip("onnxruntime-web is not installed (npm ci in the checkout)")
+    page_tools = benchmark("_browser_page")
+    site = ja_book / "html"
+    engine = AnswerEngine(Site.load(site))
+    questions = [
+        "豆はいつ挽きますか？",
+        "お湯の温度は何度ですか",
+        "ケトルの水垢を落とす方法は？",
+        "コニカルミルとは何ですか",
+        "月の裏側には何がありますか？",
+    ]
+    with serve(site) as (base, _):
+        watched_page.goto(f"{base}/index.html")
+        for question in questions:
+            server = engine.answer(question).model_dump(mode="json")
+            browser = ask(watched_page, question)
+            assert browser["metadata"]["engine"] == "browser", browser
+            assert page_tools.mismatch(server, browser) is None, question
