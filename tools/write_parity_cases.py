@@ -59,8 +59,12 @@ def site_digest(site: Path) -> str:
 
     manifest = read_manifest(index_dir(site))
     parts = [f"{role}:{manifest.sha256.get(role, '-')}" for role in DECISIVE]
-    ranker = (REPO / "sphinx_ragcite" / "answer" / "ranker.json").read_bytes()
-    parts.append("ranker:" + hashlib.sha256(ranker).hexdigest())
+    # the ranker both engines read: the one the site ships (its encoder's)
+    shipped = manifest.sha256.get("ranker")
+    if shipped is None:
+        ranker = (REPO / "sphinx_ragcite" / "answer" / "ranker.json").read_bytes()
+        shipped = hashlib.sha256(ranker).hexdigest()
+    parts.append("ranker:" + shipped)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
