@@ -108,23 +108,27 @@ def agreement(site: Path, cache: Path, *, other_kernels: bool) -> dict[str, Any]
     """Every cached text encoded again, as the check does, against its entry;
     without *other_kernels*, also what loading the encoder and one check of
     16 texts cost, in this process."""
-    from sphinx_ragcite.encoder import Embedder, cache_key, model_files
+    from sphinx_ragcite.encoder import (
+        DEFAULT_MAX_TOKENS,
+        Embedder,
+        cache_key,
+        model_files,
+    )
     from sphinx_ragcite.extension.cache import EmbeddingCache
     from sphinx_ragcite.extension.config import RagciteConfig
     from sphinx_ragcite.extension.embedding import AGREEMENT, Work, _encode_again
 
     config = RagciteConfig()
     work = Work.of(config, read_passages(site))  # type: ignore[arg-type]
-    files = model_files(None)
-    stored = EmbeddingCache(
-        cache, cache_key(files.model_id, config.embedding_max_tokens), None, 1 << 40
-    )
+    files = model_files(None)  # the example book's: English, MiniLM
+    max_tokens = config.embedding_max_tokens or DEFAULT_MAX_TOKENS
+    stored = EmbeddingCache(cache, cache_key(files.model_id, max_tokens), None, 1 << 40)
     stored.load(work.keys + work.sentence_keys)
     everything = set(stored.rows)
     loads = []
     for _ in range(1 if other_kernels else ROUNDS):
         started = time.perf_counter()
-        embedder = Embedder(files, max_tokens=config.embedding_max_tokens)
+        embedder = Embedder(files, max_tokens=max_tokens)
         loads.append(time.perf_counter() - started)
     if other_kernels:
         import onnxruntime

@@ -3,8 +3,9 @@
 Why: the index is rebuilt on every HTML build of a user's book, so a full build
 must stay close to plain Sphinx, an edit of one paragraph must re-embed only
 the passage(s) it changed, and the files shipped with the site must stay small.
-The default ``ragcite_embedding_max_tokens`` (256) is justified here too, by
-build time and retrieval quality at 128, 256 and 512 word pieces.
+The English encoder's default truncation (256; ``ragcite_embedding_max_tokens``
+0 means the encoder's own) is justified here too, by build time and retrieval
+quality at 128, 256 and 512 word pieces.
 
 On a copy of ``example_book`` it measures, with ``python -m sphinx -q -b html``
 in a child process and fresh output + doctree directories for every run:
