@@ -94,7 +94,7 @@ def evaluate_retrieval(
     questions: Sequence[Question],
     modes: Sequence[SearchMode] = ("bm25", "dense", "hybrid"),
     *,
-    fusion: Fusion = "rrf",
+    fusion: Fusion | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Mean metrics per mode over the answerable questions."""
     answerable = [q for q in questions if q.answerable]

@@ -122,6 +122,16 @@ def test_a_japanese_book_gets_the_multilingual_encoder(ja_book) -> None:
     assert site.dense_search
     hits = site.search("お湯の温度は何度ですか", 3, mode="dense")
     assert hits[0].passage_id.endswith("sec2-p1")
+    # its results list fuses as its answers do (linear), not by RRF
+    assert site.default_fusion == "linear"
+    query = "豆はいつ挽きますか？"
+    listed = [(h.passage_id, h.score) for h in site.search(query, 3)]
+    assert listed == [
+        (h.passage_id, h.score) for h in site.search(query, 3, fusion="linear")
+    ]
+    assert listed != [
+        (h.passage_id, h.score) for h in site.search(query, 3, fusion="rrf")
+    ]
 
 
 @pytest.mark.slow

@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--k", type=int, default=5, help="number of hits (1-100)")
     search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
     search.add_argument(
-        "--fusion", choices=FUSIONS, default="rrf", help=argparse.SUPPRESS
+        "--fusion", choices=FUSIONS, default=None, help=argparse.SUPPRESS
     )
     search.add_argument("--json", action="store_true", help='print {"hits": [...]}')
 
@@ -103,7 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=SEARCH_MODES,
         help="repeat to choose modes (default: all three)",
     )
-    evaluate.add_argument("--fusion", choices=FUSIONS, default="rrf")
+    evaluate.add_argument(
+        "--fusion",
+        choices=FUSIONS,
+        default=None,
+        help="default: the site's own (rrf; linear for a multilingual-e5 book)",
+    )
     evaluate.add_argument(
         "--answers",
         action="store_true",
