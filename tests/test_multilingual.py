@@ -213,7 +213,7 @@ def dev_questions(name: str) -> list[str]:
 
 @pytest.mark.slow
 def test_the_browser_embeds_questions_as_python(node: str, tmp_path) -> None:
-    """Every third question of the Chinese and Japanese dev sets, and the cases,
+    """Every sixth question of the Chinese and Japanese dev sets, and the cases,
     in onnxruntime-web with the JS tokenizer: Python's vector, cosine >=
     .9999, on a model cut to the cases alone (so many questions use pieces
     the cut dropped, as a reader's unforeseen words do)."""
@@ -229,7 +229,7 @@ def test_the_browser_embeds_questions_as_python(node: str, tmp_path) -> None:
     assert runtime is not None
     written = multilingual.write_for(TEXTS, tmp_path / "model")
     items = [{"text": q, "kind": "query"} for n in ("xuance_zh", "network_ja")
-             for q in dev_questions(n)[::3]]  # fmt: skip
+             for q in dev_questions(n)[::6]]  # fmt: skip
     items += [{"text": c["text"], "kind": c["kind"]} for c in CASES]
     (tmp_path / "in.json").write_text(json.dumps(items, ensure_ascii=False), "utf-8")
     result = subprocess.run(
@@ -246,7 +246,7 @@ def test_the_browser_embeds_questions_as_python(node: str, tmp_path) -> None:
     cosine = (browser * python).sum(axis=1)
     worst = int(cosine.argmin())
     assert cosine.min() >= 0.9999, (items[worst], float(cosine[worst]))
-    assert len(items) > 100
+    assert len(items) > 80
 
 
 @pytest.mark.slow
