@@ -276,12 +276,8 @@
      * @returns {import("./types").TokenEncoding}
      */
     encode(text, maxTokens) {
-      if (!Number.isInteger(maxTokens) || maxTokens < 2) {
-        throw new RangeError(`maxTokens must be an integer >= 2, not ${maxTokens}`);
-      }
-      const pieces = this.pieceIds(text).slice(0, maxTokens - 2);
-      const ids = [this.spec.bosId, ...pieces, this.spec.eosId];
-      return { ids, attentionMask: ids.map(() => 1), typeIds: ids.map(() => 0) };
+      const { framed } = lib.need("wordpiece");
+      return framed(this.spec.bosId, this.pieceIds(text), this.spec.eosId, maxTokens);
     }
 
     /**

@@ -248,12 +248,7 @@
      * @returns {import("./types").WordPieceEncoding}
      */
     encode(text, maxTokens) {
-      if (!Number.isInteger(maxTokens) || maxTokens < 2) {
-        throw new RangeError(`maxTokens must be an integer >= 2, not ${maxTokens}`);
-      }
-      const pieces = this.pieceIds(text).slice(0, maxTokens - 2);
-      const ids = [this.spec.clsId, ...pieces, this.spec.sepId];
-      return { ids, attentionMask: ids.map(() => 1), typeIds: ids.map(() => 0) };
+      return framed(this.spec.clsId, this.pieceIds(text), this.spec.sepId, maxTokens);
     }
 
     /**
@@ -440,7 +435,25 @@
     return { clsId: special(single[0].SpecialToken.id), sepId: special(single[2].SpecialToken.id) };
   }
 
-  const api = { WordPiece, TABLES, inRanges, template };
+  /**
+   * `first pieces last`, the pieces cut so that at most `maxTokens` ids
+   * remain, as `tokenizers` truncates a single sequence with its template
+   * (shared by WordPiece and `unigram.js`).
+   * @param {number} first
+   * @param {number[]} pieces
+   * @param {number} last
+   * @param {number} maxTokens at least 2
+   * @returns {import("./types").TokenEncoding}
+   */
+  function framed(first, pieces, last, maxTokens) {
+    if (!Number.isInteger(maxTokens) || maxTokens < 2) {
+      throw new RangeError(`maxTokens must be an integer >= 2, not ${maxTokens}`);
+    }
+    const ids = [first, ...pieces.slice(0, maxTokens - 2), last];
+    return { ids, attentionMask: ids.map(() => 1), typeIds: ids.map(() => 0) };
+  }
+
+  const api = { WordPiece, TABLES, inRanges, template, framed };
   lib.provide("wordpiece", api);
   if (typeof module === "object") module.exports = api;
 })();

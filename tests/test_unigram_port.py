@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import struct
 import subprocess
 from typing import TYPE_CHECKING, Any
@@ -85,25 +84,6 @@ def test_the_cases_reach_what_they_must(
     # every one-character piece is kept: the same characters stay unknown
     assert sum(len(p) == 1 for p, _ in pieces) > 13_000
     assert tool.UNIGRAM_CASES.stat().st_size < 1_500_000
-
-
-def test_node_runs_the_golden_cases(node: str) -> None:
-    """``js/test/unigram.test.js``, nothing skipped."""
-    result = subprocess.run(
-        [node, "--test", "js/test/unigram.test.js"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out
-    assert "# fail 0" in out, out
-    assert "# skipped 0" in out, out
-    passed = re.search(r"^# pass (\d+)$", result.stdout, re.MULTILINE)
-    assert passed, out
-    assert int(passed.group(1)) == 9, out
 
 
 #: A vocabulary whose paths tie (scores exact in binary): "▁ab" is

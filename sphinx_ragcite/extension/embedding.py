@@ -248,15 +248,16 @@ class Check:
 _encodings: WeakKeyDictionary[Sphinx, Encoding] = WeakKeyDictionary()
 
 
-def _setup(app: Sphinx, config: RagciteConfig, records: list[Record]) -> Encoding:
-    """Model files and cache of *app*'s build (ModelNotFoundError if missing)."""
+def _setup(app: Sphinx, config: RagciteConfig, work: Work) -> Encoding:
+    """Model files and cache of *app*'s build (ModelNotFoundError if missing);
+    *work*'s texts are what a multilingual model is cut to."""
     if app in _encodings:
         return _encodings[app]
     choice = choose_encoder(app, config)
     if choice.name == "multilingual":
         max_tokens = config.embedding_max_tokens or MULTILINGUAL_MAX_TOKENS
         model = Model(
-            lambda: _write_multilingual(app, config, records),
+            lambda: _write_multilingual(app, work),
             max_tokens,
             model_id=multilingual.MODEL_ID,
         )
@@ -286,11 +287,8 @@ def _setup(app: Sphinx, config: RagciteConfig, records: list[Record]) -> Encodin
     return encoding
 
 
-def _write_multilingual(
-    app: Sphinx, config: RagciteConfig, records: list[Record]
-) -> ModelFiles:
+def _write_multilingual(app: Sphinx, work: Work) -> ModelFiles:
     """The multilingual model and tokenizer, cut to the texts this build embeds."""
-    work = Work.of(config, records)
     prefix = multilingual.PREFIXES["passage"]
     texts = itertools.chain(
         (prefix + t for t in work.texts),
@@ -314,8 +312,8 @@ def start(app: Sphinx, records: list[Record]) -> None:
     # Pages written by forked processes (-j N) must not fork a running model.
     if not (config.embeddings and records) or app.parallel > 1:
         return
-    encoding = _setup(app, config, records)
     work = Work.of(config, records)
+    encoding = _setup(app, config, work)
 
     def run() -> None:
         started = time.perf_counter()
@@ -336,7 +334,8 @@ def write_embeddings(
 
     Raises ModelNotFoundError when the model is missing.
     """
-    encoding = _setup(app, config, records)
+    work = Work.of(config, records)
+    encoding = _setup(app, config, work)
     timed = stages.of(app).timed
     if encoding.thread is not None:
         with timed("wait for the encoder"):
@@ -344,7 +343,6 @@ def write_embeddings(
         encoding.thread = None
         if encoding.error is not None:
             logger.debug("ragcite: the encoder thread failed: %r", encoding.error)
-    work = Work.of(config, records)
     cache, model = encoding.cache, encoding.model
     started = time.perf_counter()
     ran = _encode(app, encoding, work, progress=True)
@@ -670,4 +668,5 @@ def build_model_files(
     app: Sphinx, config: RagciteConfig, records: list[Record]
 ) -> ModelFiles:
     """The encoder files this build embeds with (ModelNotFoundError if missing)."""
-    return _setup(app, config, records).model.files
+    encoding = _encodings.get(app) or _setup(app, config, Work.of(config, records))
+    return encoding.model.files
