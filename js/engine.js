@@ -90,12 +90,26 @@
     if (vectors && embedding && embedding.dim !== dim) {
       throw new Error(`the passage vectors have ${dim} numbers each, the manifest says ${embedding.dim}`);
     }
-    if (vectors && vectors.rows !== core.staticIndex.passages.length) {
+    if (vectors && vectors.rows !== core.rows) {
       throw new Error("the passage vectors and the static index hold different passages; rebuild the documentation");
     }
     const retriever = retrieval.createRetriever(core);
-    const dense = retriever.dense;
-    const passageVector = dense ? dense.vector : null;
+
+    /**
+     * The evidence of these passages (`evidence.build_evidence`), their
+     * vectors fetched first where the book's are not all loaded.
+     * @param {number[]} rows
+     * @param {Float32Array | null} qvec
+     */
+    async function evidenceOf(rows, qvec) {
+      const [full, own] = await Promise.all([
+        store.passages(rows),
+        retriever.vector && qvec !== null ? Promise.all(rows.map(retriever.vector)) : null,
+      ]);
+      const byRow = new Map(own ? rows.map((row, i) => [row, own[i]]) : []);
+      const passageVector = own ? (/** @type {number} */ row) => /** @type {Float32Array} */ (byRow.get(row)) : null;
+      return E.buildEvidence(full, qvec, passageVector, dim);
+    }
     const sha = core.manifest.sha256 && core.manifest.sha256.passages;
     const indexVersion = typeof sha === "string" ? sha.slice(0, 16) : "";
     const clock = options.clock || (() => new Date());
@@ -140,10 +154,10 @@
       const embed = /** @type {(texts: string[]) => Promise<Float32Array[]>} */ (opts.embed);
       const mode = selection ? "selection" : "book";
       const started = now();
-      const hits = retriever.retrieve(question, qvec, k);
+      const hits = await retriever.retrieve(question, qvec, k);
       const evidence = selection
         ? await aboutSelection(selection, qvec, k, hits, embed)
-        : E.buildEvidence(await store.passages(hits.map((h) => h.row)), qvec, passageVector, dim);
+        : await evidenceOf(hits.map((h) => h.row), qvec);
       /** @type {Record<string, unknown>} */
       const timings = { retrieval_ms: ms(started) };
 
@@ -162,6 +176,7 @@
         ranked = await SA.rankSentences(question, selection, evidence, embed);
       } else {
         const bm25 = hits.map((h) => h.bm25 || 0.0);
+        await retriever.prepare(S.contentWords(question));
         units = R.rankUnits(question, qvec, evidence, bm25, retriever.idf, ranker);
         const answerable = R.answerability(units, ranker);
         confidence = units.length ? R.calibrate(ranker, answerable) : 0.0;
@@ -213,13 +228,13 @@
      * @returns {Promise<import("./types").EngineEvidence[]>}
      */
     async function aboutSelection(selection, qvec, k, hits, embed) {
-      const bm25 = (/** @type {string} */ query, /** @type {number} */ n) =>
-        retriever.retrieve(query, null, n).map((h) => h.row);
+      const bm25 = async (/** @type {string} */ query, /** @type {number} */ n) =>
+        (await retriever.retrieve(query, null, n)).map((h) => h.row);
       const holding = await SA.passagesHolding(selection, bm25, store.passages);
       const rows = [...new Set([...holding, ...hits.map((h) => h.row)])].slice(0, k);
       return [
         await SA.selectionEvidence(selection, qvec, dim, embed),
-        ...E.buildEvidence(await store.passages(rows), qvec, passageVector, dim),
+        ...(await evidenceOf(rows, qvec)),
       ];
     }
 

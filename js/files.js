@@ -38,7 +38,7 @@
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
   // the formats' marks and versions, from Python (`formats/`, through `spec.js`)
-  const { STATIC_PREFIX, STATIC_FORMAT, MANIFEST_FORMAT, SHARD_MAGIC, SHARD_FORMAT } = lib.need("spec");
+  const { STATIC_PREFIX, STATIC_FORMAT, SEARCH_FORMAT, MANIFEST_FORMAT, SHARD_MAGIC, SHARD_FORMAT } = lib.need("spec");
   /** The shard listing's version is the shards' (`formats/shards.FORMAT_VERSION`). */
   const LISTING_FORMAT = SHARD_FORMAT;
   const REBUILD = "Rebuild the documentation with sphinx-ragcite.";
@@ -48,13 +48,26 @@
   /** The engine's large files (the model, its tokenizer, the runtime): what a
    * reader on a metered connection is asked about before the download. */
   const ENGINE_ROLES = ["model", "tokenizer", ...RUNTIME_ROLES];
-  /** Everything the worker fetches before the first answer (its progress total). */
+  /** Everything the worker fetches before the first answer (its progress
+   * total), of the files a manifest lists: every passage vector only where
+   * there is no approximate dense search (`dense`). */
   const FIRST_ANSWER_ROLES = [
     "model",
     "tokenizer",
-    ...["ranker", "shards", "static", "embeddings", "embedding_scales"],
+    ...["ranker", "search_root", "dense", "embeddings", "embedding_scales"],
     ...RUNTIME_ROLES,
   ];
+
+  /**
+   * The roles of `FIRST_ANSWER_ROLES` this manifest's engine fetches.
+   * @param {Manifest} manifest
+   */
+  function firstAnswerRoles(manifest) {
+    const approximate = "dense" in manifest.files;
+    return FIRST_ANSWER_ROLES.filter(
+      (role) => role in manifest.files && !(approximate && (role === "embeddings" || role === "embedding_scales")),
+    );
+  }
 
   /** Why loading a file stopped; `kind` chooses the sentence the reader sees. */
   class StoreError extends Error {
@@ -179,6 +192,74 @@
     const name = isObject(tokenizer) ? tokenizer.stemmer : undefined;
     const match = typeof name === "string" ? /^snowball-([a-z_]+)$/.exec(name) : null;
     return match && match[1] !== "english" ? match[1] : null;
+  }
+
+  // -- the sharded static index ---------------------------------------------------
+
+  /** @param {unknown} e */
+  const isPair = (e) => Array.isArray(e) && e.length === 2 && typeof e[1] === "string";
+
+  /**
+   * `search-root.<h>.json` (`formats/search_shards.py`), if the searcher can read it.
+   * @param {unknown} data
+   * @returns {import("./types").SearchRoot}
+   */
+  function checkSearchRoot(data) {
+    const damaged = () => new StoreError(`The book's search index is damaged. ${REBUILD}`, "format");
+    if (!isObject(data) || data.format_version !== SEARCH_FORMAT) {
+      throw new StoreError(`The book's search index has a format this widget does not read. ${REBUILD}`, "format");
+    }
+    const bm25 = isObject(data.bm25) ? data.bm25 : {};
+    if (bm25.method !== "lucene" || typeof bm25.k1 !== "number" || typeof bm25.b !== "number") throw damaged();
+    if (!Number.isInteger(data.rows) || !Array.isArray(data.lengths) || !isObject(data.tokenizer)) throw damaged();
+    const terms = data.terms;
+    const passages = data.passages;
+    if (!Array.isArray(terms) || !terms.every((e) => isPair(e) && typeof e[0] === "string")) throw damaged();
+    if (!Array.isArray(passages) || !passages.every((e) => isPair(e) && Number.isInteger(e[0]) && e[0] > 0)) throw damaged();
+    return /** @type {import("./types").SearchRoot} */ (/** @type {unknown} */ (data));
+  }
+
+  /**
+   * A term shard: sorted terms, one postings list each.
+   * @param {unknown} data
+   * @param {string} where
+   * @returns {import("./types").TermShard}
+   */
+  function checkTermShard(data, where) {
+    if (
+      !isObject(data) ||
+      !Array.isArray(data.terms) ||
+      !Array.isArray(data.postings) ||
+      data.terms.length !== data.postings.length ||
+      !data.postings.every(Array.isArray)
+    ) {
+      throw new StoreError(`${where} is damaged. ${REBUILD}`, "format");
+    }
+    return /** @type {import("./types").TermShard} */ (/** @type {unknown} */ (data));
+  }
+
+  /**
+   * A passage shard of `count` rows.
+   * @param {unknown} data
+   * @param {number} count
+   * @param {string} where
+   * @returns {import("./types").PassageShard}
+   */
+  function checkPassageShard(data, count, where) {
+    const row = (/** @type {unknown} */ r) =>
+      Array.isArray(r) && r.length === 7 && typeof r[0] === "string" && typeof r[4] === "string" && Array.isArray(r[6]);
+    if (
+      !isObject(data) ||
+      !["pages", "headings", "docnames", "titles"].every((k) => Array.isArray(data[k])) ||
+      !Array.isArray(data.rows) ||
+      data.rows.length !== count ||
+      !data.rows.every(row) ||
+      (data.shards !== undefined &&
+        !(Array.isArray(data.shards) && data.shards.every((e) => isPair(e) && Number.isInteger(e[0]))))
+    ) {
+      throw new StoreError(`${where} is damaged. ${REBUILD}`, "format");
+    }
+    return /** @type {import("./types").PassageShard} */ (/** @type {unknown} */ (data));
   }
 
   // -- .npy ---------------------------------------------------------------------
@@ -341,12 +422,16 @@
   const api = {
     ENGINE_ROLES,
     FIRST_ANSWER_ROLES,
+    firstAnswerRoles,
     REBUILD,
     RUNTIME_ROLES,
     StoreError,
     checkListing,
     checkManifest,
+    checkPassageShard,
+    checkSearchRoot,
     checkStaticIndex,
+    checkTermShard,
     isObject,
     parseNpy,
     parseShard,

@@ -169,17 +169,20 @@
   }
 
   /**
-   * A retriever over one site's static index and passage vectors.
-   * @param {Pick<import("./types").EngineCore, "manifest" | "staticIndex" | "passageVectors">} core
+   * A retriever over one site's sharded static index and its passage
+   * vectors: every vector (a small book, searched exactly), or the
+   * approximate search of `dense_index.js` (a big one), as the server reads them.
+   * @param {Pick<import("./types").EngineCore, "manifest" | "lexical" | "passageVectors" | "dense" | "rows">} core
    */
   function createRetriever(core) {
-    const searcher = search.createStaticSearch(core.staticIndex);
+    const searcher = core.lexical;
     const embedding = core.manifest && core.manifest.embedding;
     const vectors = core.passageVectors;
-    const dense = vectors ? denseScorer(vectors) : null;
+    const exact = vectors ? denseScorer(vectors) : null;
+    const approximate = core.dense;
     /** Dense vectors rank passages (`Site.dense_search`). */
-    const denseSearch = Boolean(dense && embedding && embedding.search !== false);
-    const n = core.staticIndex.passages.length;
+    const denseSearch = Boolean((exact || approximate) && embedding && embedding.search !== false);
+    const n = core.rows;
 
     /**
      * The `k` passages an answer is chosen from (`FusedSearch.search` with
@@ -187,21 +190,25 @@
      * @param {string} question
      * @param {Float32Array | null} qvec
      * @param {number} k
-     * @returns {RetrievedHit[]}
+     * @returns {Promise<RetrievedHit[]>}
      */
-    function retrieve(question, qvec, k) {
+    async function retrieve(question, qvec, k) {
       const mode = denseSearch && qvec !== null ? "hybrid" : "bm25";
       const wanted = mode === "hybrid" ? DEPTH : k;
-      const bm25 = searcher.scores(searcher.tokens(question));
+      const bm25 = await searcher.scores(searcher.tokens(question));
       /** @type {Candidates} */
       const found = { lexical: topScores(bm25, wanted), semantic: [], bm25: new Map(), dense: new Map() };
-      if (mode === "hybrid" && dense && qvec) {
-        const { rows, scores } = dense.top(qvec, wanted);
+      if (mode === "hybrid" && qvec && exact) {
+        const { rows, scores } = exact.top(qvec, wanted);
         found.semantic = rows;
         for (const r of rows) found.dense.set(r, /** @type {number} */ (scores.get(r)));
         for (const r of found.lexical) {
-          if (!found.dense.has(r)) found.dense.set(r, scores.has(r) ? /** @type {number} */ (scores.get(r)) : dense.exact(qvec, r));
+          if (!found.dense.has(r)) found.dense.set(r, scores.has(r) ? /** @type {number} */ (scores.get(r)) : exact.exact(qvec, r));
         }
+      } else if (mode === "hybrid" && qvec && approximate) {
+        const { rows, scores } = await approximate.search(qvec, wanted, found.lexical);
+        found.semantic = rows;
+        for (const r of [...rows, ...found.lexical]) found.dense.set(r, /** @type {number} */ (scores.get(r)));
       }
       for (const r of new Set([...found.lexical, ...found.semantic])) found.bm25.set(r, bm25.get(r) || 0.0);
       return fusion.fuse(found, k, mode).map(([row, score]) => ({
@@ -214,7 +221,7 @@
 
     /**
      * `Site.idf`: Lucene's idf of a term (a term no passage has weighs as the
-     * rarest would).
+     * rarest would); `prepare` fetched its shard.
      * @param {string} term
      */
     function idf(term) {
@@ -222,7 +229,18 @@
       return Math.log1p(df ? (n - df + 0.5) / (df + 0.5) : n + 0.5);
     }
 
-    return { retrieve, idf, dense, denseSearch };
+    /**
+     * A row's passage vector (float32), for its relevance to the question.
+     * @param {number} row
+     * @returns {Promise<Float32Array>}
+     */
+    async function vector(row) {
+      if (exact) return exact.vector(row);
+      if (approximate) return approximate.vector(row);
+      throw new Error("this index has no passage vectors");
+    }
+
+    return { retrieve, idf, prepare: searcher.prepare, vector: exact || approximate ? vector : null, denseSearch };
   }
 
   const api = { pairwiseSum, denseScorer, topScores, createRetriever };

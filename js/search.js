@@ -33,10 +33,61 @@
  * @property {(term: string) => number} df how many passages hold the term
  */
 
+/**
+ * @typedef {object} ShardedSearch
+ * @property {number} rows the book's passages
+ * @property {(query: string, k?: number) => Promise<Hit[]>} search
+ * @property {(tokens: string[]) => Promise<Map<number, number>>} scores
+ * @property {(terms: Iterable<string>) => Promise<void>} prepare fetch these
+ *   terms' shards (`df` needs it)
+ * @property {(rows: number[]) => Promise<import("./types").RowMeta[]>} metas
+ * @property {(term: string) => number} df how many passages hold a prepared term
+ * @property {(query: string) => string[]} tokens the query's BM25 tokens
+ */
+
 (function () {
   "use strict";
 
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
+
+  /**
+   * A term's passages and its weight in each: bm25s's lucene weight,
+   * operation for operation (`term_weights` in formats/static.py).
+   * @param {number[]} flat the term's postings, `[doc_delta, tf, ...]`
+   * @param {ArrayLike<number>} lengths every passage's length
+   * @param {number} average their mean
+   * @param {number} k1
+   * @param {number} b
+   */
+  function termWeights(flat, lengths, average, k1, b) {
+    const n = lengths.length;
+    const df = flat.length >> 1;
+    const idf = Math.fround(Math.log(1 + (n - df + 0.5) / (df + 0.5)));
+    const docs = new Int32Array(df);
+    const weights = new Float32Array(df);
+    let doc = 0;
+    for (let j = 0; j < df; j++) {
+      doc += flat[2 * j];
+      const tf = flat[2 * j + 1];
+      docs[j] = doc;
+      weights[j] = idf * (tf / (k1 * (1 - b + (b * lengths[doc]) / average) + tf));
+    }
+    return { docs, weights };
+  }
+
+  /**
+   * Add each posting's weight to its passage's total, in float32 as bm25s adds.
+   * @param {Map<number, number>} totals
+   * @param {{docs: Int32Array, weights: Float32Array}} term
+   */
+  function addTerm(totals, { docs, weights }) {
+    for (let j = 0; j < docs.length; j++) {
+      totals.set(docs[j], Math.fround((totals.get(docs[j]) || 0) + weights[j]));
+    }
+  }
+
+  /** Ranked best first, ties to the passage that comes first in the book. @param {Map<number, number>} totals */
+  const ranked = (totals) => [...totals].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
 
   /** @returns {(text: string, spec: TokenizerSpec) => string[]} */
   function tokenizer() {
@@ -60,10 +111,9 @@
     index.terms.forEach((term, i) => lookup.set(term, i));
     const { postings, passages, pages, headings, lengths } = index;
     const { k1, b } = index.bm25;
-    const n = lengths.length;
     let sum = 0;
     for (const length of lengths) sum += length;
-    const average = sum / n;
+    const average = sum / lengths.length;
     /** @type {Map<number, {docs: Int32Array, weights: Float32Array}>} */
     const cache = new Map();
 
@@ -75,19 +125,7 @@
     function weightsOf(i) {
       const hit = cache.get(i);
       if (hit) return hit;
-      const flat = postings[i];
-      const df = flat.length >> 1;
-      const idf = Math.fround(Math.log(1 + (n - df + 0.5) / (df + 0.5)));
-      const docs = new Int32Array(df);
-      const weights = new Float32Array(df);
-      let doc = 0;
-      for (let j = 0; j < df; j++) {
-        doc += flat[2 * j];
-        const tf = flat[2 * j + 1];
-        docs[j] = doc;
-        weights[j] = idf * (tf / (k1 * (1 - b + (b * lengths[doc]) / average) + tf));
-      }
-      const made = { docs, weights };
+      const made = termWeights(postings[i], lengths, average, k1, b);
       cache.set(i, made);
       return made;
     }
@@ -102,10 +140,7 @@
       for (const token of tokens) {
         const i = lookup.get(token);
         if (i === undefined) continue;
-        const { docs, weights } = weightsOf(i);
-        for (let j = 0; j < docs.length; j++) {
-          totals.set(docs[j], Math.fround((totals.get(docs[j]) || 0) + weights[j]));
-        }
+        addTerm(totals, weightsOf(i));
       }
       return totals;
     }
@@ -117,8 +152,7 @@
      * @returns {Hit[]}
      */
     function search(query, k = 10) {
-      const ranked = [...scores(tokenize(query, spec))].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
-      return ranked.slice(0, k).map(([doc, total]) => {
+      return ranked(scores(tokenize(query, spec))).slice(0, k).map(([doc, total]) => {
         const [passage_id, page, chapter, section, snippet] = passages[doc];
         return {
           passage_id,
@@ -142,7 +176,192 @@
     };
   }
 
-  const api = { createStaticSearch };
+  /**
+   * The first index whose value is greater than `x` in a sorted array, minus one.
+   * @template T
+   * @param {T[]} sorted
+   * @param {T} x
+   */
+  function floorIndex(sorted, x) {
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (sorted[mid] <= x) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo - 1;
+  }
+
+  /**
+   * A searcher over the sharded static index (`formats/search_shards.py`):
+   * the root is loaded, a term's shard the first time a query has the
+   * term, a passage shard the first time a result needs its rows. Scores
+   * are `createStaticSearch`'s, to the bit.
+   * @param {unknown} data the parsed `search-root.<h>.json` (checked here)
+   * @param {(name: string) => Promise<unknown>} load a shard's parsed JSON,
+   *   checked against the digest in its name
+   * @returns {ShardedSearch}
+   */
+  function createShardedSearch(data, load) {
+    const F = lib.need("files");
+    const root = F.checkSearchRoot(data);
+    const tokenize = tokenizer();
+    const spec = root.tokenizer;
+    tokenize("", spec); // an unknown stemmer or form fails here, not at the first query
+    const { lengths } = root;
+    const { k1, b } = root.bm25;
+    let sum = 0;
+    for (const length of lengths) sum += length;
+    const average = sum / lengths.length;
+    const firsts = root.terms.map(([first]) => first);
+    /** @type {number[]} */
+    const starts = [];
+    let start = 0;
+    for (const [count] of root.passages) {
+      starts.push(start);
+      start += count;
+    }
+    if (start !== root.rows || lengths.length !== root.rows) {
+      throw new F.StoreError(`The search index's shards do not cover its passages. ${F.REBUILD}`, "format");
+    }
+    /** @type {Map<string, Promise<import("./types").TermShard>>} */
+    const termShards = new Map();
+    /** @type {Map<string, Promise<import("./types").PassageShard>>} */
+    const passageShards = new Map();
+    /** @type {Map<string, {docs: Int32Array, weights: Float32Array} | null>} */
+    const terms = new Map();
+
+    /** @param {string} name */
+    function termShard(name) {
+      let promise = termShards.get(name);
+      if (!promise) {
+        promise = load(name).then((json) => F.checkTermShard(json, name));
+        termShards.set(name, promise);
+        promise.catch(() => termShards.delete(name));
+      }
+      return promise;
+    }
+
+    /**
+     * Fetch the shards of these terms (once each) and keep their weights.
+     * @param {Iterable<string>} wanted
+     */
+    async function prepare(wanted) {
+      const missing = [...new Set(wanted)].filter((t) => !terms.has(t));
+      await Promise.all(
+        missing.map(async (term) => {
+          const at = floorIndex(firsts, term);
+          if (at < 0) {
+            terms.set(term, null);
+            return;
+          }
+          const shard = await termShard(root.terms[at][1]);
+          const i = floorIndex(shard.terms, term);
+          const found = i >= 0 && shard.terms[i] === term;
+          terms.set(term, found ? termWeights(shard.postings[i], lengths, average, k1, b) : null);
+        }),
+      );
+    }
+
+    /**
+     * @param {string[]} tokens
+     * @returns {Promise<Map<number, number>>}
+     */
+    async function scores(tokens) {
+      await prepare(tokens);
+      /** @type {Map<number, number>} */
+      const totals = new Map();
+      for (const token of tokens) {
+        const term = terms.get(token);
+        if (term) addTerm(totals, term);
+      }
+      return totals;
+    }
+
+    /** @param {number} at */
+    function passageShard(at) {
+      const name = root.passages[at][1];
+      let promise = passageShards.get(name);
+      if (!promise) {
+        promise = load(name).then((json) => F.checkPassageShard(json, root.passages[at][0], name));
+        passageShards.set(name, promise);
+        promise.catch(() => passageShards.delete(name));
+      }
+      return promise;
+    }
+
+    /**
+     * Each row's display fields and where its text is (the answer shard
+     * holding it, when the engine ships), in the order asked.
+     * @param {number[]} rows
+     * @returns {Promise<import("./types").RowMeta[]>}
+     */
+    async function metas(rows) {
+      return Promise.all(
+        rows.map(async (row) => {
+          if (!Number.isInteger(row) || row < 0 || row >= root.rows) throw new RangeError(`passage row ${row} out of range`);
+          const at = floorIndex(starts, row);
+          const shard = await passageShard(at);
+          const offset = row - starts[at];
+          const [passage_id, page, chapter, section, snippet, doc, path] = shard.rows[offset];
+          /** @type {{name: string, index: number} | null} */
+          let answer = null;
+          let first = 0;
+          for (const [count, name] of shard.shards || []) {
+            if (offset < first + count) {
+              answer = { name, index: offset - first };
+              break;
+            }
+            first += count;
+          }
+          return {
+            row,
+            meta: {
+              passage_id,
+              docname: shard.docnames[doc],
+              url: `${shard.pages[page]}#${passage_id}`,
+              chapter: shard.headings[chapter],
+              section: shard.headings[section],
+              heading_path: path.map((t) => shard.titles[t]),
+              snippet,
+            },
+            answer,
+          };
+        }),
+      );
+    }
+
+    /**
+     * The `k` best passages for `query`, best first.
+     * @param {string} query
+     * @param {number} [k]
+     * @returns {Promise<Hit[]>}
+     */
+    async function search(query, k = 10) {
+      const best = ranked(await scores(tokenize(query, spec))).slice(0, k);
+      const found = await metas(best.map(([row]) => row));
+      return found.map(({ meta }, i) => ({
+        passage_id: meta.passage_id,
+        url: meta.url,
+        chapter: meta.chapter,
+        section: meta.section,
+        snippet: meta.snippet,
+        score: best[i][1],
+      }));
+    }
+
+    /** @param {string} term a term whose shard `prepare` fetched */
+    function df(term) {
+      const found = terms.get(term);
+      if (found === undefined) throw new Error(`ragcite search: the term ${JSON.stringify(term)} was not prepared`);
+      return found ? found.docs.length : 0;
+    }
+
+    return { rows: root.rows, search, scores, prepare, metas, df, tokens: (query) => tokenize(query, spec) };
+  }
+
+  const api = { createStaticSearch, createShardedSearch, termWeights };
   lib.provide("search", api);
   if (typeof module === "object") module.exports = api;
 })();

@@ -55,7 +55,7 @@
    * `selection.passages_holding`: of the passages BM25 finds for the
    * selection, those holding a run of five of its words.
    * @param {string} selection
-   * @param {(query: string, k: number) => number[]} bm25 the rows BM25 ranks first
+   * @param {(query: string, k: number) => Promise<number[]>} bm25 the rows BM25 ranks first
    * @param {(rows: number[]) => Promise<Array<{row: number, record: any}>>} passages their records
    * @returns {Promise<number[]>}
    */
@@ -64,7 +64,7 @@
     const n = HOLDING_WORDS;
     const grams = new Set();
     for (let i = 0; i < Math.max(1, words.length - n + 1); i++) grams.add(words.slice(i, i + n).join(" "));
-    const rows = bm25(selection, HOLDING_SEARCH);
+    const rows = await bm25(selection, HOLDING_SEARCH);
     const found = await passages(rows);
     return found
       .filter((p) => {

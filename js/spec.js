@@ -17,11 +17,11 @@
         "lib", "spec", "citations", "sse", "settings", "dom", "client", "files", "static",
         "quotes", "deeplinks", "selection", "render", "previews", "feedback", "panel", "widget",
       ],
-      search: ["stemmer", "tokenize", "search"],
+      search: ["stemmer", "tokenize", "search", "store"],
       worker: [
-        "files", "stemmer", "tokenize", "search", "sentences", "fusion", "retrieve", "units",
-        "evidence", "ranker", "verify", "answer", "selection_answer", "engine", "wordpiece",
-        "unigram", "encode", "store",
+        "files", "stemmer", "tokenize", "search", "store", "sentences", "fusion", "retrieve",
+        "units", "evidence", "ranker", "verify", "answer", "selection_answer", "engine",
+        "wordpiece", "unigram", "encode",
       ],
     },
 
@@ -257,6 +257,7 @@
     // -- the index files the browser reads (formats/)
     STATIC_PREFIX: "globalThis.ragcite_static_index=",
     STATIC_FORMAT: 2,
+    SEARCH_FORMAT: 3,
     MANIFEST_FORMAT: 1,
     MAX_MANIFEST_BYTES: 1048576,
     SHARD_MAGIC: "RCSH",

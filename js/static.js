@@ -4,18 +4,22 @@
  * (`stemmer.js`, `tokenize.js`, `search.js`, fetched only now) and the
  * book's static index, and hand back a searcher.
  *
- * Over HTTP the manifest names the index file, which is fetched and parsed
- * as JSON. From disk (file://) fetch is blocked, but a script next to the
- * manifest still loads: the file assigns the index to a global, nothing else.
+ * Over HTTP the manifest names the sharded index's root (`store.js` fetches
+ * and checks it): a query then fetches its own terms' shards and the
+ * display fields of the passages it shows, never the whole index. From
+ * disk (file://) fetch is blocked, but a script next to the manifest still
+ * loads: the whole index (`search.js`), which assigns it to a global,
+ * nothing else; there every byte is a local read.
  *
  * Classic script: provides `static` (see `lib.js`).
  */
 
 /** @typedef {import("./search.js").StaticSearch} StaticSearch */
+/** @typedef {import("./search.js").ShardedSearch} ShardedSearch */
 
 /**
  * @typedef {object} StaticLoader
- * @property {() => Promise<StaticSearch>} load tried again after a failure,
+ * @property {() => Promise<StaticSearch | ShardedSearch>} load tried again after a failure,
  *   done once after a success
  * @property {() => unknown} manifest the index manifest it read, unchecked
  *   (null before, or from file://)
@@ -65,36 +69,15 @@
   }
 
   /**
-   * @param {string} url
-   * @param {boolean} fromDisk
-   * @returns {Promise<unknown>}
+   * The reader's sentence for a store error (`store.js`).
+   * @param {unknown} error
    */
-  async function fetchJson(url, fromDisk) {
-    let response;
-    try {
-      response = await fetch(url, { credentials: "same-origin" });
-    } catch {
-      throw new WidgetError(
-        fromDisk
-          ? "This page was opened from disk (file://), where the browser does not let " +
-              "the widget read the book's search index. Serve the built site instead, " +
-              "e.g. run python -m http.server in the build folder, or ragcite serve."
-          : "Could not load the book's search index; check your connection.",
-        "static",
-      );
+  function asWidgetError(error) {
+    const e = /** @type {Error & {kind?: string}} */ (error);
+    if (e && e.kind === "network") {
+      return new WidgetError("Could not load the book's search index; check your connection.", "static");
     }
-    if (!response.ok) {
-      throw new WidgetError(
-        `The book's search index is missing (HTTP ${response.status} for ${url}); ` +
-          "rebuild the documentation with sphinx-ragcite.",
-        "static",
-      );
-    }
-    try {
-      return await response.json();
-    } catch {
-      throw new WidgetError("The book's search index is not valid JSON; rebuild the documentation.", "static");
-    }
+    return new WidgetError(String((e && e.message) || error), "static");
   }
 
   /** @param {string} src */
@@ -110,32 +93,31 @@
     /** @type {unknown} the manifest last read, for what it says of the site's files */
     let read = null;
 
-    /** @param {URL} manifestUrl */
-    async function fetchIndex(manifestUrl) {
-      const manifest = await fetchJson(manifestUrl.href, fromDisk);
-      read = manifest;
-      const listed = F.isObject(manifest) ? manifest.files : null;
-      const name = F.isObject(listed) ? listed.static : null;
-      const folder = lib.need("settings").asFolder(new URL("./", manifestUrl));
-      const staticUrl = typeof name === "string" ? C.resolveUrl(name, folder) : null;
-      if (staticUrl === null) {
-        throw new WidgetError(
-          "This book's index has no static search file; rebuild it with a newer sphinx-ragcite.",
-          "static",
-        );
-      }
-      let text;
+    /**
+     * The sharded index over HTTP (`store.js`: each file checked against
+     * its digest); the searcher fetches a query's shards as it needs them.
+     * @param {URL} manifestUrl
+     * @param {(index: unknown) => Promise<void>} stemmerFor loads the stemmer
+     */
+    async function openShards(manifestUrl, stemmerFor) {
+      const store = lib.need("store").createShardStore({ manifestUrl, caches: null });
+      let manifest;
       try {
-        const response = await fetch(staticUrl, { credentials: "same-origin" });
-        if (!response.ok) throw new Error(`HTTP ${response.status}`);
-        text = await response.text();
+        manifest = await store.manifest();
       } catch (error) {
-        throw new WidgetError(
-          `Could not load the book's search index (${/** @type {Error} */ (error).message}).`,
-          "static",
-        );
+        read = null;
+        throw asWidgetError(error);
       }
-      return parseStaticFile(text);
+      read = manifest;
+      if (typeof manifest.files.search_root !== "string") {
+        throw new WidgetError("This book's index has no sharded search index; rebuild it with a newer sphinx-ragcite.", "static");
+      }
+      await stemmerFor(manifest);
+      try {
+        return await store.search();
+      } catch (error) {
+        throw asWidgetError(error);
+      }
     }
 
     /** @param {URL} manifestUrl */
@@ -148,7 +130,7 @@
       return index;
     }
 
-    /** @type {Promise<StaticSearch> | null} */
+    /** @type {Promise<StaticSearch | ShardedSearch> | null} */
     let loading = null;
 
     function load() {
@@ -160,11 +142,17 @@
           if (!lib.has(name)) await loadScript(assetUrl(`${name}.js`, assetBase).href, notLoaded);
         }
         if (indexUrl === null) throw new WidgetError("No search index is configured.", "static");
-        const index = fromDisk ? await loadIndexScript(indexUrl) : await fetchIndex(indexUrl);
-        const language = snowballLanguage(index);
-        if (language && !lib.has(`snowball/${language}`)) {
-          await loadScript(assetUrl(`snowball/${language}.js`, assetBase).href, notLoaded);
-        }
+        /** @param {unknown} holder the index or manifest whose tokenizer names the stemmer */
+        const stemmerFor = async (holder) => {
+          const language = snowballLanguage(holder);
+          if (language && !lib.has(`snowball/${language}`)) {
+            await loadScript(assetUrl(`snowball/${language}.js`, assetBase).href, notLoaded);
+          }
+        };
+        if (!fromDisk) return openShards(indexUrl, stemmerFor);
+        // from disk fetch is blocked: the whole index, loaded as a script
+        const index = await loadIndexScript(indexUrl);
+        await stemmerFor(index);
         try {
           return lib.need("search").createStaticSearch(index);
         } catch (error) {

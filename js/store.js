@@ -65,9 +65,9 @@
  * @typedef {object} ShardStore
  * @property {() => Promise<Manifest>} manifest the manifest (fetched once)
  * @property {() => Promise<EngineCore>} core
- * @property {() => Promise<Record<string, unknown>>} staticIndex the static
- *   search index alone (fetched once; `core()` shares it), a JSON object:
- *   `search.createStaticSearch` checks the rest
+ * @property {() => Promise<import("./search.js").ShardedSearch>} search the
+ *   sharded static index's searcher alone (its root fetched once; `core()`
+ *   shares it): keyword search needs nothing else
  * @property {(rows: number[]) => Promise<PassageFull[]>} passages
  * @property {(role: string, keep?: boolean) => Promise<Uint8Array>} bytes a file's
  *   checked bytes; `keep` false: not kept for a second call (a model, read once)
@@ -491,76 +491,18 @@
       return roles.reduce((n, role) => n + (Number(m.bytes && m.bytes[role]) || 0), 0);
     }
 
-    /** @type {Promise<Record<string, unknown>> | null} */
-    let staticPromise = null;
+    /** @type {Map<string, Promise<Uint8Array>>} */
+    const named = new Map();
 
-    function staticIndex() {
-      if (!staticPromise) {
-        staticPromise = bytes("static", false).then((data) => F.parseStaticIndex(new TextDecoder().decode(data)));
-        staticPromise.catch(() => {
-          staticPromise = null;
-        });
-      }
-      return staticPromise;
-    }
-
-    /** @type {Promise<EngineCore> | null} */
-    let corePromise = null;
-    /** @type {{start: number, count: number, name: string}[]} */
-    let shardTable = [];
-    /** @type {PassageMeta[]} */
-    let metas = [];
-
-    function core() {
-      if (!corePromise) {
-        corePromise = (async () => {
-          const m = await manifest();
-          const [index, codesBytes, scalesBytes, ranker, listing] = await Promise.all([
-            staticIndex(),
-            bytes("embeddings"),
-            bytes("embedding_scales"),
-            json("ranker"),
-            json("shards"),
-          ]);
-          const listed = F.checkListing(listing);
-          const codes = F.parseNpy(codesBytes, "embeddings");
-          const scales = F.parseNpy(scalesBytes, "embedding_scales");
-          const [rows, dim] = codes.shape;
-          if (!(codes.data instanceof Int8Array) || !(scales.data instanceof Float32Array) || scales.shape[0] !== rows) {
-            throw new StoreError(`The passage vectors do not match their scales. ${REBUILD}`, "format");
-          }
-          metas = F.passageMetas(index, listed);
-          let start = 0;
-          shardTable = listed.shards.map(([count, name]) => {
-            const entry = { start, count, name };
-            start += count;
-            return entry;
-          });
-          if (start !== metas.length || rows !== metas.length) {
-            throw new StoreError(`The shards do not cover the book's passages. ${REBUILD}`, "format");
-          }
-          return {
-            manifest: m,
-            ranker,
-            // the rest of what the searcher needs (the engine would refuse it next)
-            staticIndex: F.checkStaticIndex(index),
-            passageVectors: { codes: codes.data, scales: scales.data, dim, rows },
-            passages: metas,
-          };
-        })();
-        corePromise.catch(() => {
-          corePromise = null;
-        });
-      }
-      return corePromise;
-    }
-
-    /** @type {Map<string, Promise<Shard>>} */
-    const shards = new Map();
-
-    /** @param {string} name */
-    function shard(name) {
-      let promise = shards.get(name);
+    /**
+     * A file the manifest does not list but a listed file names
+     * (`search/<h>.json`, `shards/<h>.bin`): its name says its digest,
+     * which its bytes must match.
+     * @param {string} name
+     * @returns {Promise<Uint8Array>}
+     */
+    function addressed(name) {
+      let promise = named.get(name);
       if (!promise) {
         promise = (async () => {
           const address = resolveName(name, folder);
@@ -570,8 +512,84 @@
           if (!/^[0-9a-f]{8,64}$/.test(base) || !digest.startsWith(base)) {
             throw new StoreError(`${address} does not match its name's checksum, so it is not used. ${REBUILD}`, "integrity");
           }
-          return F.parseShard(data, address);
+          return data;
         })();
+        named.set(name, promise);
+        promise.catch(() => named.delete(name));
+      }
+      return promise;
+    }
+
+    /** @param {string} name */
+    async function addressedJson(name) {
+      const data = await addressed(name);
+      try {
+        return JSON.parse(new TextDecoder().decode(data));
+      } catch {
+        throw new StoreError(`${name} is not JSON. ${REBUILD}`, "format");
+      }
+    }
+
+    /** @type {Promise<import("./search.js").ShardedSearch> | null} */
+    let searchPromise = null;
+
+    /** The sharded static index's searcher (its root fetched once). */
+    function search() {
+      if (!searchPromise) {
+        searchPromise = json("search_root").then((root) => lib.need("search").createShardedSearch(root, addressedJson));
+        searchPromise.catch(() => {
+          searchPromise = null;
+        });
+      }
+      return searchPromise;
+    }
+
+    /** @type {Promise<EngineCore> | null} */
+    let corePromise = null;
+
+    function core() {
+      if (!corePromise) {
+        corePromise = (async () => {
+          const m = await manifest();
+          const approximate = typeof m.files.dense === "string";
+          const [lexical, ranker, vectors, dense] = await Promise.all([
+            search(),
+            json("ranker"),
+            approximate || typeof m.files.embeddings !== "string" ? null : passageVectors(),
+            approximate ? bytes("dense", false).then((data) => lib.need("dense_index").createApproxDense(data, addressed)) : null,
+          ]);
+          if (vectors && vectors.rows !== lexical.rows) {
+            throw new StoreError(`The passage vectors and the search index hold different passages. ${REBUILD}`, "format");
+          }
+          return { manifest: m, ranker, rows: lexical.rows, lexical, passageVectors: vectors, dense };
+        })();
+        corePromise.catch(() => {
+          corePromise = null;
+        });
+      }
+      return corePromise;
+    }
+
+    /** Every passage's vector (a book small enough to search exactly). */
+    async function passageVectors() {
+      const [codesBytes, scalesBytes] = await Promise.all([bytes("embeddings"), bytes("embedding_scales")]);
+      const codes = F.parseNpy(codesBytes, "embeddings");
+      const scales = F.parseNpy(scalesBytes, "embedding_scales");
+      const [rows, dim] = codes.shape;
+      if (!(codes.data instanceof Int8Array) || !(scales.data instanceof Float32Array) || scales.shape[0] !== rows) {
+        throw new StoreError(`The passage vectors do not match their scales. ${REBUILD}`, "format");
+      }
+      return { codes: codes.data, scales: scales.data, dim, rows };
+    }
+
+    /** @type {Map<string, Promise<Shard>>} */
+    const shards = new Map();
+
+    /** @param {string} name */
+    function shard(name) {
+      let promise = shards.get(name);
+      if (!promise) {
+        promise = addressed(name).then((data) => F.parseShard(data, resolveName(name, folder)));
         shards.set(name, promise);
         promise.catch(() => shards.delete(name));
       }
@@ -583,36 +601,25 @@
      * @returns {Promise<PassageFull[]>}
      */
     async function passages(rows) {
-      await core();
-      const wanted = rows.map((row) => {
-        if (!Number.isInteger(row) || row < 0 || row >= metas.length) {
-          throw new RangeError(`passage row ${row} out of range`);
-        }
-        let lo = 0;
-        let hi = shardTable.length - 1;
-        while (lo < hi) {
-          const mid = (lo + hi + 1) >> 1;
-          if (shardTable[mid].start <= row) lo = mid;
-          else hi = mid - 1;
-        }
-        return { row, entry: shardTable[lo] };
-      });
-      const loaded = await Promise.all(wanted.map(({ entry }) => shard(entry.name)));
-      return wanted.map(({ row, entry }, i) => {
-        const found = loaded[i].rows[row - entry.start];
-        const meta = metas[row];
-        if (!found || found.passage_id !== meta.passage_id) {
-          throw new StoreError(`The shard of ${meta.passage_id} holds another passage. ${REBUILD}`, "integrity");
-        }
-        const { sentences, ...own } = found;
-        return { row, record: { ...meta, ...own }, sentences };
-      });
+      const { lexical } = await core();
+      const found = await lexical.metas(rows);
+      return Promise.all(
+        found.map(async ({ row, meta, answer }) => {
+          if (!answer) throw new StoreError(`The book's index ships no text of ${meta.passage_id}. ${REBUILD}`, "missing");
+          const held = (await shard(answer.name)).rows[answer.index];
+          if (!held || held.passage_id !== meta.passage_id) {
+            throw new StoreError(`The shard of ${meta.passage_id} holds another passage. ${REBUILD}`, "integrity");
+          }
+          const { sentences, ...own } = held;
+          return { row, record: { ...meta, ...own }, sentences };
+        }),
+      );
     }
 
     return {
       manifest,
       core,
-      staticIndex,
+      search,
       passages,
       bytes,
       json,

@@ -400,6 +400,44 @@ export interface StaticIndex {
   passages: StaticPassage[];
 }
 
+/** The sharded static index's root (`formats/search_shards.py`). */
+export interface SearchRoot {
+  format_version: number;
+  tokenizer: TokenizerSpec;
+  bm25: { k1: number; b: number; method: string };
+  rows: number;
+  lengths: number[];
+  /** `[first term, "search/<h>.json"]`, in term order. */
+  terms: [first: string, name: string][];
+  /** `[rows, "search/<h>.json"]`, consecutive from row 0. */
+  passages: [rows: number, name: string][];
+}
+
+/** A term shard: `terms[i]` owns `postings[i]` (`[doc_delta, tf, ...]`). */
+export interface TermShard {
+  terms: string[];
+  postings: number[][];
+}
+
+/** A passage shard: rows `[passage_id, page, chapter, section, snippet,
+ * docname, [title, ...]]` indexing its own tables. */
+export interface PassageShard {
+  pages: string[];
+  headings: string[];
+  docnames: string[];
+  titles: string[];
+  rows: [string, number, number, number, string, number, number[]][];
+  /** The answer shards of exactly these rows, when the engine ships. */
+  shards?: [rows: number, name: string][];
+}
+
+/** A row's display fields, and the answer shard holding its text. */
+export interface RowMeta {
+  row: number;
+  meta: PassageMeta;
+  answer: { name: string; index: number } | null;
+}
+
 /** A logistic model over standardised inputs, as `ranker.json` holds it. */
 export interface LogisticJson {
   weights: number[];
@@ -520,6 +558,14 @@ export interface PassageRecord extends PassageMeta {
   version?: string;
 }
 
+/** Approximate dense search over a big book's passage codes (`dense_index.js`). */
+export interface ApproxDense {
+  /** The `k` best rows for `q`, and the score of those and of every row in `extra`. */
+  search(q: Float32Array, k: number, extra: number[]): Promise<{ rows: number[]; scores: Map<number, number> }>;
+  /** A row's exact passage vector (float32). */
+  vector(row: number): Promise<Float32Array>;
+}
+
 /** Everything retrieval needs, loaded once. */
 export interface EngineCore {
   /** `_ragcite/manifest.json`. */
@@ -527,13 +573,15 @@ export interface EngineCore {
   /** ranker.json (the file the Python engine reads) as read: `unknown`
    * until `ranker.parseRanker` checks it. */
   ranker: unknown;
-  /** The static index (format 2; `search.<h>.js`'s JSON), checked. */
-  staticIndex: StaticIndex;
-  /** The passage vectors: row r is `codes[r * dim : (r + 1) * dim] * scales[r]`
-   * (null for an index built without embeddings). */
+  /** The book's passages. */
+  rows: number;
+  /** The sharded static index's searcher (BM25, display fields). */
+  lexical: import("./search.js").ShardedSearch;
+  /** Every passage vector, for a book searched exactly: row r is
+   * `codes[r * dim : (r + 1) * dim] * scales[r]` (null otherwise). */
   passageVectors: { codes: Int8Array; scales: Float32Array; dim: number; rows: number } | null;
-  /** Per row, in the row order of passages.jsonl. */
-  passages: PassageMeta[];
+  /** A big book's approximate dense search (null otherwise). */
+  dense: ApproxDense | null;
 }
 
 /** One retrieved passage in full. */
@@ -706,6 +754,7 @@ export interface RagciteModules {
   citations: typeof import("./citations.js");
   client: typeof import("./client.js");
   deeplinks: typeof import("./deeplinks.js");
+  dense_index: typeof import("./dense_index.js");
   dom: typeof import("./dom.js");
   encode: typeof import("./encode.js");
   engine: typeof import("./engine.js");

@@ -452,7 +452,7 @@
       }
     }
     const searcher = await staticSearch.load();
-    return /** @type {StaticHit[]} */ (searcher.search(query, STATIC_RESULTS));
+    return /** @type {StaticHit[]} */ (await searcher.search(query, STATIC_RESULTS));
   }
 
   // -- asking -----------------------------------------------------------------

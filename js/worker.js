@@ -48,7 +48,7 @@
 /** @typedef {import("./types").BrowserEngine} BrowserEngine */
 /** @typedef {import("./types").QuestionEncoder} QuestionEncoder */
 /** @typedef {import("./store.js").ShardStore} ShardStore */
-/** @typedef {import("./search.js").StaticSearch} StaticSearch */
+/** @typedef {import("./search.js").ShardedSearch} ShardedSearch */
 
 /**
  * What the host needs from its surroundings (a worker's globals, or fakes).
@@ -199,10 +199,10 @@
     let ready = null;
     /** @type {Promise<void>} */
     let queue = Promise.resolve();
-    /** @type {(searcher: Promise<StaticSearch>) => void} */
+    /** @type {(searcher: Promise<ShardedSearch>) => void} */
     let searcherIs = () => {};
-    /** The static searcher, once the scripts and the static index are in. */
-    /** @type {Promise<StaticSearch>} */
+    /** The static searcher, once the scripts and the search index's root are in. */
+    /** @type {Promise<ShardedSearch>} */
     const searcher = new Promise((resolve) => {
       searcherIs = resolve;
     });
@@ -258,7 +258,7 @@
       if (!manifest.files.model || !manifest.embedding) {
         throw new HostError("This site was built without answers in the browser (ragcite_browser_answers).", "off");
       }
-      const roles = F.FIRST_ANSWER_ROLES.filter((role) => role in manifest.files);
+      const roles = F.firstAnswerRoles(manifest);
       total = await store.size(roles);
       for (const role of roles) files[role] = { loaded: 0, total: Number(manifest.bytes[role]) || 0 };
       report(true);
@@ -280,7 +280,7 @@
       if (language && !env.lib.has(`snowball/${language}`)) {
         env.importScripts(own(`snowball/${language}.js`));
       }
-      const opened = store.staticIndex().then((index) => env.lib.need("search").createStaticSearch(index));
+      const opened = store.search();
       opened.catch(() => {});
       searcherIs(opened);
 
@@ -373,7 +373,7 @@
       } else if (data.type === "search") {
         try {
           const search = await searcher;
-          env.post({ type: "hits", id: data.id, hits: search.search(data.question, data.k) });
+          env.post({ type: "hits", id: data.id, hits: await search.search(data.question, data.k) });
         } catch (error) {
           env.post({ type: "error", id: data.id, kind: kindOf(error), message: messageOf(error) });
         }

@@ -36,6 +36,9 @@ def test_manifest_lists_every_file_with_its_checksum(example_site: Path) -> None
     listing = directory / manifest["files"].get("shards", "")
     shards = json.loads(listing.read_bytes())["shards"] if listing.is_file() else []
     listed = {name for _, name in shards}
+    # and the sharded search index's shards its root names (search_shards.py)
+    root = json.loads((directory / manifest["files"]["search_root"]).read_bytes())
+    listed |= {name for _, name in root["terms"] + root["passages"]}
     assert set(files) == {*manifest["files"].values(), "search.js", "moved.js", *listed}
     assert files["search.js"] == files[manifest["files"]["static"]]
     assert files["moved.js"] == files[manifest["files"]["moved"]]

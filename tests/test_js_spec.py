@@ -46,7 +46,10 @@ def test_the_script_order_is_the_builds() -> None:
     assert scripts["page"][:2] == ["lib", "spec"], (
         "the registry and the spec load first"
     )
-    assert scripts["worker"][-1] == "store"
+    worker = scripts["worker"]
+    # store.js reads files.js when it loads, and search.js when it searches
+    assert worker.index("files") < worker.index("search") < worker.index("store")
+    assert scripts["search"][-1] == "store", "the page's keyword search needs it"
 
 
 # -- the JS takes the shared values from spec.js, never a copy -------------------

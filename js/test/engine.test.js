@@ -184,6 +184,28 @@ function tinyStore() {
   ];
   const codes = Int8Array.from(dirs.flat().map((v) => Math.round(v * 127)));
   const scales = Float32Array.from([1 / 127, 1 / 127, 1 / 127]);
+  // the same index, sharded: one term shard, one passage shard
+  /** @type {Record<string, unknown>} */
+  const shards = {
+    "search/terms.json": { terms, postings: staticIndex.postings },
+    "search/rows.json": {
+      pages: staticIndex.pages,
+      headings: staticIndex.headings,
+      docnames: ["gear"],
+      titles: [...new Set(records.flatMap((r) => r.heading_path))],
+      rows: staticIndex.passages.map((p, i) => [...p, 0, records[i].heading_path.map((t) => [...new Set(records.flatMap((r) => r.heading_path))].indexOf(t))]),
+    },
+  };
+  const root = {
+    format_version: 3,
+    tokenizer: S.ENGLISH,
+    bm25: staticIndex.bm25,
+    rows: 3,
+    lengths: staticIndex.lengths,
+    terms: [[terms[0], "search/terms.json"]],
+    passages: [[3, "search/rows.json"]],
+  };
+  const lexical = require("../search.js").createShardedSearch(root, async (name) => shards[name]);
   return {
     async core() {
       return {
@@ -192,9 +214,10 @@ function tinyStore() {
           /** @type {unknown} */ ({ embedding: { dim: 2, search: true }, sha256: { passages: "0123456789abcdef0123" } })
         ),
         ranker: RANKER,
-        staticIndex,
+        rows: 3,
+        lexical,
         passageVectors: { codes, scales, dim: 2, rows: 3 },
-        passages: records.map(({ text, char_start, char_end, content_hash, ...meta }) => meta),
+        dense: null,
       };
     },
     async passages(rows) {

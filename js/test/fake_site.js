@@ -100,6 +100,48 @@ function fakeSite() {
     files[name] = data;
     listed.push([to - from, name]);
   }
+  // the sharded static index: one term shard, a passage shard per answer shard
+  const termShard = Buffer.from(JSON.stringify({ terms: ["alpha", "beta"], postings: [[0, 1, 1, 1], [2, 1]] }));
+  const termName = `search/${hex(termShard).slice(0, 16)}.json`;
+  files[termName] = new Uint8Array(termShard);
+  const docnames = ["a", "a", "b"];
+  const paths = [["A"], ["A", "A one"], ["B"]];
+  /** @type {[number, string][]} */
+  const passageTable = [];
+  for (const [i, [from, to]] of [
+    [0, 2],
+    [2, 3],
+  ].entries()) {
+    const shard = {
+      pages: ["a.html", "b.html"],
+      headings: staticIndex.headings,
+      docnames: ["a", "b"],
+      titles: ["A", "A one", "B"],
+      rows: passages.slice(from, to).map(([id, page, chapter, section, snippet], j) => [
+        id,
+        page,
+        chapter,
+        section,
+        snippet,
+        docnames[from + j] === "a" ? 0 : 1,
+        paths[from + j].map((t) => ["A", "A one", "B"].indexOf(t)),
+      ]),
+      shards: [listed[i]],
+    };
+    const data = Buffer.from(JSON.stringify(shard));
+    const name = `search/${hex(data).slice(0, 16)}.json`;
+    files[name] = new Uint8Array(data);
+    passageTable.push([to - from, name]);
+  }
+  const searchRoot = {
+    format_version: 3,
+    tokenizer: {},
+    bm25: staticIndex.bm25,
+    rows: 3,
+    lengths: staticIndex.lengths,
+    terms: [["alpha", termName]],
+    passages: passageTable,
+  };
   const listing = {
     format_version: 1,
     rows: 3,
@@ -113,6 +155,7 @@ function fakeSite() {
   /** @type {Record<string, [string, Uint8Array]>} */
   const roles = {
     static: ["search.js", Buffer.from(`${STATIC_PREFIX}${JSON.stringify(staticIndex)};\n`)],
+    search_root: ["search-root.json", Buffer.from(JSON.stringify(searchRoot))],
     embeddings: ["embeddings.npy", npy("|i1", [3, dim], Int8Array.from({ length: 3 * dim }, (_, i) => i - 6))],
     embedding_scales: ["embedding_scales.npy", npy("<f4", [3], Float32Array.from([0.1, 0.2, 0.3]))],
     ranker: ["ranker.json", Buffer.from('{"weights": [1]}')],

@@ -57,11 +57,21 @@ function fileStore(folder) {
     return sentences;
   };
 
+  /** A content-addressed file under `_ragcite/`, read from disk. @param {string} name */
+  const addressed = async (name) => new Uint8Array(fs.readFileSync(path.join(dir, name)));
+
+  /** @returns {Promise<import("../types").EngineCore>} */
   async function core() {
-    const staticIndex = F.checkStaticIndex(F.parseStaticIndex(file("static").toString("utf8")));
+    require("../search.js");
+    const lexical = require("../search.js").createShardedSearch(JSON.parse(file("search_root").toString("utf8")), async (name) =>
+      JSON.parse(Buffer.from(await addressed(name)).toString("utf8")),
+    );
     const ranker = JSON.parse(files.ranker ? file("ranker").toString("utf8") : fs.readFileSync(PACKAGE_RANKER, "utf8"));
     let passageVectors = null;
-    if (files.embeddings) {
+    let dense = null;
+    if (files.dense) {
+      dense = require("../dense_index.js").createApproxDense(new Uint8Array(file("dense")), addressed);
+    } else if (files.embeddings) {
       const codes = npy("embeddings");
       passageVectors = {
         codes: /** @type {Int8Array} */ (codes.data),
@@ -70,16 +80,7 @@ function fileStore(folder) {
         rows: codes.shape[0],
       };
     }
-    const passages = allRecords().map((r) => ({
-      passage_id: r.passage_id,
-      docname: r.docname,
-      url: r.url,
-      chapter: r.chapter,
-      section: r.section,
-      heading_path: r.heading_path,
-      snippet: r.snippet,
-    }));
-    return { manifest, ranker, staticIndex, passageVectors, passages };
+    return { manifest, ranker, rows: lexical.rows, lexical, passageVectors, dense };
   }
 
   /** @param {number[]} rows */

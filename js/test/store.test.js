@@ -13,6 +13,7 @@ const crypto = require("node:crypto");
 const fs = require("node:fs");
 const path = require("node:path");
 
+require("../search.js");
 const store = require("../store.js");
 
 const { StoreError, createShardStore, resolveName, sha256, sha256Js } = store;
@@ -93,12 +94,16 @@ test("a name from the manifest stays inside its folder, on its origin", () => {
 
 // -- the store over fetch ----------------------------------------------------------
 
-test("core() builds each passage's metadata and the vectors from a few files", async () => {
+test("core() loads the search root and the vectors; a row's metadata comes from its passage shard", async () => {
   const site = fakeSite();
   const { fetcher, asked } = fakeFetch(site.files);
   const s = createShardStore({ manifestUrl: `${BASE}manifest.json`, fetch: fetcher, subtle: null });
   const core = await s.core();
-  assert.deepEqual(core.passages[1], {
+  assert.equal(core.rows, 3);
+  assert.ok(!asked.some((u) => u.includes("search/")), "no search shard before a query");
+  const [{ meta, answer }] = await core.lexical.metas([1]);
+  assert.equal(answer && answer.index, 1);
+  assert.deepEqual(meta, {
     passage_id: "ch1-sec1-p1",
     docname: "a",
     url: "a.html#ch1-sec1-p1",
@@ -112,8 +117,15 @@ test("core() builds each passage's metadata and the vectors from a few files", a
   assert.equal(core.passageVectors.dim, 4);
   assert.deepEqual(Array.from(core.passageVectors.scales), Array.from(Float32Array.from([0.1, 0.2, 0.3])));
   assert.deepEqual(core.ranker, { weights: [1] });
-  assert.ok(!asked.some((u) => u.includes("shards/")), "no shard before a question");
+  assert.ok(!asked.some((u) => u.includes("shards/")), "no answer shard before a question");
   assert.ok(!asked.some((u) => u.includes("model")), "no model for the core");
+  assert.ok(!asked.some((u) => u.includes("shards.")), "no shard listing: the passage shards name them");
+  const hits = await core.lexical.search("beta");
+  assert.deepEqual(
+    hits.map((h) => h.passage_id),
+    ["ch2-sec0-p1"],
+  );
+  assert.equal(asked.filter((u) => u.includes("search/")).length, 3, "the term shard and two passage shards");
 });
 
 test("passages(rows) fetches only the shards of those rows, once", async () => {
@@ -123,7 +135,7 @@ test("passages(rows) fetches only the shards of those rows, once", async () => {
   await s.core();
   const before = asked.length;
   const [beta] = await s.passages([2]);
-  assert.equal(asked.length, before + 1);
+  assert.equal(asked.length, before + 2, "its passage shard and its answer shard");
   assert.equal(beta.row, 2);
   assert.equal(beta.record.text, "Beta. Gamma. Delta.");
   assert.equal(beta.record.url, "b.html#ch2-sec0-p1");
@@ -132,7 +144,7 @@ test("passages(rows) fetches only the shards of those rows, once", async () => {
   assert.deepEqual(Array.from(/** @type {any} */ (beta.sentences).codes), Array.from(want.codes));
   assert.deepEqual(Array.from(/** @type {any} */ (beta.sentences).scales), Array.from(want.scales));
   const again = await s.passages([2, 0, 1]);
-  assert.equal(asked.length, before + 2, "the other shard once; row 2's shard again from memory");
+  assert.equal(asked.length, before + 4, "the other shards once; row 2's again from memory");
   assert.deepEqual(
     again.map((p) => p.record.passage_id),
     ["ch2-sec0-p1", "ch1-sec0-p1", "ch1-sec1-p1"],
@@ -231,7 +243,7 @@ test("on a built site: every record and sentence vector as the build wrote them"
     .split("\n")
     .filter(Boolean)
     .map((line) => JSON.parse(line));
-  assert.equal(core.passages.length, records.length);
+  assert.equal(core.rows, records.length);
   const all = await s.passages(records.map((_, i) => i));
   const offsets = parseNpy(fs.readFileSync(path.join(folder, manifest.files.sentence_offsets)), "offsets").data;
   const codes = parseNpy(fs.readFileSync(path.join(folder, manifest.files.sentence_embeddings)), "codes");
@@ -240,7 +252,8 @@ test("on a built site: every record and sentence vector as the build wrote them"
   for (const [row, passage] of all.entries()) {
     assert.deepEqual(passage.record, records[row]);
     const { passage_id, url, chapter, section, heading_path, snippet, docname } = records[row];
-    assert.deepEqual(core.passages[row], { passage_id, url, chapter, section, heading_path, snippet, docname });
+    const [{ meta }] = await core.lexical.metas([row]);
+    assert.deepEqual(meta, { passage_id, url, chapter, section, heading_path, snippet, docname });
     const start = Number(offsets[row]);
     const end = Number(offsets[row + 1]);
     const sentences = /** @type {any} */ (passage.sentences);

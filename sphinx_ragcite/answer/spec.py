@@ -36,7 +36,7 @@ from sphinx_ragcite.contracts import (
     SNIPPET_SPACES,
     USER_SELECTION,
 )
-from sphinx_ragcite.formats import manifest, shards, static
+from sphinx_ragcite.formats import manifest, search_shards, shards, static
 from sphinx_ragcite.retrieval.fusion import LINEAR_ALPHA
 from sphinx_ragcite.retrieval.searchable import DEPTH
 from sphinx_ragcite.text import (
@@ -150,6 +150,7 @@ __all__ = [  # noqa: RUF022
     # -- the index files the browser reads (formats/) ------------------------
     "STATIC_PREFIX",
     "STATIC_FORMAT",
+    "SEARCH_FORMAT",
     "MANIFEST_FORMAT",
     "MAX_MANIFEST_BYTES",
     "SHARD_MAGIC",
@@ -437,6 +438,8 @@ SEE_ALSO_FIELDS: tuple[str, ...] = (
 #: The static index file is ``<STATIC_PREFIX><JSON>;`` (a script, for file://).
 STATIC_PREFIX = static.PREFIX.decode("ascii")
 STATIC_FORMAT = static.FORMAT_VERSION
+#: The sharded static index's root (``search-root.<h>.json``) and shards.
+SEARCH_FORMAT = search_shards.FORMAT_VERSION
 MANIFEST_FORMAT = manifest.FORMAT_VERSION
 MAX_MANIFEST_BYTES = manifest.MAX_MANIFEST_BYTES
 #: A shard file's first bytes, and the format of shards and their listing.

@@ -41,10 +41,10 @@ WIDGET_SCRIPTS = (
     "widget.js",
 )
 #: Loaded by the widget itself, only in static mode.
-STATIC_MODE_SCRIPTS = ("stemmer.js", "tokenize.js", "search.js")
+STATIC_MODE_SCRIPTS = ("stemmer.js", "tokenize.js", "search.js", "store.js")
 #: Answers in the browser (``ragcite_browser_answers``): the page's side
 #: (loaded by the widget in static mode), the worker, and the engine's store.
-BROWSER_SCRIPTS = ("browser.js", "worker.js", "store.js")
+BROWSER_SCRIPTS = ("browser.js", "worker.js")
 #: The engine's modules, in dependency order, then the question encoder.
 ENGINE_SCRIPTS = (
     "sentences.js",
@@ -64,7 +64,7 @@ ENGINE_SCRIPTS = (
 #: What the worker loads after ``lib.js`` and ``spec.js``, in order; the
 #: site's file formats (``files.js``, which the page loads too) first, and
 #: ``worker.js`` loads it and ``store.js`` before the rest.
-WORKER_SCRIPTS = ("files.js", *STATIC_MODE_SCRIPTS, *ENGINE_SCRIPTS, "store.js")
+WORKER_SCRIPTS = ("files.js", *STATIC_MODE_SCRIPTS, *ENGINE_SCRIPTS)
 #: Shipped to every HTML site.
 WIDGET_FILES = (*WIDGET_SCRIPTS, "widget.css", *STATIC_MODE_SCRIPTS)
 #: The Snowball stemmers of languages besides English, one per file

@@ -54,6 +54,8 @@ class BrowserFiles:
     """What the build adds for answers in the browser, for its log line."""
 
     bytes_by_role: dict[str, int]
+    #: ``(rows, name)`` of each answer shard, in row order
+    answer_shards: list[tuple[int, str]]
 
     @property
     def total(self) -> int:
@@ -229,4 +231,5 @@ def _stage(
     sizes = {role: digest[1] for role, (_, _, digest) in copied.items()}
     sizes[TOKENIZER], sizes[RANKER] = len(tokenizer), len(ranker)
     sizes[SHARDS] = len(shards.listing) + sum(map(len, shards.files.values()))
-    return BrowserFiles(sizes)
+    listed = json.loads(shards.listing)["shards"]
+    return BrowserFiles(sizes, [(int(n), str(name)) for n, name in listed])

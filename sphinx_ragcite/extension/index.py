@@ -36,6 +36,8 @@ from sphinx_ragcite.formats.manifest import INDEX_DIR, MANIFEST
 from sphinx_ragcite.formats.moved import FILE_NAME as MOVED_FILE
 from sphinx_ragcite.formats.moved import Moved, moved_file
 from sphinx_ragcite.formats.records import passages_jsonl
+from sphinx_ragcite.formats.search_shards import ROOT_NAME as SEARCH_ROOT
+from sphinx_ragcite.formats.search_shards import search_shards
 from sphinx_ragcite.formats.static import FILE_NAME as STATIC_FILE
 from sphinx_ragcite.formats.static import static_file, static_index
 from sphinx_ragcite.text import (
@@ -49,6 +51,7 @@ from sphinx_ragcite.text import (
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
+    from sphinx_ragcite.extension.browser_index import BrowserFiles
     from sphinx_ragcite.extension.passages.records import Record
 
 logger = logging.getLogger(__name__)
@@ -112,9 +115,21 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
     embedding = None
     if config.embeddings and records:
         embedding = _write_embeddings(app, config, records, writer)
+    browser = None
     if config.browser_answers and records:
         with timed("browser answers"):
-            _add_browser_files(app, config, records, writer, embedding)
+            browser = _add_browser_files(app, config, records, writer, embedding)
+    with timed("search shards"):
+        sharded = search_shards(
+            records,
+            corpus,
+            spec,
+            PARAMS,
+            answer_shards=browser.answer_shards if browser else None,
+        )
+        writer.add("search_root", SEARCH_ROOT, sharded.root)
+        for name, data in sharded.files.items():
+            writer.add_extra(name, data)
 
     project = app.config
     with timed("llms.txt"):
@@ -349,12 +364,12 @@ def _add_browser_files(
     records: list[Record],
     writer: IndexWriter,
     embedding: dict[str, Any] | None,
-) -> None:
+) -> BrowserFiles | None:
     """The browser engine's files; a failure costs them, never the index."""
     from sphinx_ragcite.extension.browser_index import add_browser_files
 
     try:
-        add_browser_files(app, config, records, writer, embedding)
+        return add_browser_files(app, config, records, writer, embedding)
     except Exception as error:
         logger.warning(
             "ragcite: the files for answers in the browser could not be added "
@@ -364,6 +379,7 @@ def _add_browser_files(
             type="ragcite",
             subtype="browser",
         )
+        return None
 
 
 def start_encoder(app: Sphinx) -> None:

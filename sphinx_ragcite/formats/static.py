@@ -138,18 +138,33 @@ def static_passage(index: dict[str, Any], doc: int) -> dict[str, str]:
 
 
 def weights(index: dict[str, Any], term: int) -> tuple[list[int], np.ndarray]:
-    """The passages holding ``terms[term]`` and its float32 BM25 weight in each.
+    """The passages holding ``terms[term]`` and its float32 BM25 weight in each."""
+    lengths = index["lengths"]
+    bm25 = index["bm25"]
+    return term_weights(
+        index["postings"][term],
+        lengths,
+        sum(lengths) / len(lengths),
+        float(bm25["k1"]),
+        float(bm25["b"]),
+    )
+
+
+def term_weights(
+    flat: Sequence[int],
+    lengths: Sequence[int],
+    average: float,
+    k1: float,
+    b: float,
+) -> tuple[list[int], np.ndarray]:
+    """A postings list's passages and the term's float32 BM25 weight in each.
 
     bm25s's lucene weight: ``idf * tf / (k1 * (1 - b + b * length / average)
     + tf)`` with ``idf = log(1 + (n - df + 0.5) / (df + 0.5))`` rounded to
     float32, computed in float64 and rounded to float32 (``js/search.js``
     computes the same, operation for operation).
     """
-    flat = index["postings"][term]
-    lengths = index["lengths"]
     n = len(lengths)
-    average = sum(lengths) / n
-    k1, b = float(index["bm25"]["k1"]), float(index["bm25"]["b"])
     docs = np.cumsum(flat[0::2]).tolist()
     df = len(docs)
     idf = float(np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5))))
