@@ -23,10 +23,33 @@ const path = require("path");
 const [task, jsdir, input, output] = process.argv.slice(1);
 const { tokenize, words } = require(path.join(jsdir, "tokenize.js"));
 const { stem } = require(path.join(jsdir, "stemmer.js"));
-const { createStaticSearch } = require(path.join(jsdir, "search.js"));
+const search = require(path.join(jsdir, "search.js"));
+const { createStaticSearch, createShardedSearch } = search;
 const data = JSON.parse(fs.readFileSync(input, "utf8"));
 let result;
-if (task === "tokenize") {
+async function sharded() {
+  // the sharded index of a built site's _ragcite/ folder, read from disk
+  const read = (name) =>
+    JSON.parse(fs.readFileSync(path.join(data.folder, name), "utf8"));
+  const loaded = [];
+  const engine = createShardedSearch(read(data.root), async (name) => {
+    loaded.push(name);
+    return read(name);
+  });
+  const out = [];
+  for (const q of data.queries) {
+    loaded.length = 0;
+    out.push({ hits: await engine.search(q, data.k), loaded: [...loaded] });
+  }
+  return out;
+}
+if (task === "sharded") {
+  result = null;
+  sharded().then((r) => fs.writeFileSync(output, JSON.stringify(r)), (e) => {
+    console.error(e);
+    process.exit(1);
+  });
+} else if (task === "tokenize") {
   result = data.texts.map((t) => [words(t, data.spec), tokenize(t, data.spec)]);
 } else if (task === "stem") {
   result = data.words.map((w) => stem(w));
@@ -36,7 +59,7 @@ if (task === "tokenize") {
 } else {
   throw new Error("unknown task " + task);
 }
-fs.writeFileSync(output, JSON.stringify(result));
+if (result !== null) fs.writeFileSync(output, JSON.stringify(result));
 """
 
 #: Strings picked to catch a Python/JS disagreement.
@@ -100,7 +123,7 @@ CJK_TEXTS = [
 
 
 def node(task: str, payload: dict[str, Any], tmp_path: Path) -> list[Any]:
-    """*task* (``tokenize``, ``stem`` or ``search``) run by the browser's
+    """*task* (``tokenize``, ``stem``, ``search`` or ``sharded``) run by the browser's
     scripts in Node on *payload*; the result, through a file in *tmp_path*."""
     node = shutil.which("node")
     if node is None:

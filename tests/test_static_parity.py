@@ -173,3 +173,40 @@ def test_static_scores_are_bm25s_scores(example_site):
             assert score == float(expected[doc]), (query, doc)
             compared += 1
     assert compared > 1000
+
+
+def test_sharded_search_is_the_whole_index_search(example_site, static_index, tmp_path):
+    """The sharded index (search_shards.py) ranks and scores as the whole one,
+    in Python and in the browser's search.js, fetching only a query's shards."""
+    from sphinx_ragcite.formats.search_shards import ShardedIndex
+
+    folder = example_site / "_ragcite"
+    root_name = read_manifest(example_site)["files"]["search_root"]
+    root_bytes = (folder / root_name).read_bytes()
+    lines = (EXAMPLE_BOOK / "qa.jsonl").read_text("utf-8").splitlines()
+    questions = [json.loads(line)["question"] for line in lines]
+    queries = [*questions, "", "the and of", "coffee coffee coffee", "zzzz", "aaa"]
+    k = 10
+    got = run_node(
+        "sharded",
+        {"folder": str(folder), "root": root_name, "queries": queries, "k": k},
+        tmp_path,
+    )
+    root = json.loads(root_bytes)
+    every = len(root["terms"]) + len(root["passages"])
+    for query, result in zip(queries, got, strict=True):
+        sharded = ShardedIndex(root_bytes, lambda n: (folder / n).read_bytes())
+        tokens = tokenize(query)
+        docs = search_static(static_index, tokens, k)
+        assert sharded.search(tokens, k) == docs, query
+        assert sharded.bm25_scores(tokens) == bm25_scores(static_index, tokens)
+        scores = bm25_scores(static_index, tokens)
+        assert result["hits"] == [
+            {**static_passage(static_index, d), "score": scores[d]} for d in docs
+        ], query
+        for d in docs:
+            whole = static_passage(static_index, d)
+            assert {k: sharded.passage(d)[k] for k in whole} == whole
+        # only this query's shards: never all of them
+        assert len(result["loaded"]) < every, query
+    assert sum(bool(r["hits"]) for r in got) >= len(questions)
