@@ -25,6 +25,7 @@ import functools
 import gzip
 import http.server
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -81,6 +82,20 @@ TARGETS = (
     ("selection", "questions about a selection: as ragcite serve, p50 / max",
      "all the same"),
 )  # fmt: skip
+#: Issue 46's targets by book size: (example book, 4,000 passages, 50,000).
+TARGETS_46 = (
+    ("keyword_first", "bytes before the first keyword result", (50e3, 150e3, 300e3)),
+    ("answer_first", "bytes before the first answer, beyond runtime and model",
+     (150e3, 400e3, 1.5e6)),
+    ("later_question", "bytes per later question (mean; p90)", (100e3, 150e3, 300e3)),
+    ("memory_46", "worker memory beyond the model session", (None, 30.0, 60.0)),
+    ("later_46", "later answers p50 / p90 (ms)", ((150, 300), (200, 400), (300, 600))),
+    ("parity_46", "parity with the server (outcome + cited ids)", (0.99, 0.99, 0.99)),
+    ("recall_46", "recall@10 of approximate dense search against exact",
+     (None, 0.98, 0.97)),
+)  # fmt: skip
+#: A book's column in TARGETS_46: at most this many passages.
+SIZE_CLASSES = (1_000, 10_000)
 LAUNCH_ARGS = [
     *("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"),
     *("--disable-background-networking", "--disable-component-update"),
@@ -91,6 +106,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 def gz(data: bytes) -> int:
     return len(gzip.compress(data, GZIP_LEVEL, mtime=0))
+
+
+@functools.lru_cache(maxsize=4096)
+def _gzipped(data: bytes) -> int:
+    return gz(data)
 
 
 # -- what the files cost -------------------------------------------------------
@@ -211,24 +231,23 @@ def shard_costs(site: Path, rows: list[list[int]]) -> dict[str, Any]:
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    """The plain file server, counting the bytes it sends."""
+    """The plain file server, counting the bytes it sends: raw, and gzip
+    (level 6) as a static host that compresses would send them."""
 
-    sent: list[tuple[str, str, int]]
+    sent: list[tuple[str, str, int, int]]
 
     def copyfile(self, source: Any, outputfile: Any) -> None:
-        total = 0
-        while block := source.read(1 << 20):
-            outputfile.write(block)
-            total += len(block)
-        self.sent.append((self.command, self.path, total))
+        data = source.read()
+        outputfile.write(data)
+        self.sent.append((self.command, self.path, len(data), _gzipped(data)))
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
 
 
 @contextlib.contextmanager
-def _serve(root: Path) -> Iterator[tuple[str, list[tuple[str, str, int]]]]:
-    sent: list[tuple[str, str, int]] = []
+def _serve(root: Path) -> Iterator[tuple[str, list[tuple[str, str, int, int]]]]:
+    sent: list[tuple[str, str, int, int]] = []
     handler = type("H", (_Handler,), {"sent": sent})
     httpd = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
@@ -239,6 +258,62 @@ def _serve(root: Path) -> Iterator[tuple[str, list[tuple[str, str, int]]]]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+_MODEL_FILES = re.compile(r"/_ragcite/(model|tokenizer|ort[.-])[^/]*$")
+
+
+def _model_or_runtime(path: str) -> bool:
+    """A request for the model, its tokenizer or the runtime's files."""
+    return bool(_MODEL_FILES.search(path.split("?", 1)[0]))
+
+
+#: The page's keyword search alone (the widget's static loader), timed.
+KEYWORD = """async (q) => {
+  const lib = globalThis.ragcite_lib;
+  const loader = lib.need("static").createStaticLoader({
+    assetBase: new URL("_static/ragcite/", location.href),
+    indexUrl: new URL("_ragcite/manifest.json", location.href),
+  });
+  const t = performance.now();
+  const searcher = await loader.load();
+  const hits = await searcher.search(q, 10);
+  return [performance.now() - t, hits.map((h) => h.passage_id)];
+}"""
+
+
+def keyword_costs(
+    browser: Any, base: str, sent: list[tuple[str, str, int, int]], questions: list[str]
+) -> dict[str, Any]:
+    """Bytes (gzip as served) and requests before the first keyword result,
+    and per later keyword search: the page's own search (no engine), in a
+    context of its own (an empty cache, kept from the answers' context)."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/index.html")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(300)
+    marks = len(sent)
+    first_ms, first_hits = page.evaluate(KEYWORD, questions[0])
+    first = sent[marks:]
+    later_gzip, later_ms = [], []
+    for question in questions[1:21]:
+        marks = len(sent)
+        ms, _ = page.evaluate(KEYWORD, question)
+        later_ms.append(ms)
+        later_gzip.append(sum(e[3] for e in sent[marks:]))
+    context.close()
+    return {
+        "first_gzip": sum(e[3] for e in first),
+        "first_gzip_index": sum(e[3] for e in first if "/_ragcite/" in e[1]),
+        "first_requests": len(first),
+        "first_ms": first_ms,
+        "first_hits": len(first_hits),
+        "later_gzip_p50": percentile(later_gzip, 50),
+        "later_gzip_mean": statistics.mean(later_gzip) if later_gzip else 0,
+        "later_gzip_max": max(later_gzip, default=None),
+        "later_ms_p50": percentile(later_ms, 50),
+    }
 
 
 def _renderer_rss() -> float | None:
@@ -279,6 +354,7 @@ def in_chromium(
                 shutil.copyfile(REPO / "js" / copied.name, copied)
         with _serve(served_site) as (base, sent), sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+            keyword = keyword_costs(browser, base, sent, questions)
             context = browser.new_context()
             page = context.new_page()
             requests: list[tuple[str, str]] = []
@@ -294,20 +370,27 @@ def in_chromium(
             timed = "async (q) => { const t = performance.now(); const a = await window.ragcite.ask(q); return [performance.now() - t, a]; }"  # noqa: E501
             marks = len(sent)
             first_ms, first = page.evaluate(timed, questions[0])
-            first_bytes = sum(n for _, _, n in sent[marks:])
+            first_bytes = sum(e[2] for e in sent[marks:])
+            first_sent = sent[marks:]
             later_ms, later_bytes, engines = (
                 [],
                 [],
                 [first.get("metadata", {}).get("engine")],
             )
+            later_gzip: list[int] = []
+            later_requests: list[int] = []
             asked = [first]
             for question in questions[1:]:
                 marks = len(sent)
                 ms, answer = page.evaluate(timed, question)
                 later_ms.append(ms)
                 later_bytes.append(
-                    sum(n for _, path, n in sent[marks:] if "/_ragcite/" in path)
+                    sum(e[2] for e in sent[marks:] if "/_ragcite/" in e[1])
                 )
+                later_gzip.append(
+                    sum(e[3] for e in sent[marks:] if "/_ragcite/" in e[1])
+                )
+                later_requests.append(sum("/_ragcite/" in e[1] for e in sent[marks:]))
                 engines.append(answer.get("metadata", {}).get("engine"))
                 asked.append(answer)
             rss_after = _renderer_rss()
@@ -360,6 +443,22 @@ def in_chromium(
         "later_ms_p50": percentile(later_ms, 50),
         "later_ms_p90": percentile(later_ms, 90),
         "later_bytes_p50": percentile(later_bytes, 50),
+        "later_gzip_p50": percentile(later_gzip, 50),
+        "later_gzip_mean": statistics.mean(later_gzip) if later_gzip else 0,
+        "later_gzip_p90": percentile(later_gzip, 90),
+        "later_gzip_max": max(later_gzip, default=None),
+        "later_requests_p50": percentile(later_requests, 50),
+        "later_requests_max": max(later_requests, default=None),
+        # the first answer's bytes beyond the runtime, the model and its
+        # tokenizer (paid once per reader, cached): gzip as served
+        "first_answer_gzip_beyond_model": sum(
+            e[3] for e in first_sent if not _model_or_runtime(e[1])
+        ),
+        "first_answer_gzip_model": sum(
+            e[3] for e in first_sent if _model_or_runtime(e[1])
+        ),
+        "first_answer_requests": len(first_sent),
+        "keyword": keyword,
         "later_bytes_max": max(later_bytes) if later_bytes else None,
         "answered_in_browser": sum(e == "browser" for e in engines),
         "questions": len(engines),
@@ -447,6 +546,101 @@ def verdicts(figures: dict[str, Any], big: bool) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _target(limit: Any) -> str:
+    if limit is None:
+        return "—"
+    if isinstance(limit, tuple):
+        return " / ".join(f"{v:.0f}" for v in limit)
+    if isinstance(limit, float) and limit < 1:
+        return f">= {limit:.2f}"
+    if limit >= 1000:
+        return f"<= {limit / 1e3:,.0f} KB"
+    return f"<= {limit:.0f} MiB"
+
+
+def size_class(passages: int) -> int:
+    """0: the example book's targets, 1: 4,000 passages', 2: 50,000's."""
+    return sum(passages > bound for bound in SIZE_CLASSES)
+
+
+def verdicts_46(
+    figures: dict[str, Any], baseline_rss: float | None
+) -> dict[str, tuple[str, str]]:
+    """Issue 46's targets for this book's size: key -> (figure, met / NO)."""
+    column = size_class(figures["passages"])
+    target = {key: limits[column] for key, _, limits in TARGETS_46}
+    out: dict[str, tuple[str, str]] = {}
+
+    def row(key: str, figure: str, met: bool | None) -> None:
+        out[key] = (figure, "—" if met is None else ("met" if met else "NO"))
+
+    browser = figures.get("browser")
+    recall = figures.get("dense_recall")
+    if recall is None:
+        row("recall_46", "exact search", None if target["recall_46"] is None else True)
+    else:
+        at10 = recall["recall_at_10"]
+        row("recall_46", f"{at10:.3f}", at10 >= (target["recall_46"] or 0))
+    if not browser:
+        return out
+    kw = browser["keyword"]
+    row(
+        "keyword_first",
+        f"{kw['first_gzip'] / 1e3:.0f} KB ({kw['first_requests']} requests)",
+        kw["first_gzip"] <= target["keyword_first"],
+    )
+    first = browser["first_answer_gzip_beyond_model"]
+    row(
+        "answer_first",
+        f"{first / 1e3:.0f} KB ({browser['first_answer_requests']} requests in all)",
+        first <= target["answer_first"],
+    )
+    mean, p90 = browser["later_gzip_mean"], browser["later_gzip_p90"] or 0
+    row(
+        "later_question",
+        f"{mean / 1e3:.0f} KB; p90 {p90 / 1e3:.0f} KB "
+        f"({browser['later_requests_p50']:.0f} requests p50)",
+        mean <= target["later_question"],
+    )
+    rss = browser["renderer_rss_growth_mib"]
+    if target["memory_46"] is None or rss is None or baseline_rss is None:
+        row("memory_46", "" if rss is None else f"renderer +{rss:.0f} MiB", None)
+    else:
+        beyond = rss - baseline_rss
+        row(
+            "memory_46",
+            f"+{beyond:.0f} MiB (renderer +{rss:.0f}, "
+            f"example book +{baseline_rss:.0f})",
+            beyond <= target["memory_46"],
+        )
+    p50, p90 = browser["later_ms_p50"] or 0, browser["later_ms_p90"] or 0
+    lo, hi = target["later_46"]
+    row("later_46", f"{p50:.0f} / {p90:.0f}", p50 <= lo and p90 <= hi)
+    same, n = browser["parity_same"], browser["parity_asked"]
+    row("parity_46", f"{same}/{n}", same >= target["parity_46"] * n)
+    return out
+
+
+def dense_recall(
+    site: Path, questions: list[str], k: int = 10
+) -> dict[str, Any] | None:
+    """recall@k of the site's approximate dense search against exact search,
+    over its questions (None: the site searches exactly)."""
+    from sphinx_ragcite.retrieval.site import Site
+
+    loaded = Site.load(site)
+    approximate = loaded.approximate
+    if approximate is None or loaded.vectors is None:
+        return None
+    vectors = loaded.embedder.embed(questions, kind="query")
+    found = []
+    for q in vectors:
+        exact, _ = loaded.vectors.top(q, k)
+        approx, _ = approximate.top(q, k)
+        found.append(len(set(exact.tolist()) & set(approx.tolist())) / k)
+    return {"recall_at_10": statistics.mean(found), "questions": len(found)}
+
+
 def measure_book(
     name: str, site: Path, questions: list[str], browser: int
 ) -> dict[str, Any]:
@@ -458,6 +652,7 @@ def measure_book(
     figures["documents"] = manifest["counts"]["documents"]
     server = server_answers(site, questions)
     figures["shards"] = shard_costs(site, question_rows(site, server))
+    figures["dense_recall"] = dense_recall(site, questions)
     if browser:
         n = max(browser, 2)
         selections = selection_answers(site, questions[:n], server[:n])
@@ -471,7 +666,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--questions", type=int, default=200, help="asked in Chromium, per book"
     )
-    parser.add_argument("--pages", type=int, default=400, help="pages of the big book")
+    parser.add_argument(
+        "--pages",
+        type=int,
+        nargs="*",
+        default=[400, 5000],
+        help="pages of the big books (400: ~4,000 passages; 5000: ~50,000)",
+    )
     parser.add_argument(
         "--sets",
         nargs="*",
@@ -484,15 +685,16 @@ def main(argv: list[str] | None = None) -> int:
     browser = not args.no_browser and CHROMIUM.exists()
 
     example, _ = example_build(rebuild=args.rebuild)
-    big, squad = big_book(args.pages, rebuild=args.rebuild)
     books = {
         "example_book": (example, [q["question"] for q in read_jsonl(EXAMPLE_QA)]),
-        # 200 of the SQuAD questions, spread over the book's articles
-        f"book_{args.pages}_pages": (
-            big,
-            [q["question"] for q in squad[:: max(1, len(squad) // 200)]],
-        ),
     }
+    for pages in args.pages:
+        big, squad = big_book(pages, rebuild=args.rebuild)
+        # 200 of the SQuAD questions, spread over the book's articles
+        books[f"book_{pages}_pages"] = (
+            big,
+            [q["question"] for q in squad[:: max(1, len(squad) // 200)]][:200],
+        )
     if args.sets:
         from benchmarks.devsets import LOADERS
 
@@ -509,6 +711,11 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = measure_book(name, site, questions, asked)
         big_book_run = name.startswith("book_")
         results[name]["verdicts"] = verdicts(results[name], big=big_book_run)
+    baseline = (results["example_book"].get("browser") or {}).get(
+        "renderer_rss_growth_mib"
+    )
+    for figures in results.values():
+        figures["verdicts_46"] = verdicts_46(figures, baseline)
 
     for name, figures in results.items():
         print(f"\n{name}: {figures['documents']} pages, {figures['passages']} passages")
@@ -533,6 +740,15 @@ def main(argv: list[str] | None = None) -> int:
             figure, verdict = figures["verdicts"][key]
             row.append(f"{figure} {verdict}".strip())
         body.append(row)
+    print()
+    print(table(head, body))
+    head = ["issue 46: measure", *results]
+    body = [[label] for _, label, _ in TARGETS_46]
+    for row, (key, _, limits) in zip(body, TARGETS_46, strict=True):
+        for figures in results.values():
+            figure, verdict = figures["verdicts_46"].get(key, ("", "not measured"))
+            shown = limits[size_class(figures["passages"])]
+            row.append(f"{figure} {verdict} (target {_target(shown)})")
     print()
     print(table(head, body))
     write_result(

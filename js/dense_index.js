@@ -182,7 +182,13 @@
     clusters.forEach(([count], c) => (starts[c + 1] = starts[c] + count));
     const order = new Uint32Array(n);
     const filled = starts.slice(0, clusters.length);
-    for (let r = 0; r < n; r++) order[filled[cluster[r]]++] = r;
+    /** each row's place in its cluster's shard */
+    const place = new Uint32Array(n);
+    for (let r = 0; r < n; r++) {
+      const c = cluster[r];
+      place[r] = filled[c] - starts[c];
+      order[filled[c]++] = r;
+    }
     /** @param {number} c */
     const members = (c) => order.subarray(starts[c], starts[c + 1]);
     /** @type {Map<number, Promise<DenseShard>>} */
@@ -336,7 +342,20 @@
       return Array.from(rows, (r) => all[r]);
     }
 
-    return { rows: n, dim, probe: root.probe, adc, shardNames, search, scores };
+    /**
+     * A row's exact vector (float32 `code * scale`), from its cluster's shard.
+     * @param {number} row
+     * @returns {Promise<Float32Array>}
+     */
+    async function vector(row) {
+      if (!(row >= 0 && row < n)) throw new RangeError(`no row ${row}`);
+      const { codes, scales } = await shard(cluster[row]);
+      const at = place[row];
+      const scale = scales[at];
+      return Float32Array.from(codes.subarray(at * dim, (at + 1) * dim), (code) => code * scale);
+    }
+
+    return { rows: n, dim, probe: root.probe, adc, shardNames, search, scores, vector };
   }
 
   const api = { readRoot, readShard, createApproxDense };

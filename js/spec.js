@@ -19,9 +19,9 @@
       ],
       search: ["stemmer", "tokenize", "search", "store"],
       worker: [
-        "files", "stemmer", "tokenize", "search", "store", "sentences", "fusion", "retrieve",
-        "units", "evidence", "ranker", "verify", "answer", "selection_answer", "engine",
-        "wordpiece", "unigram", "encode",
+        "files", "stemmer", "tokenize", "search", "store", "sentences", "fusion", "dense_index",
+        "retrieve", "units", "evidence", "ranker", "verify", "answer", "selection_answer",
+        "engine", "wordpiece", "unigram", "encode",
       ],
     },
 

@@ -49,6 +49,7 @@ BROWSER_SCRIPTS = ("browser.js", "worker.js")
 ENGINE_SCRIPTS = (
     "sentences.js",
     "fusion.js",
+    "dense_index.js",
     "retrieve.js",
     "units.js",
     "evidence.js",

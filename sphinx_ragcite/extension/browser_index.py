@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sphinx.util import logging
 
 from sphinx_ragcite.formats.browser import (
+    DENSE,
     MODEL,
     ORT_JS,
     ORT_MJS,
@@ -47,6 +48,8 @@ logger = logging.getLogger(__name__)
 #: ``.mjs`` as octet-stream, which a browser refuses to import as a module.
 _RUNTIME_NEEDED = (ORT_JS, ORT_MJS, ORT_WASM)
 _SAID = "static mode stays keyword search"
+#: The approximate dense search's root, when a book ships one.
+DENSE_NAME = "dense.bin"
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,37 @@ def sentence_vectors(writer: IndexWriter, rows: int) -> SentenceVectors | None:
     )
 
 
+#: ``ragcite_browser_dense = "auto"`` searches approximately from this many
+#: passages on: below it every vector costs less than ~780 KB raw, and exact
+#: search changes no answer (benchmarks/results/dense_index_46.json).
+APPROXIMATE_FROM = 2_000
+
+
+def approximate_dense(
+    writer: IndexWriter, rows: int, mode: str = "auto"
+) -> tuple[bytes, dict[str, bytes]] | None:
+    """A big book's approximate dense search (root, shards by name), or None
+    where its readers download every passage vector."""
+    from sphinx_ragcite.formats import dense_index
+
+    wanted = mode == "approximate" or (mode == "auto" and rows >= APPROXIMATE_FROM)
+    if not wanted or "embeddings" not in writer.staged:
+        return None
+    chosen = dense_index.parameters(rows)
+    codes = read_npy(writer.staged["embeddings"].data, (rows, -1), "int8", "embeddings")
+    scales = read_npy(
+        writer.staged["embedding_scales"].data, (rows,), "float32", "embedding_scales"
+    )
+    return dense_index.build_dense_index(
+        codes,
+        scales,
+        m=chosen.m,
+        centroids=chosen.centroids,
+        cluster_rows=chosen.cluster_rows,
+        probe=chosen.probe,
+    )
+
+
 def add_browser_files(
     app: Sphinx,
     config: RagciteConfig,
@@ -202,6 +236,7 @@ def _stage(
     tokenizer = tokenizer_bytes(model.tokenizer)
     ranker = ranker_text(embedding.get("encoder")).encode("utf-8")
     shards = build_shards(records, sentence_vectors(writer, len(records)))
+    dense = approximate_dense(writer, len(records), config.browser_dense)
 
     copied = {
         role: (name, path, file_digest(path)) for role, (name, path) in roles.items()
@@ -228,8 +263,14 @@ def _stage(
     writer.add(SHARDS, LISTING, shards.listing)
     for name, data in shards.files.items():
         writer.add_extra(name, data)
+    if dense is not None:
+        writer.add(DENSE, DENSE_NAME, dense[0])
+        for name, data in dense[1].items():
+            writer.add_extra(name, data)
     sizes = {role: digest[1] for role, (_, _, digest) in copied.items()}
     sizes[TOKENIZER], sizes[RANKER] = len(tokenizer), len(ranker)
     sizes[SHARDS] = len(shards.listing) + sum(map(len, shards.files.values()))
+    if dense is not None:
+        sizes[DENSE] = len(dense[0]) + sum(map(len, dense[1].values()))
     listed = json.loads(shards.listing)["shards"]
     return BrowserFiles(sizes, [(int(n), str(name)) for n, name in listed])

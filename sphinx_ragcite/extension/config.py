@@ -26,6 +26,8 @@ Rebuild = Literal["env", "html", ""]
 POOLINGS = ("separate", "passage")
 #: ``ragcite_encoder`` values.
 ENCODERS = ("auto", "english", "multilingual")
+#: ``ragcite_browser_dense`` values.
+BROWSER_DENSE = ("auto", "exact", "approximate")
 #: ``ragcite_word_segmenter`` values.
 SEGMENTERS = ("auto", "jieba", "none")
 
@@ -146,6 +148,15 @@ class RagciteConfig:
         "ranker, onnxruntime-web and per-passage shards in _ragcite/ (~38 MB, "
         "downloaded only when a reader asks). False: static mode searches the "
         "passages by keywords only.",
+    )
+    browser_dense: str = _opt(
+        "auto",
+        "",
+        "How the browser's answer engine searches passage vectors. exact: it "
+        "downloads every vector (388 bytes a passage); approximate: a code of "
+        "each passage up front and, per question, the vectors of the clusters "
+        "it probes (the server then searches the same way, so both answer "
+        "alike); auto: approximate from 2,000 passages on.",
     )
 
     link_history: str = _opt(
@@ -291,6 +302,7 @@ def validate(app: Sphinx, config: Config) -> None:
         ("encoder", ENCODERS),
         ("word_segmenter", SEGMENTERS),
         ("sentence_pooling", POOLINGS),
+        ("browser_dense", BROWSER_DENSE),
     ):
         value = getattr(config, f"ragcite_{name}")
         if value not in allowed:

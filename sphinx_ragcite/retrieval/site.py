@@ -19,7 +19,14 @@ from sphinx_ragcite.encoder import DEFAULT_MODEL_ID, Embedder, ModelFiles, model
 from sphinx_ragcite.errors import SiteIndexError
 from sphinx_ragcite.formats.bm25 import read_bm25
 from sphinx_ragcite.formats.browser import BROWSER_ENGINE, MODEL, TOKENIZER
-from sphinx_ragcite.formats.files import REBUILD, read_index_file
+from sphinx_ragcite.formats.dense_index import ApproxDense
+from sphinx_ragcite.formats.files import (
+    MAX_FILE_BYTES,
+    REBUILD,
+    index_path,
+    read_index_file,
+    read_plain_file,
+)
 from sphinx_ragcite.formats.manifest import index_dir, read_manifest
 from sphinx_ragcite.formats.moved import read_moved
 from sphinx_ragcite.formats.sentence_vectors import MAPPED, read_sentence_matrix
@@ -142,6 +149,24 @@ def shipped_model_files(directory: Path, manifest: Manifest) -> ModelFiles:
     )
 
 
+def read_approximate(
+    directory: Path, root: bytes, count: int, where: str
+) -> ApproxDense:
+    """The approximate dense search of ``dense`` (its shards read on demand,
+    each checked against the digest in its name)."""
+
+    def shard(name: str) -> bytes:
+        return read_plain_file(index_path(directory, name), MAX_FILE_BYTES)
+
+    approximate = ApproxDense(root, shard, f"{where}/dense")
+    if len(approximate) != count:
+        raise SiteIndexError(
+            f"{where}: the dense index holds {len(approximate)} passages, the "
+            f"manifest says {count}. {REBUILD}"
+        )
+    return approximate
+
+
 def lucene_idf(df: np.ndarray | float, n: int) -> np.ndarray | float:
     """bm25s's (and Qdrant's IDF modifier's) idf of a term in *df* of *n* passages."""
     return np.log1p((n - df + 0.5) / (df + 0.5))
@@ -179,6 +204,9 @@ class Site(FusedSearch):
     sentences: SentenceMatrix | None = field(default=None, repr=False)
     #: cuts queries as the index's passages were cut (the manifest's spec)
     tokenizer: Tokenizer = field(default=ENGLISH, repr=False)
+    #: a big book's approximate dense search, which the browser computes
+    #: too (``formats/dense_index.py``); None: exact search over ``vectors``
+    approximate: ApproxDense | None = field(default=None, repr=False)
     #: passage ID -> row
     _rows: Mapping[str, int] = field(default_factory=dict, repr=False)
 
@@ -217,6 +245,8 @@ class Site(FusedSearch):
             )
         moved = read_moved(data["moved"], f"{where}/moved") if "moved" in data else {}
         site = cls(directory, manifest, passages, retriever, vectors, model_dir)
+        if vectors is not None and "dense" in data:
+            site.approximate = read_approximate(directory, data["dense"], count, where)
         site.moved = moved
         site.sentences = sentences
         site.tokenizer = tok
@@ -333,12 +363,14 @@ class Site(FusedSearch):
         if request.mode != "bm25":
             vector = self._query_vector(request.query, request.query_vector)
             vectors = self._dense()
-            rows, exact = vectors.top(vector, request.wanted, keep)
+            # a big book searches as its readers' browsers do (dense_index.py)
+            search = self.approximate or vectors
+            rows, exact = search.top(vector, request.wanted, keep)
             found.semantic = rows.tolist()
             found.dense = dict(zip(found.semantic, exact.tolist(), strict=True))
-            # every row the linear mix sees needs its exact dense score
+            # every row the linear mix sees needs its dense score
             others = [r for r in found.lexical if r not in found.dense]
-            scores = vectors.scores(vector, np.array(others, dtype=np.int64))
+            scores = search.scores(vector, np.array(others, dtype=np.int64))
             found.dense.update(zip(others, scores.tolist(), strict=True))
         if request.mode != "dense":
             found.bm25 = {r: float(bm25[r]) for r in {*found.lexical, *found.semantic}}
