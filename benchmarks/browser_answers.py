@@ -458,6 +458,11 @@ def in_chromium(
             e[3] for e in first_sent if _model_or_runtime(e[1])
         ),
         "first_answer_requests": len(first_sent),
+        "first_answer_files": [
+            [e[1].split("?", 1)[0], e[3]]
+            for e in first_sent
+            if not _model_or_runtime(e[1])
+        ],
         "keyword": keyword,
         "later_bytes_max": max(later_bytes) if later_bytes else None,
         "answered_in_browser": sum(e == "browser" for e in engines),

@@ -337,7 +337,12 @@
         if (progress) progress(all.byteLength);
         return all;
       }
-      let out = new Uint8Array(Math.min(limit, 64 << 20) || 1024);
+      // the whole file at once where its size is known (a manifest's file:
+      // the limit is its size), else the response's length, else 64 KB that
+      // grows: tens of shards in flight must not each hold 64 MB
+      const declared = Number(response.headers && response.headers.get && response.headers.get("Content-Length"));
+      const first = local || limit < 64 << 20 ? limit : declared > 0 ? declared : 64 << 10;
+      let out = new Uint8Array(Math.min(limit, first) || 1024);
       let loaded = 0;
       try {
         for (;;) {

@@ -65,12 +65,16 @@ ROOT_NAME = "search-root.json"
 FOLDER = "search"
 HASH_CHARS = 16
 #: A term shard is cut once its JSON reaches this many bytes (a term whose
-#: postings are longer has a shard of its own). Measured on the example
-#: book, a 4,000- and a 50,000-passage book (benchmarks/browser_answers.py,
-#: ``--shard-sizes``): gzip bytes per question over the shards of its terms.
-TERM_SHARD_BYTES = 12_000
-#: Rows per passage shard, at least (whole answer shards are kept together):
-#: a result list of ten fetches up to ten of them.
+#: postings are longer has a shard of its own), and a passage shard holds at
+#: least this many rows (whole answer shards are kept together). Measured
+#: with benchmarks/search_shard_sizes.py on the example book and books of
+#: 3,738 and 51,266 passages, 200 questions each, gzip as served: a keyword
+#: question's terms' shards and its ten results' passage shards cost 10.9,
+#: 17.5 and 35.4 KB (12.2 requests) at 3 KB and 16 rows, against 21.6, 35.0
+#: and 52.7 KB at 12 KB; smaller term shards grow the root (the 50,000-
+#: passage book's: 109 KB at 3 KB and 16 rows, 91 KB at 32 rows, of which the
+#: passages' lengths are 53 KB), and 16 rows cost 4 KB less a question than 32.
+TERM_SHARD_BYTES = 3_000
 PASSAGE_SHARD_ROWS = 16
 
 
