@@ -281,6 +281,36 @@ def test_example_book_parity(
     assert min(outcomes.values()) > 0, outcomes  # every outcome was compared
 
 
+@pytest.mark.slow
+def test_approximate_dense_search_answers_alike(node: str, tmp_path: Path) -> None:
+    """A book built with ``ragcite_browser_dense = "approximate"`` (as a big
+    book is by default): the server reads the same approximate index as the
+    browser, and the JS engine, fetching cluster shards as it goes, gives
+    the Python engine's answers."""
+    from sphinx_ragcite.retrieval.site import Site
+
+    from helpers.builds import sphinx_build
+
+    site = tmp_path / "html"
+    sphinx_build(
+        EXAMPLE_BOOK,
+        site,
+        "-d",
+        str(tmp_path / "doctrees"),
+        "-D",
+        "ragcite_browser_dense=approximate",
+    )
+    manifest = json.loads((site / "_ragcite" / "manifest.json").read_text("utf-8"))
+    assert "dense" in manifest["files"]
+    assert Site.load(site).approximate is not None
+    questions = cases_tool.qa_questions(EXAMPLE_BOOK / "qa.jsonl")
+    case_file = tmp_path / "approximate.json"
+    cases_tool.write(case_file, cases_tool.cases_for("approximate", site, questions))
+    figures = parity(node, case_file, tmp_path, site)
+    assert figures["questions"] == 90 + 15
+    assert figures["parity"] >= 0.99
+
+
 def _corpora_available() -> bool:
     corpora = benchmark("_corpora").corpora_dir()
     return corpora is not None
