@@ -378,6 +378,7 @@ def in_chromium(
                 [first.get("metadata", {}).get("engine")],
             )
             later_gzip: list[int] = []
+            later_paths: list[list[str]] = []
             later_requests: list[int] = []
             asked = [first]
             for question in questions[1:]:
@@ -445,6 +446,9 @@ def in_chromium(
         "later_bytes_p50": percentile(later_bytes, 50),
         "later_gzip_p50": percentile(later_gzip, 50),
         "later_gzip_mean": statistics.mean(later_gzip) if later_gzip else 0,
+        # per later question, in order (an outlier is found by its index)
+        "later_gzip_each": later_gzip,
+        "later_paths_max": max(later_paths, key=len, default=[]),
         "later_gzip_p90": percentile(later_gzip, 90),
         "later_gzip_max": max(later_gzip, default=None),
         "later_requests_p50": percentile(later_requests, 50),

@@ -15,6 +15,12 @@ from sphinx_ragcite.extension.config import RagciteConfig
 from sphinx_ragcite.extension.embedding import start, write_embeddings
 from sphinx_ragcite.extension.link_history import LinkHistory, update
 from sphinx_ragcite.extension.llms_txt import (
+    LISTING_NAME as LLMS_LISTING,
+)
+from sphinx_ragcite.extension.llms_txt import (
+    LISTING_ROLE as LLMS_ROLE,
+)
+from sphinx_ragcite.extension.llms_txt import (
     LLMS_FULL,
     LLMS_TXT,
     Book,
@@ -31,7 +37,7 @@ from sphinx_ragcite.extension.passages.ids import toctree_docs
 from sphinx_ragcite.extension.passages.records import build_records, page_url
 from sphinx_ragcite.extension.writer import IndexWriter, build_time
 from sphinx_ragcite.formats.bm25 import PARAMS, bm25_files, build_bm25, tokenized
-from sphinx_ragcite.formats.files import atomic_write
+from sphinx_ragcite.formats.files import atomic_write, dumps
 from sphinx_ragcite.formats.manifest import INDEX_DIR, MANIFEST
 from sphinx_ragcite.formats.moved import FILE_NAME as MOVED_FILE
 from sphinx_ragcite.formats.moved import Moved, moved_file
@@ -134,6 +140,10 @@ def write_site_index(app: Sphinx) -> dict[str, Any]:
     project = app.config
     with timed("llms.txt"):
         llms = _write_llms_txt(app, records) if config.llms_txt else None
+        if llms is not None:
+            # its own file: the manifest, which every reader fetches, stays small
+            writer.add(LLMS_ROLE, LLMS_LISTING, dumps(llms).encode("utf-8"))
+            llms = {"role": LLMS_ROLE}
     with timed("write index"):
         manifest = writer.finish(
             {
@@ -206,7 +216,7 @@ def _write_llms_txt(app: Sphinx, records: list[Record]) -> dict[str, Any] | None
     outdir = Path(app.builder.outdir)
     try:
         previous = _previous_manifest(outdir)
-        ours = listed_paths(previous)
+        ours = listed_paths(previous, outdir / INDEX_DIR)
         config = app.config
         reached = toctree_docs(
             config.root_doc, app.env.toctree_includes, set(app.env.all_docs)

@@ -17,6 +17,7 @@ Sphinx writes the pages themselves (``uni page.html``).
 from __future__ import annotations
 
 import hashlib
+import json
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from sphinx_ragcite.contracts import make_snippet
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
 
     from sphinx_ragcite.contracts import PassageRecord
 
@@ -34,6 +36,12 @@ LLMS_TXT = "llms.txt"
 LLMS_FULL = "llms-full.txt"
 #: The manifest key that lists the files written here (paths from the site root).
 MANIFEST_KEY = "llms_txt"
+#: The role of ``_ragcite/llms.<hash>.json``, which lists the files written
+#: (``{"files": {path: {"sha256", "bytes"}}}``); the manifest says only
+#: ``{"role": "llms"}``: listed there, a 5,000-page book's Markdown pages made
+#: the manifest every reader's browser fetches 236 KB gzip (issue 46).
+LISTING_ROLE = "llms"
+LISTING_NAME = "llms.json"
 #: Characters of a page's description in llms.txt.
 DESCRIPTION_CHARS = 120
 
@@ -282,12 +290,30 @@ def manifest_entry(files: dict[str, bytes]) -> dict[str, Any]:
     }
 
 
-def listed_paths(manifest: dict[str, Any] | None) -> set[str]:
-    """The llms.txt files an earlier manifest lists (this build may remove them)."""
+def listed_paths(
+    manifest: dict[str, Any] | None, folder: Path | None = None
+) -> set[str]:
+    """The llms.txt files an earlier build lists (this build may remove them):
+    in its listing file under *folder* (``_ragcite/``), or, before issue 46,
+    in the manifest itself."""
     entry = (manifest or {}).get(MANIFEST_KEY)
+    if isinstance(entry, dict) and entry.get("role") == LISTING_ROLE and folder:
+        entry = read_listing(manifest or {}, folder)
     if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict):
         return set()
     return {p for p in entry["files"] if isinstance(p, str) and safe_path(p)}
+
+
+def read_listing(manifest: dict[str, Any], folder: Path) -> dict[str, Any] | None:
+    """The listing file a manifest names, read leniently (None: unreadable)."""
+    name = (manifest.get("files") or {}).get(LISTING_ROLE)
+    if not isinstance(name, str) or not safe_path(name):
+        return None
+    try:
+        data = json.loads((folder / name).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def safe_path(path: str) -> bool:

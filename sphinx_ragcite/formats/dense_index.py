@@ -91,15 +91,40 @@ class Parameters:
 
 
 def parameters(n_rows: int) -> Parameters:
-    """The index parameters for a book of *n_rows* passages (measured)."""
+    """The index parameters for a book of *n_rows* passages.
+
+    Chosen by ``tools/measure_dense_index.py`` (results in
+    ``benchmarks/results/dense_index_46.json``: 320-500 real questions a
+    book, bytes as gzip level 6) within issue 46's budgets for the dense
+    part: a root of at most 250 KB at 4,000 passages and 1.2 MB at 50,000,
+    and at most 60 KB of shards a question at 4,000 and 150 KB at 50,000
+    (p90; linear in between). Recall@10 against exact search is what those
+    bytes buy; it falls with the root's bytes a row::
+
+        passages          m  centroids rows probe  root   shards p90  recall@10
+        1,336 (flask)    96      32      6   16   135 KB    47 KB      .985
+        3,738 (big 400)  96      16      4   24   242 KB    48 KB      .983
+        10,000           48      16      4   32   340 KB    65 KB      .916
+        20,000           32      32      8   24   531 KB    98 KB      .893
+        51,266 (big 5k)  24      64     12   24   1.16 MB  146 KB      .841
+
+    (10,000 and 20,000: the first passages of the 51,266-passage book.)
+    Up to 5,000 passages every target is met; beyond, recall misses its
+    .97-.98: the bytes a root may spend on a row do not rank the best rows
+    high enough for a few shards to hold them. Recall for bytes, measured
+    on the 51,266-passage book: m=96, centroids=16, cluster_rows=4,
+    probe=64 reaches .976 (129 KB a question) with a 3.0 MB root; m=64 the
+    same way .929 with 2.1 MB.
+    """
     if n_rows <= 2_000:
         return Parameters(m=96, centroids=32, cluster_rows=6, probe=16)
     if n_rows <= 5_000:
-        # the 3,738-passage book: root 175 KB gzip, recall@10 .975, 57 KB of
-        # shards a question; m=96 reached .973 with a 238 KB root, which
-        # put the first answer over its 400 KB (issue 46)
-        return Parameters(m=64, centroids=16, cluster_rows=4, probe=32)
-    return Parameters(m=24, centroids=32, cluster_rows=12, probe=24)
+        return Parameters(m=96, centroids=16, cluster_rows=4, probe=24)
+    if n_rows <= 12_000:
+        return Parameters(m=48, centroids=16, cluster_rows=4, probe=32)
+    if n_rows <= 30_000:
+        return Parameters(m=32, centroids=32, cluster_rows=8, probe=24)
+    return Parameters(m=24, centroids=64, cluster_rows=12, probe=24)
 
 
 # -- building -----------------------------------------------------------------

@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 #: Roles of files the browser alone reads (31 MB of static index at 50k
 #: passages; the answer engine's model and runtime, ~38 MB).
-BROWSER_ONLY = frozenset({"static", "search_root", *BROWSER_ENGINE})
+BROWSER_ONLY = frozenset({"static", "search_root", "llms", *BROWSER_ENGINE})
 
 
 def read_site_files(directory: Path, manifest: Manifest) -> dict[str, bytes]:
