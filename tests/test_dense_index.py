@@ -140,13 +140,23 @@ def test_small_books(rows):
         assert got.tolist() == want.tolist()
 
 
-def test_parameters_fit_every_book_size():
-    for n in (10, 140, 1_336, 3_738, 20_000, 50_000, 200_000):
-        p = parameters(n)
+def test_parameters_spend_fewer_root_bytes_a_row_as_books_grow():
+    """A bigger book gets no more code bits a row (its root grows slower
+    than the book), never fewer rows a question; a build without parameters
+    uses the rule's."""
+    sizes = (10, 140, 1_336, 3_738, 10_000, 20_000, 51_266, 200_000)
+    chosen = [parameters(n) for n in sizes]
+    bits = [p.m * np.log2(p.centroids) for p in chosen]
+    fetched = [p.cluster_rows * p.probe for p in chosen]
+    for p in chosen:
         assert 384 % p.m == 0
         assert 1 <= p.centroids <= 256
-        assert p.cluster_rows >= 1
-        assert p.probe >= 1
+    assert bits == sorted(bits, reverse=True)
+    assert fetched == sorted(fetched)
+    codes, scales = book_vectors(1_336, dim=384)
+    root = read_dense_root(build_dense_index(codes, scales)[0])
+    want = parameters(1_336)
+    assert (root.m, root.centroids, root.probe) == (want.m, want.centroids, want.probe)
 
 
 # -- damaged files ----------------------------------------------------------------

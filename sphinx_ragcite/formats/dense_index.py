@@ -5,8 +5,10 @@ a reader's browser would download before its first answer. Here the browser
 loads a small root up front and fetches a few shards of exact vectors per
 question:
 
-* the root holds every row's product-quantised code (``m`` bytes: one
-  centroid per ``dim / m`` dimensions) and the cluster it belongs to;
+* the root holds every row's product-quantised code (``m`` bytes: one of
+  ``centroids`` centroids per ``dim / m`` dimensions) and its cluster.
+  Fewer than 256 centroids where the rule says so: 256 would cost a 393 KB
+  float32 codebook, more than a 4,000-passage book's whole root may;
 * the rows are partitioned by spherical k-means into clusters of about
   ``cluster_rows`` rows, and each cluster is one shard holding its rows'
   int8 codes and scales, exactly as ``embeddings.npy`` stores them.
@@ -40,7 +42,8 @@ with the JSON ``{"format_version": 1, "rows": N, "dim": d, "m": m,
 
 named by the first 16 hex digits of its SHA-256. Building is deterministic:
 the same vectors and parameters give the same bytes (k-means from a fixed
-seed).
+seed; on another CPU, BLAS may break a distance tie otherwise).
+:func:`parameters` gives the sizes measured best for a book's size.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ def parameters(n_rows: int) -> Parameters:
         passages          m  centroids rows probe  root   shards p90  recall@10
         1,336 (flask)    96      32      6   16   135 KB    47 KB      .985
         3,738 (big 400)  96      16      4   24   242 KB    48 KB      .983
+        3,738 (chosen)   64      16      4   32   175 KB    57 KB      .975
         10,000           48      16      4   32   340 KB    65 KB      .916
         20,000           32      32      8   24   531 KB    98 KB      .893
         51,266 (big 5k)  24      64     12   24   1.16 MB  146 KB      .841
@@ -119,7 +123,10 @@ def parameters(n_rows: int) -> Parameters:
     if n_rows <= 2_000:
         return Parameters(m=96, centroids=32, cluster_rows=6, probe=16)
     if n_rows <= 5_000:
-        return Parameters(m=96, centroids=16, cluster_rows=4, probe=24)
+        # m=96 reached .983 with a 242 KB root, which put the first answer of
+        # the 3,738-passage book at ~455 KB (target 400): m=64, probe 32 gives
+        # .975-.977 with 175 KB (browser_answers_46.json)
+        return Parameters(m=64, centroids=16, cluster_rows=4, probe=32)
     if n_rows <= 12_000:
         return Parameters(m=48, centroids=16, cluster_rows=4, probe=32)
     if n_rows <= 30_000:
