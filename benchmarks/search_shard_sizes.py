@@ -96,9 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=200)
     args = parser.parse_args(argv)
     example, _ = example_build()
-    books = {
-        "example_book": (example, [q["question"] for q in read_jsonl(EXAMPLE_QA)])
-    }
+    books = {"example_book": (example, [q["question"] for q in read_jsonl(EXAMPLE_QA)])}
     for pages in args.pages:
         site, squad = big_book(pages)
         step = max(1, len(squad) // args.questions)
