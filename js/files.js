@@ -194,6 +194,25 @@
     return match && match[1] !== "english" ? match[1] : null;
   }
 
+  // -- caches ---------------------------------------------------------------------
+
+  /**
+   * Keep `value` under `key` in `map`, dropping the entries kept longest
+   * ago beyond `limit` (a Map iterates in insertion order): what a long
+   * visit to a big book fetched must not all stay in memory.
+   * @template K, V
+   * @param {Map<K, V>} map
+   * @param {K} key
+   * @param {V} value
+   * @param {number} limit
+   */
+  function remember(map, key, value, limit) {
+    map.delete(key);
+    map.set(key, value);
+    while (map.size > limit) map.delete(/** @type {K} */ (map.keys().next().value));
+    return value;
+  }
+
   // -- the sharded static index ---------------------------------------------------
 
   /** @param {unknown} e */
@@ -438,6 +457,7 @@
     parseStaticIndex,
     passageMetas,
     readStaticFile,
+    remember,
     sizeOf,
     snowballLanguage,
   };

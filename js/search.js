@@ -176,6 +176,12 @@
     };
   }
 
+  /** Parsed shards and terms' weights kept between queries, at most (a
+   * later query needing one dropped fetches it again, from the HTTP cache). */
+  const KEEP_TERM_SHARDS = 64;
+  const KEEP_PASSAGE_SHARDS = 256;
+  const KEEP_TERMS = 2048;
+
   /**
    * The first index whose value is greater than `x` in a sorted array, minus one.
    * @template T
@@ -237,7 +243,7 @@
       let promise = termShards.get(name);
       if (!promise) {
         promise = load(name).then((json) => F.checkTermShard(json, name));
-        termShards.set(name, promise);
+        F.remember(termShards, name, promise, KEEP_TERM_SHARDS);
         promise.catch(() => termShards.delete(name));
       }
       return promise;
@@ -259,7 +265,7 @@
           const shard = await termShard(root.terms[at][1]);
           const i = floorIndex(shard.terms, term);
           const found = i >= 0 && shard.terms[i] === term;
-          terms.set(term, found ? termWeights(shard.postings[i], lengths, average, k1, b) : null);
+          F.remember(terms, term, found ? termWeights(shard.postings[i], lengths, average, k1, b) : null, KEEP_TERMS);
         }),
       );
     }
@@ -285,7 +291,7 @@
       let promise = passageShards.get(name);
       if (!promise) {
         promise = load(name).then((json) => F.checkPassageShard(json, root.passages[at][0], name));
-        passageShards.set(name, promise);
+        F.remember(passageShards, name, promise, KEEP_PASSAGE_SHARDS);
         promise.catch(() => passageShards.delete(name));
       }
       return promise;

@@ -183,6 +183,9 @@
     }
   }
 
+  /** Parsed answer shards kept between questions, at most. */
+  const KEEP_SHARDS = 128;
+
   /** The cache of one index folder's files. */
   const CACHE_PREFIX = "ragcite-engine ";
 
@@ -519,8 +522,12 @@
           }
           return data;
         })();
+        // shared while in flight only: the readers keep what they parsed
         named.set(name, promise);
-        promise.catch(() => named.delete(name));
+        promise.then(
+          () => named.delete(name),
+          () => named.delete(name),
+        );
       }
       return promise;
     }
@@ -595,7 +602,7 @@
       let promise = shards.get(name);
       if (!promise) {
         promise = addressed(name).then((data) => F.parseShard(data, resolveName(name, folder)));
-        shards.set(name, promise);
+        F.remember(shards, name, promise, KEEP_SHARDS);
         promise.catch(() => shards.delete(name));
       }
       return promise;
