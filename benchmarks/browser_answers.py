@@ -57,10 +57,12 @@ from benchmarks._harness import (
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-#: What the worker fetches before the first answer (js/files.js FIRST_ANSWER_ROLES).
+#: What the worker fetches before the first answer (js/files.js
+#: FIRST_ANSWER_ROLES and firstAnswerRoles: every passage vector only where
+#: the book has no approximate dense search).
 FIRST_ANSWER_ROLES = (
-    *("model", "ort_wasm", "ort_js", "ort_mjs", "tokenizer", "static"),
-    *("embeddings", "embedding_scales", "shards", "ranker"),
+    *("model", "ort_wasm", "ort_js", "ort_mjs", "tokenizer", "search_root"),
+    *("dense", "embeddings", "embedding_scales", "ranker"),
 )
 #: gzip level of the figures: nginx's and most static hosts' default range.
 GZIP_LEVEL = 6
@@ -121,8 +123,11 @@ def file_costs(site: Path) -> list[dict[str, Any]]:
     manifest = read_manifest(site)
     folder = site / "_ragcite"
     rows = []
+    approximate = "dense" in manifest["files"]
     for role in FIRST_ANSWER_ROLES:
         if role not in manifest["files"]:
+            continue
+        if approximate and role in ("embeddings", "embedding_scales"):
             continue
         data = (folder / manifest["files"][role]).read_bytes()
         rows.append(
