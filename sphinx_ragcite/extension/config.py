@@ -152,7 +152,7 @@ class RagciteConfig:
     browser_dense: str = _opt(
         "auto",
         "",
-        "How the browser's answer engine searches passage vectors. exact: it "
+        "How the answer engine in the browser searches passage vectors. exact: it "
         "downloads every vector (388 bytes a passage); approximate: a code of "
         "each passage up front and, per question, the vectors of the clusters "
         "it probes (the server then searches the same way, so both answer "
