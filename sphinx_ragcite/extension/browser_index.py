@@ -150,8 +150,10 @@ def sentence_vectors(writer: IndexWriter, rows: int) -> SentenceVectors | None:
 
 
 #: ``ragcite_browser_dense = "auto"`` searches approximately from this many
-#: passages on: below it every vector costs less than ~780 KB raw, and exact
-#: search changes no answer (benchmarks/results/dense_index_46.json).
+#: passages on: below it every vector costs less than ~780 KB raw (less than
+#: the codes and shards would), and exact search keeps every answer, where
+#: the approximate one would change 0-3 of 89-200 per dev set
+#: (benchmarks/approximate_dense.py, results/approximate_dense.json).
 APPROXIMATE_FROM = 2_000
 
 
