@@ -48,10 +48,8 @@
 
   const lib = typeof module === "object" ? require("./lib.js") : globalThis.ragcite_lib;
 
-  const ROOT_MAGIC = "RCDI";
-  const SHARD_MAGIC = "RCDS";
-  /** `dense_index.FORMAT_VERSION`, of the root and the shards. */
-  const FORMAT_VERSION = 1;
+  // the format's marks and version, from Python (`formats/dense_index.py`, through `spec.js`)
+  const { DENSE_ROOT_MAGIC: ROOT_MAGIC, DENSE_SHARD_MAGIC: CLUSTER_MAGIC, DENSE_FORMAT: FORMAT_VERSION } = lib.need("spec");
   const SHARD_NAME = /^dense\/[0-9a-f]{16}\.bin$/;
   /** Parsed shards kept (the least recently used go first). */
   const KEEP_SHARDS = 256;
@@ -149,7 +147,7 @@
   function readShard(bytes, name, rows, dim) {
     const where = `The dense shard ${name}`;
     const count = rows.length;
-    if (bytes.byteLength < 16 || String.fromCharCode(...bytes.subarray(0, 4)) !== SHARD_MAGIC) {
+    if (bytes.byteLength < 16 || String.fromCharCode(...bytes.subarray(0, 4)) !== CLUSTER_MAGIC) {
       throw damaged(where, "it is not a dense shard");
     }
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -38,8 +38,8 @@
  * @property {number} rows the book's passages
  * @property {(query: string, k?: number) => Promise<Hit[]>} search
  * @property {(tokens: string[]) => Promise<Map<number, number>>} scores
- * @property {(terms: Iterable<string>) => Promise<void>} prepare fetch these
- *   terms' shards (`df` needs it)
+ * @property {(terms: Iterable<string>) => Promise<Map<string, {docs: Int32Array, weights: Float32Array} | null>>} prepare
+ *   fetch these terms' shards (`df` needs it); their weights (null: no passage has it)
  * @property {(rows: number[]) => Promise<import("./types").RowMeta[]>} metas
  * @property {(term: string) => number} df how many passages hold a prepared term
  * @property {(query: string) => string[]} tokens the query's BM25 tokens
@@ -254,20 +254,32 @@
      * @param {Iterable<string>} wanted
      */
     async function prepare(wanted) {
-      const missing = [...new Set(wanted)].filter((t) => !terms.has(t));
+      /** @type {Map<string, {docs: Int32Array, weights: Float32Array} | null>} */
+      const found = new Map();
+      const missing = [];
+      for (const term of new Set(wanted)) {
+        const held = terms.get(term);
+        if (held === undefined) {
+          missing.push(term);
+        } else {
+          found.set(term, held);
+          F.remember(terms, term, held, KEEP_TERMS); // used again: kept longest
+        }
+      }
       await Promise.all(
         missing.map(async (term) => {
           const at = floorIndex(firsts, term);
-          if (at < 0) {
-            terms.set(term, null);
-            return;
+          let weights = null;
+          if (at >= 0) {
+            const shard = await termShard(root.terms[at][1]);
+            const i = floorIndex(shard.terms, term);
+            if (i >= 0 && shard.terms[i] === term) weights = termWeights(shard.postings[i], lengths, average, k1, b);
           }
-          const shard = await termShard(root.terms[at][1]);
-          const i = floorIndex(shard.terms, term);
-          const found = i >= 0 && shard.terms[i] === term;
-          F.remember(terms, term, found ? termWeights(shard.postings[i], lengths, average, k1, b) : null, KEEP_TERMS);
+          found.set(term, weights);
+          F.remember(terms, term, weights, KEEP_TERMS);
         }),
       );
+      return found;
     }
 
     /**
@@ -275,11 +287,12 @@
      * @returns {Promise<Map<number, number>>}
      */
     async function scores(tokens) {
-      await prepare(tokens);
+      // the weights this query prepared (another query may evict them meanwhile)
+      const found = await prepare(tokens);
       /** @type {Map<number, number>} */
       const totals = new Map();
       for (const token of tokens) {
-        const term = terms.get(token);
+        const term = found.get(token);
         if (term) addTerm(totals, term);
       }
       return totals;

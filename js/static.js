@@ -100,7 +100,7 @@
      * @param {(index: unknown) => Promise<void>} stemmerFor loads the stemmer
      */
     async function openShards(manifestUrl, stemmerFor) {
-      const store = lib.need("store").createShardStore({ manifestUrl, caches: null });
+      const store = lib.need("store").createShardStore({ manifestUrl, caches: null, anyManifest: true });
       let manifest;
       try {
         manifest = await store.manifest();

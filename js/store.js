@@ -56,6 +56,8 @@
  * @property {AbortSignal} [signal] stops every fetch (the reader cancelled)
  * @property {{digest(algorithm: string, data: BufferSource): Promise<ArrayBuffer>} | null} [subtle]
  *   `crypto.subtle`, or null for the JS SHA-256 (injected in tests)
+ * @property {boolean} [anyManifest] read a manifest of another format
+ *   version (keyword search, whose files check their own formats)
  * @property {CacheStorage | null} [caches] Cache Storage, where the engine's
  *   files are kept between the pages of a visit (null: none; default: the
  *   global `caches` of a secure context)
@@ -418,7 +420,12 @@
           } catch {
             throw new StoreError(`The book's index manifest is not JSON. ${REBUILD}`, "format");
           }
-          const data = F.checkManifest(read);
+          // the page's keyword search reads a manifest of another version
+          // too: the search root it names checks its own format
+          const data =
+            options.anyManifest && F.isObject(read) && F.isObject(read.files)
+              ? /** @type {Manifest} */ (read)
+              : F.checkManifest(read);
           evict(data); // in the background
           return data;
         })();

@@ -45,9 +45,10 @@ if ort_runtime_files() is None:
     )
 
 page_tools = benchmark("_browser_page")
-#: What a worker loads before the first answer (js/files.js FIRST_ANSWER_ROLES).
+#: What a worker loads before the first answer (js/files.js FIRST_ANSWER_ROLES,
+#: of a book searched exactly: every passage vector, no dense codes).
 FIRST_ANSWER_ROLES = (
-    *("model", "tokenizer", "ranker", "shards", "static", "embeddings"),
+    *("model", "tokenizer", "ranker", "search_root", "embeddings"),
     *("embedding_scales", "ort_js", "ort_mjs", "ort_wasm"),
 )
 #: The CSP docs/howto/static-hosting.md tells hosts to send.
@@ -193,7 +194,10 @@ def test_later_questions_fetch_only_shards_and_visits_reuse_the_cache(
         later = [url for _, url in page.requests[before:]]
         assert later, "the question fetched nothing (its shards)"
         assert all(
-            "/_ragcite/shards/" in u or u.endswith("/api/health") for u in later
+            "/_ragcite/shards/" in u
+            or "/_ragcite/search/" in u  # its terms' and passages' search shards
+            or u.endswith("/api/health")
+            for u in later
         ), later
         # a later visit: the model comes from the browser's cache
         model = "/_ragcite/" + manifest["files"]["model"]

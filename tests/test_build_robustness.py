@@ -52,12 +52,17 @@ def snapshot(outdir: Path) -> dict[str, bytes]:
 
 def named_files(outdir: Path) -> set[str]:
     """What a reader may open: the manifest, the files it names, and the
-    passage shards the browser's shard listing names."""
+    shards the browser's shard listing and search root name."""
     manifest = read_manifest(outdir)
     named = {"manifest.json", *manifest["files"].values()}
+    folder = outdir / "_ragcite"
     if "shards" in manifest["files"]:
-        listing = outdir / "_ragcite" / manifest["files"]["shards"]
+        listing = folder / manifest["files"]["shards"]
         named |= {name for _, name in json.loads(listing.read_bytes())["shards"]}
+    if "search_root" in manifest["files"]:
+        # the sharded search index's shards, which its root names
+        root = json.loads((folder / manifest["files"]["search_root"]).read_bytes())
+        named |= {name for _, name in root["terms"] + root["passages"]}
     return named
 
 

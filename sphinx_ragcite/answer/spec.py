@@ -36,7 +36,7 @@ from sphinx_ragcite.contracts import (
     SNIPPET_SPACES,
     USER_SELECTION,
 )
-from sphinx_ragcite.formats import manifest, search_shards, shards, static
+from sphinx_ragcite.formats import dense_index, manifest, search_shards, shards, static
 from sphinx_ragcite.retrieval.fusion import LINEAR_ALPHA
 from sphinx_ragcite.retrieval.searchable import DEPTH
 from sphinx_ragcite.text import (
@@ -151,6 +151,9 @@ __all__ = [  # noqa: RUF022
     "STATIC_PREFIX",
     "STATIC_FORMAT",
     "SEARCH_FORMAT",
+    "DENSE_ROOT_MAGIC",
+    "DENSE_SHARD_MAGIC",
+    "DENSE_FORMAT",
     "MANIFEST_FORMAT",
     "MAX_MANIFEST_BYTES",
     "SHARD_MAGIC",
@@ -440,6 +443,11 @@ STATIC_PREFIX = static.PREFIX.decode("ascii")
 STATIC_FORMAT = static.FORMAT_VERSION
 #: The sharded static index's root (``search-root.<h>.json``) and shards.
 SEARCH_FORMAT = search_shards.FORMAT_VERSION
+#: A big book's approximate dense index: its root's and shards' first bytes
+#: and their format (``formats/dense_index.py``).
+DENSE_ROOT_MAGIC = dense_index.ROOT_MAGIC.decode("ascii")
+DENSE_SHARD_MAGIC = dense_index.SHARD_MAGIC.decode("ascii")
+DENSE_FORMAT = dense_index.FORMAT_VERSION
 MANIFEST_FORMAT = manifest.FORMAT_VERSION
 MAX_MANIFEST_BYTES = manifest.MAX_MANIFEST_BYTES
 #: A shard file's first bytes, and the format of shards and their listing.
