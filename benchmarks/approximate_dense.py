@@ -26,8 +26,6 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from benchmarks._harness import (
     EXAMPLE_QA,
     RESULTS,
@@ -56,24 +54,24 @@ SETS: dict[str, tuple[str, Path]] = {
 def compare(site_dir: Path, questions: list[str]) -> dict[str, Any]:
     from sphinx_ragcite.answer.engine import AnswerEngine
     from sphinx_ragcite.formats import dense_index
+    from sphinx_ragcite.formats.embeddings import read_vectors
     from sphinx_ragcite.retrieval.site import Site
 
     site = Site.load(site_dir)
     assert site.vectors is not None
-    codes = np.asarray(site.vectors._codes.view(np.int8) ^ np.int8(-128)).reshape(
-        site.vectors.shape
+    # the vectors as the build staged them (what it builds the index from)
+    files = site.manifest.files
+    rows, dim = site.vectors.shape
+    codes, scales = read_vectors(
+        (site_dir / "_ragcite" / files["embeddings"]).read_bytes(),
+        (site_dir / "_ragcite" / files["embedding_scales"]).read_bytes(),
+        rows,
+        dim,
+        str(site_dir),
     )
-    scales = site.vectors._scales
     chosen = dense_index.parameters(len(site.passages))
     started = time.perf_counter()
-    root, shards = dense_index.build_dense_index(
-        codes,
-        scales,
-        m=chosen.m,
-        centroids=chosen.centroids,
-        cluster_rows=chosen.cluster_rows,
-        probe=chosen.probe,
-    )
+    root, shards = dense_index.build_dense_index(codes, scales)  # as a build does
     built_s = time.perf_counter() - started
     approximate = dense_index.ApproxDense(root, shards.__getitem__)
     vectors = site.embedder.embed(questions, kind="query")

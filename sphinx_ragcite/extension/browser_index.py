@@ -167,19 +167,12 @@ def approximate_dense(
     wanted = mode == "approximate" or (mode == "auto" and rows >= APPROXIMATE_FROM)
     if not wanted or "embeddings" not in writer.staged:
         return None
-    chosen = dense_index.parameters(rows)
     codes = read_npy(writer.staged["embeddings"].data, (rows, -1), "int8", "embeddings")
     scales = read_npy(
         writer.staged["embedding_scales"].data, (rows,), "float32", "embedding_scales"
     )
-    return dense_index.build_dense_index(
-        codes,
-        scales,
-        m=chosen.m,
-        centroids=chosen.centroids,
-        cluster_rows=chosen.cluster_rows,
-        probe=chosen.probe,
-    )
+    # its parameters by the book's size (dense_index.parameters)
+    return dense_index.build_dense_index(codes, scales)
 
 
 def add_browser_files(

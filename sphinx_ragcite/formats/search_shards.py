@@ -43,16 +43,14 @@ from __future__ import annotations
 import hashlib
 import json
 from bisect import bisect_right
-from collections import Counter
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sphinx_ragcite.formats.bm25 import PARAMS
 from sphinx_ragcite.formats.files import dumps
-from sphinx_ragcite.formats.static import METHOD, term_weights
+from sphinx_ragcite.formats.static import METHOD, term_postings, term_weights
 from sphinx_ragcite.text import SPEC
 
 if TYPE_CHECKING:
@@ -88,22 +86,6 @@ class SearchShards:
 
     root: bytes
     files: dict[str, bytes] = field(default_factory=dict)
-
-
-def _postings(corpus: Sequence[Sequence[str]]) -> tuple[list[str], list[list[int]]]:
-    found: dict[str, list[int]] = {}
-    for doc, tokens in enumerate(corpus):
-        for term, tf in sorted(Counter(tokens).items()):
-            if term:
-                found.setdefault(term, []).extend((doc, tf))
-    terms = sorted(found)
-    postings = []
-    for term in terms:
-        flat = found[term]
-        docs = flat[0::2]
-        flat[0::2] = [docs[0], *(b - a for a, b in pairwise(docs))]
-        postings.append(flat)
-    return terms, postings
 
 
 def _term_shards(
@@ -196,7 +178,7 @@ def search_shards(
     if answer_shards and sum(n for n, _ in answer_shards) != len(records):
         raise ValueError("the answer shards do not cover the passages")
     files: dict[str, bytes] = {}
-    terms, postings = _postings(corpus)
+    terms, postings = term_postings(corpus)
     term_table = []
     for first, data in _term_shards(terms, postings, term_bytes):
         name = shard_name(data)

@@ -62,6 +62,26 @@ def _interned(values: Sequence[str]) -> tuple[list[str], dict[str, int]]:
     return table, {value: i for i, value in enumerate(table)}
 
 
+def term_postings(
+    corpus: Sequence[Sequence[str]],
+) -> tuple[list[str], list[list[int]]]:
+    """The sorted terms of *corpus* and each one's flat postings, ``[doc, tf,
+    doc_delta, tf, ...]`` (the whole index and its shards hold the same)."""
+    found: dict[str, list[int]] = {}
+    for doc, tokens in enumerate(corpus):
+        for term, tf in sorted(Counter(tokens).items()):
+            if term:
+                found.setdefault(term, []).extend((doc, tf))
+    terms = sorted(found)
+    postings = []
+    for term in terms:
+        flat = found[term]
+        docs = flat[0::2]
+        flat[0::2] = [docs[0], *(b - a for a, b in pairwise(docs))]
+        postings.append(flat)
+    return terms, postings
+
+
 def static_index(
     records: Sequence[Record],
     corpus: Sequence[Sequence[str]],
@@ -75,18 +95,7 @@ def static_index(
     bm25 = {**PARAMS, **(params or {})}
     if bm25["method"] != METHOD:
         raise ValueError(f"the static index follows BM25 {METHOD!r} only")
-    found: dict[str, list[int]] = {}
-    for doc, tokens in enumerate(corpus):
-        for term, tf in sorted(Counter(tokens).items()):
-            if term:
-                found.setdefault(term, []).extend((doc, tf))
-    terms = sorted(found)
-    postings = []
-    for term in terms:
-        flat = found[term]
-        docs = flat[0::2]
-        flat[0::2] = [docs[0], *(b - a for a, b in pairwise(docs))]
-        postings.append(flat)
+    terms, postings = term_postings(corpus)
     pages, page_of = _interned([r["url"].split("#", 1)[0] for r in records])
     headings, heading_of = _interned(
         [h for r in records for h in (r["chapter"], r["section"])]
